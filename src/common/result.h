@@ -1,0 +1,64 @@
+// The one error convention of Pylon: functions that can fail return Result<T>, an expected-like
+// value holding either T or an Error. Errors carry a category (so callers can branch on the kind
+// of failure without parsing text) and a human-readable message with context.
+#pragma once
+
+#include <string>
+#include <system_error>
+#include <utility>
+
+#include <tl/expected.hpp>
+
+namespace pylon {
+
+enum class ErrorCode {
+  kInvalidArgument,  // malformed input: config, annotation, packet, flag
+  kNotFound,         // the object or address does not exist
+  kAlreadyExists,    // create of something present
+  kConflict,         // optimistic concurrency failure (HTTP 409) or address taken
+  kOutOfRange,       // address outside every pool, value out of bounds
+  kExhausted,        // no free address left
+  kUnavailable,      // transient: network, 5xx, 429, timeouts; retry
+  kGone,             // resource version too old (HTTP 410)
+  kPermission,       // 401/403, EPERM
+  kUnsupported,      // kernel or server lacks a feature (EOPNOTSUPP, 415)
+  kInternal,         // a bug: invariant broken
+  kSystem,           // an OS call failed; see errno
+};
+
+const char* ErrorCodeName(ErrorCode code);
+
+class Error {
+ public:
+  Error(ErrorCode code, std::string message) : code_(code), message_(std::move(message)) {}
+  // An OS error: message is "<context>: <strerror(err)>".
+  static Error FromErrno(int err, const std::string& context);
+
+  ErrorCode code() const { return code_; }
+  const std::string& message() const { return message_; }
+  int sys_errno() const { return errno_; }
+
+  // Returns a copy whose message is "<context>: <message>".
+  Error Wrap(const std::string& context) const;
+
+ private:
+  ErrorCode code_;
+  std::string message_;
+  int errno_ = 0;
+};
+
+template <typename T>
+using Result = tl::expected<T, Error>;
+
+using Status = tl::expected<void, Error>;
+
+inline tl::unexpected<Error> Fail(ErrorCode code, std::string message) {
+  return tl::unexpected<Error>(Error(code, std::move(message)));
+}
+inline tl::unexpected<Error> Fail(Error e) { return tl::unexpected<Error>(std::move(e)); }
+inline tl::unexpected<Error> FailErrno(int err, const std::string& context) {
+  return tl::unexpected<Error>(Error::FromErrno(err, context));
+}
+inline Status Ok() { return {}; }
+
+}  // namespace pylon

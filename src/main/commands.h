@@ -1,0 +1,3 @@
+// Entry points of the subcommands, one per component module. Each takes argv with argv[0] set to
+// the command name, parses its own flags, and returns the process exit code.
+#pragma once
