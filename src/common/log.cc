@@ -18,10 +18,14 @@ std::string& ComponentName() {
 
 const char* LevelName(Level l) {
   switch (l) {
-    case Level::kDebug: return "debug";
-    case Level::kInfo: return "info";
-    case Level::kWarn: return "warn";
-    case Level::kError: return "error";
+    case Level::kDebug:
+      return "debug";
+    case Level::kInfo:
+      return "info";
+    case Level::kWarn:
+      return "warn";
+    case Level::kError:
+      return "error";
   }
   return "info";
 }
@@ -57,11 +61,16 @@ void AppendValue(std::string& out, std::string_view v) {
 }  // namespace
 
 bool ParseLevel(std::string_view text, Level* out) {
-  if (text == "debug") *out = Level::kDebug;
-  else if (text == "info") *out = Level::kInfo;
-  else if (text == "warn" || text == "warning") *out = Level::kWarn;
-  else if (text == "error") *out = Level::kError;
-  else return false;
+  if (text == "debug")
+    *out = Level::kDebug;
+  else if (text == "info")
+    *out = Level::kInfo;
+  else if (text == "warn" || text == "warning")
+    *out = Level::kWarn;
+  else if (text == "error")
+    *out = Level::kError;
+  else
+    return false;
   return true;
 }
 

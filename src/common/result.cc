@@ -6,18 +6,30 @@ namespace pylon {
 
 const char* ErrorCodeName(ErrorCode code) {
   switch (code) {
-    case ErrorCode::kInvalidArgument: return "InvalidArgument";
-    case ErrorCode::kNotFound: return "NotFound";
-    case ErrorCode::kAlreadyExists: return "AlreadyExists";
-    case ErrorCode::kConflict: return "Conflict";
-    case ErrorCode::kOutOfRange: return "OutOfRange";
-    case ErrorCode::kExhausted: return "Exhausted";
-    case ErrorCode::kUnavailable: return "Unavailable";
-    case ErrorCode::kGone: return "Gone";
-    case ErrorCode::kPermission: return "Permission";
-    case ErrorCode::kUnsupported: return "Unsupported";
-    case ErrorCode::kInternal: return "Internal";
-    case ErrorCode::kSystem: return "System";
+    case ErrorCode::kInvalidArgument:
+      return "InvalidArgument";
+    case ErrorCode::kNotFound:
+      return "NotFound";
+    case ErrorCode::kAlreadyExists:
+      return "AlreadyExists";
+    case ErrorCode::kConflict:
+      return "Conflict";
+    case ErrorCode::kOutOfRange:
+      return "OutOfRange";
+    case ErrorCode::kExhausted:
+      return "Exhausted";
+    case ErrorCode::kUnavailable:
+      return "Unavailable";
+    case ErrorCode::kGone:
+      return "Gone";
+    case ErrorCode::kPermission:
+      return "Permission";
+    case ErrorCode::kUnsupported:
+      return "Unsupported";
+    case ErrorCode::kInternal:
+      return "Internal";
+    case ErrorCode::kSystem:
+      return "System";
   }
   return "Unknown";
 }

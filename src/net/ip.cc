@@ -126,9 +126,9 @@ Result<Prefix> Prefix::Parse(std::string_view text) {
 
 Result<Prefix> Prefix::Make(IpAddress address, int length) {
   if (length < 0 || length > FamilyBits(address.family())) {
-    return Fail(ErrorCode::kInvalidArgument,
-                "prefix length " + std::to_string(length) + " is out of range for " +
-                    std::string(FamilyName(address.family())));
+    return Fail(ErrorCode::kInvalidArgument, "prefix length " + std::to_string(length) +
+                                                 " is out of range for " +
+                                                 std::string(FamilyName(address.family())));
   }
   return Prefix(address, length);
 }
@@ -151,18 +151,16 @@ bool Prefix::Contains(const Prefix& p) const {
 
 Uint128 Prefix::Size() const { return AddressRange::FromPrefix(*this).Size(); }
 
-std::string Prefix::ToString() const {
-  return address_.ToString() + "/" + std::to_string(length_);
-}
+std::string Prefix::ToString() const { return address_.ToString() + "/" + std::to_string(length_); }
 
 Result<AddressRange> AddressRange::Make(IpAddress first, IpAddress last) {
   if (first.family() != last.family()) {
-    return Fail(ErrorCode::kInvalidArgument, "range " + first.ToString() + "-" + last.ToString() +
-                                                 " mixes IPv4 and IPv6");
+    return Fail(ErrorCode::kInvalidArgument,
+                "range " + first.ToString() + "-" + last.ToString() + " mixes IPv4 and IPv6");
   }
   if (last < first) {
-    return Fail(ErrorCode::kInvalidArgument, "range " + first.ToString() + "-" + last.ToString() +
-                                                 " has start after end");
+    return Fail(ErrorCode::kInvalidArgument,
+                "range " + first.ToString() + "-" + last.ToString() + " has start after end");
   }
   return AddressRange(first, last);
 }

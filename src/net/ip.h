@@ -53,7 +53,7 @@ class IpAddress {
   friend bool operator==(const IpAddress&, const IpAddress&) = default;
   friend std::strong_ordering operator<=>(const IpAddress& a, const IpAddress& b) {
     if (auto c = a.family_ <=> b.family_; c != 0) return c;
-    return a.value_ == b.value_ ? std::strong_ordering::equal
+    return a.value_ == b.value_  ? std::strong_ordering::equal
            : a.value_ < b.value_ ? std::strong_ordering::less
                                  : std::strong_ordering::greater;
   }

@@ -1,0 +1,64 @@
+// The lab's network: a LAN in network namespaces on one machine, built with iproute2.
+//
+//   pylon-<lab>-lan      bridge br0 (the LAN switch) with the gateway's addresses
+//   pylon-<lab>-n<i>     node i: eth0 on br0; default routes via the gateway
+//   pylon-<lab>-client   a client host on br0
+//
+// Addresses (documentation ranges only):
+//   LAN A   192.0.2.0/24      gateway .1, client .2, node i .(10+i)
+//   LAN B   198.51.100.0/24   gateway .1, client .2, node i .(10+i)   (a second subnet on eth0)
+//   IPv6 A  2001:db8:1::/64   node i has 2001:db8:1::(10+i)/128 plus the on-link /64 learned as
+//                             a `proto ra` route, exactly the shape seed 000 describes
+//   IPv6 B  2001:db8:f00d::/64  node i ::(10+i)/64
+// Nothing in the lab uses 203.0.113.0/24 or 2001:db8:beef::/64: they are free for virtual pools.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "common/result.h"
+
+namespace pylon::lab {
+
+struct LabNode {
+  std::string name;   // node1, node2, ...
+  std::string netns;  // pylon-<lab>-n1
+  std::string ipv4;   // 192.0.2.11
+  std::string ipv6;   // 2001:db8:1::11
+  std::string ipv4_b;
+  std::string ipv6_b;
+};
+
+class Topology {
+ public:
+  Topology(std::string lab_name, int nodes);
+
+  const std::string& name() const { return name_; }
+  std::string LanNetns() const { return prefix_ + "lan"; }
+  std::string ClientNetns() const { return prefix_ + "client"; }
+  const std::vector<LabNode>& nodes() const { return nodes_; }
+  static constexpr const char* kClientIpv4 = "192.0.2.2";
+  static constexpr const char* kClientIpv6 = "2001:db8:1::2";
+
+  // Creates every namespace, link, address and route. Fails if the lab already exists.
+  // On failure, removes whatever it created.
+  Status Up();
+  // Removes the lab's namespaces (killing what runs inside them). Idempotent.
+  Status Down();
+  bool Exists() const;
+
+  // Namespaces of any lab with this name that exist now (for `down` after a crash).
+  static std::vector<std::string> ExistingNetns(const std::string& lab_name);
+  // Names of every lab that has namespaces now.
+  static std::vector<std::string> ExistingLabs();
+
+ private:
+  std::string name_;
+  std::string prefix_;
+  std::vector<LabNode> nodes_;
+};
+
+// Validates a lab name: [a-z0-9]{1,12}, so namespace and link names stay short.
+Status ValidateLabName(const std::string& name);
+
+}  // namespace pylon::lab
