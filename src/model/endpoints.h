@@ -1,0 +1,38 @@
+// EndpointSlice view and kube-proxy's rules for "usable local endpoints"
+// (reference/linux-l2.md, externalTrafficPolicy Local).
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json_fwd.hpp>
+
+#include "common/result.h"
+
+namespace pylon::model {
+
+inline constexpr const char* kLabelServiceName = "kubernetes.io/service-name";
+
+struct Endpoint {
+  std::string node_name;
+  // kube-proxy reads nil ready/serving as true and nil terminating as false.
+  bool ready = true;
+  bool serving = true;
+  bool terminating = false;
+};
+
+struct EndpointSlice {
+  std::string ns;
+  std::string name;
+  std::string service_name;  // from the kubernetes.io/service-name label; empty if none
+  std::vector<Endpoint> endpoints;
+};
+
+Result<EndpointSlice> ParseEndpointSlice(const nlohmann::json& obj);
+
+// True when `node` has a usable endpoint among the Service's slices: a ready one, or, if the
+// node has no ready one, a serving-and-terminating one (kube-proxy's fallback).
+bool HasLocalEndpoint(const std::vector<const EndpointSlice*>& slices, const std::string& node);
+
+}  // namespace pylon::model
