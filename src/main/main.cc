@@ -6,6 +6,7 @@
 #include <string_view>
 #include <vector>
 
+#include "lab/lab.h"
 #include "main/commands.h"
 
 namespace {
@@ -24,6 +25,7 @@ int RunVersion(int /*argc*/, char** /*argv*/) {
 const std::vector<Command>& Commands() {
   static const std::vector<Command> commands = {
       {"version", "print the version", RunVersion},
+      {"lab", "a whole cluster in network namespaces: up, down, demo (root)", pylon::lab::LabCommand},
   };
   return commands;
 }

@@ -1,0 +1,81 @@
+// A whole cluster on one machine: the lab network (topology.h), `pylon apiserver`, the allocator
+// and one agent per node as real processes, and a small HTTP responder in every node that answers
+// with the node's name. Everything a lab writes lives in its directory (logs, kubeconfigs, state).
+#pragma once
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "common/result.h"
+#include "lab/process.h"
+#include "lab/topology.h"
+
+namespace pylon::lab {
+
+struct LabConfig {
+  std::string name = "demo";
+  int nodes = 3;
+  std::string dir;       // default /tmp/pylon-lab/<name>
+  std::string binary;    // the pylon binary; default this executable
+  std::string crds_dir;  // default <source>/deploy/crds
+  // Election timing handed to the agents (PURELB_* environment variables).
+  std::string lease_duration = "3s";
+  std::string renew_deadline = "2s";
+  std::string retry_period = "500ms";
+  std::vector<std::string> agent_args;      // extra flags for every agent
+  std::vector<std::string> allocator_args;  // extra flags for the allocator
+  bool start_allocator = true;
+  bool start_agents = true;
+};
+
+class Lab {
+ public:
+  explicit Lab(LabConfig config);
+  ~Lab();
+  Lab(const Lab&) = delete;
+  Lab& operator=(const Lab&) = delete;
+
+  // Brings everything up; on failure (or an interrupt) tears down what it made.
+  Status Up();
+  // Stops every process and removes the network. Works on a lab made by another process too.
+  Status Down();
+  // Keeps the processes running after this object is destroyed (for `pylon lab up`).
+  void Detach();
+
+  const LabConfig& config() const { return config_; }
+  const Topology& topology() const { return topology_; }
+  std::string Path(const std::string& file) const { return config_.dir + "/" + file; }
+  // kubeconfig for kubectl on the host (TCP on loopback).
+  std::string Kubeconfig() const { return Path("kubeconfig"); }
+
+  // Runs kubectl against the lab's API server; returns its output or an error with the output.
+  Result<std::string> Kubectl(const std::vector<std::string>& args) const;
+  // Applies a manifest given as text.
+  Status Apply(const std::string& manifest) const;
+
+  Status StartAgent(const std::string& node);
+  Status SignalAgent(const std::string& node, int sig);
+  // Waits for a stopped agent to exit; returns false if it is still running after `timeout_ms`.
+  bool WaitAgentExit(const std::string& node, int timeout_ms);
+  Status StartAllocator();
+  Status StopAllocator();
+  Status StartApiserver();
+  Status StopApiserver();
+
+  // Process name → pid, as recorded in the state file.
+  std::map<std::string, int> Pids() const;
+
+ private:
+  Status WriteState() const;
+  Status Spawn(const std::string& key, SpawnOptions opts);
+  LabConfig config_;
+  Topology topology_;
+  std::map<std::string, Process> procs_;
+  bool detached_ = false;
+};
+
+// `pylon lab ...`: up | down | status | demo | failover | serve | probe.
+int LabCommand(int argc, char** argv);
+
+}  // namespace pylon::lab

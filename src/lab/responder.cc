@@ -1,0 +1,183 @@
+#include "lab/responder.h"
+
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <thread>
+
+#include "common/fd.h"
+#include "net/ip.h"
+
+namespace pylon::lab {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+int RemainingMs(Clock::time_point deadline) {
+  auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
+  return left.count() > 0 ? static_cast<int>(left.count()) : 0;
+}
+
+}  // namespace
+
+Status ServeText(int port, const std::string& text, const volatile bool* stop) {
+  UniqueFd fd(socket(AF_INET6, SOCK_STREAM | SOCK_CLOEXEC, 0));
+  if (!fd) return FailErrno(errno, "socket");
+  int zero = 0, one = 1;
+  setsockopt(fd.get(), IPPROTO_IPV6, IPV6_V6ONLY, &zero, sizeof zero);
+  setsockopt(fd.get(), SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+  // Accept connections to addresses added after bind (the VIPs arrive later).
+  setsockopt(fd.get(), IPPROTO_IPV6, IPV6_FREEBIND, &one, sizeof one);
+  sockaddr_in6 sa{};
+  sa.sin6_family = AF_INET6;
+  sa.sin6_port = htons(static_cast<uint16_t>(port));
+  sa.sin6_addr = in6addr_any;
+  if (bind(fd.get(), reinterpret_cast<sockaddr*>(&sa), sizeof sa) != 0) {
+    return FailErrno(errno, "bind [::]:" + std::to_string(port));
+  }
+  if (listen(fd.get(), 128) != 0) return FailErrno(errno, "listen");
+  const std::string body = text + "\n";
+  const std::string reply = "HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: " +
+                            std::to_string(body.size()) + "\r\nConnection: close\r\n\r\n" + body;
+  while (!*stop) {
+    pollfd p{fd.get(), POLLIN, 0};
+    if (poll(&p, 1, 200) <= 0) continue;
+    UniqueFd c(accept4(fd.get(), nullptr, nullptr, SOCK_CLOEXEC));
+    if (!c) continue;
+    // Read the request head (bounded), then answer and close.
+    char buf[2048];
+    std::string req;
+    auto deadline = Clock::now() + std::chrono::milliseconds(500);
+    while (req.find("\r\n\r\n") == std::string::npos && req.size() < 8192) {
+      pollfd q{c.get(), POLLIN, 0};
+      if (poll(&q, 1, RemainingMs(deadline)) <= 0) break;
+      ssize_t n = read(c.get(), buf, sizeof buf);
+      if (n <= 0) break;
+      req.append(buf, static_cast<size_t>(n));
+    }
+    (void)!write(c.get(), reply.data(), reply.size());
+  }
+  return Ok();
+}
+
+ProbeResult ProbeOnce(const std::string& address, int port, std::chrono::milliseconds timeout) {
+  ProbeResult r;
+  auto ip = net::IpAddress::Parse(address);
+  if (!ip) {
+    r.error = ip.error().message();
+    return r;
+  }
+  auto deadline = Clock::now() + timeout;
+  sockaddr_storage ss{};
+  socklen_t len;
+  auto bytes = ip->bytes();
+  if (ip->is_v4()) {
+    auto* sa = reinterpret_cast<sockaddr_in*>(&ss);
+    sa->sin_family = AF_INET;
+    sa->sin_port = htons(static_cast<uint16_t>(port));
+    std::memcpy(&sa->sin_addr, bytes.data(), 4);
+    len = sizeof *sa;
+  } else {
+    auto* sa = reinterpret_cast<sockaddr_in6*>(&ss);
+    sa->sin6_family = AF_INET6;
+    sa->sin6_port = htons(static_cast<uint16_t>(port));
+    std::memcpy(&sa->sin6_addr, bytes.data(), 16);
+    len = sizeof *sa;
+  }
+  UniqueFd fd(socket(ss.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0));
+  if (!fd) {
+    r.error = std::strerror(errno);
+    return r;
+  }
+  if (connect(fd.get(), reinterpret_cast<sockaddr*>(&ss), len) != 0 && errno != EINPROGRESS) {
+    r.error = std::string("connect: ") + std::strerror(errno);
+    return r;
+  }
+  pollfd p{fd.get(), POLLOUT, 0};
+  if (poll(&p, 1, RemainingMs(deadline)) <= 0) {
+    r.error = "connect timeout";
+    return r;
+  }
+  int err = 0;
+  socklen_t elen = sizeof err;
+  getsockopt(fd.get(), SOL_SOCKET, SO_ERROR, &err, &elen);
+  if (err != 0) {
+    r.error = std::string("connect: ") + std::strerror(err);
+    return r;
+  }
+  const std::string req = "GET / HTTP/1.1\r\nHost: pylon\r\nConnection: close\r\n\r\n";
+  if (write(fd.get(), req.data(), req.size()) != static_cast<ssize_t>(req.size())) {
+    r.error = "write failed";
+    return r;
+  }
+  std::string resp;
+  char buf[1024];
+  while (true) {
+    pollfd q{fd.get(), POLLIN, 0};
+    if (poll(&q, 1, RemainingMs(deadline)) <= 0) {
+      r.error = "read timeout";
+      return r;
+    }
+    ssize_t n = read(fd.get(), buf, sizeof buf);
+    if (n < 0 && errno == EAGAIN) continue;
+    if (n <= 0) break;
+    resp.append(buf, static_cast<size_t>(n));
+  }
+  auto head_end = resp.find("\r\n\r\n");
+  if (resp.rfind("HTTP/1.1 200", 0) != 0 || head_end == std::string::npos) {
+    r.error = "bad reply";
+    return r;
+  }
+  r.ok = true;
+  r.body = resp.substr(head_end + 4);
+  while (!r.body.empty() && (r.body.back() == '\n' || r.body.back() == '\r')) r.body.pop_back();
+  return r;
+}
+
+std::vector<ProbeSample> ProbeLoop(const std::string& address, int port,
+                                   std::chrono::milliseconds interval,
+                                   std::chrono::milliseconds timeout,
+                                   std::chrono::milliseconds duration, const volatile bool* stop) {
+  std::vector<ProbeSample> out;
+  auto start = Clock::now();
+  auto next = start;
+  while (!(stop && *stop) && Clock::now() - start < duration) {
+    auto r = ProbeOnce(address, port, timeout);
+    ProbeSample s;
+    s.t_ms = std::chrono::duration<double, std::milli>(Clock::now() - start).count();
+    s.ok = r.ok;
+    s.node = r.body;
+    out.push_back(s);
+    next += interval;
+    auto now = Clock::now();
+    if (next > now)
+      std::this_thread::sleep_until(next);
+    else
+      next = now;
+  }
+  return out;
+}
+
+double LongestOutageMs(const std::vector<ProbeSample>& samples) {
+  double worst = 0;
+  double last_ok = -1;
+  bool failed_since = false;
+  for (const auto& s : samples) {
+    if (!s.ok) {
+      failed_since = true;
+      continue;
+    }
+    if (failed_since && last_ok >= 0) worst = std::max(worst, s.t_ms - last_ok);
+    last_ok = s.t_ms;
+    failed_since = false;
+  }
+  return worst;
+}
+
+}  // namespace pylon::lab

@@ -1,0 +1,42 @@
+// Tiny network tools for the lab: a responder that answers every HTTP request with a fixed text
+// (the node's name), and a prober that measures, from the client host, which node answers for an
+// address and how long the answers stop during a failover.
+#pragma once
+
+#include <chrono>
+#include <string>
+#include <vector>
+
+#include "common/result.h"
+
+namespace pylon::lab {
+
+// Serves "HTTP/1.1 200" with `text` on [::]:port (IPv4 and IPv6) until `stop` becomes true.
+Status ServeText(int port, const std::string& text, const volatile bool* stop);
+
+struct ProbeResult {
+  bool ok = false;
+  std::string body;  // the responder's text (node name) when ok
+  std::string error;
+};
+
+// One HTTP GET to address:port with a total timeout.
+ProbeResult ProbeOnce(const std::string& address, int port, std::chrono::milliseconds timeout);
+
+struct ProbeSample {
+  double t_ms = 0;  // since the start of the run
+  bool ok = false;
+  std::string node;
+};
+
+// Probes every `interval` for `duration` (or until `stop`), one attempt at a time.
+std::vector<ProbeSample> ProbeLoop(const std::string& address, int port,
+                                   std::chrono::milliseconds interval,
+                                   std::chrono::milliseconds timeout,
+                                   std::chrono::milliseconds duration, const volatile bool* stop);
+
+// The longest stretch without a successful answer, from the last success before a failure to
+// the first success after it (ms); 0 when no probe failed.
+double LongestOutageMs(const std::vector<ProbeSample>& samples);
+
+}  // namespace pylon::lab
