@@ -1,0 +1,19 @@
+# One image for both components: `pylon allocator` (runs as non-root) and `pylon agent`
+# (root inside the container only to hold NET_ADMIN + NET_RAW; see deploy/agent.yaml).
+FROM debian:bookworm AS build
+WORKDIR /src
+COPY scripts/deps.sh scripts/deps.sh
+RUN bash scripts/deps.sh
+COPY . .
+RUN cmake -S . -B /build -G Ninja -DCMAKE_BUILD_TYPE=Release -DPYLON_TESTS=OFF -DPYLON_BENCH=OFF \
+ && cmake --build /build --target pylon -j"$(nproc)" \
+ && strip /build/pylon
+
+FROM debian:bookworm-slim
+RUN apt-get update \
+ && apt-get install -y --no-install-recommends ca-certificates libcurl4 libssl3 libmnl0 \
+      libyaml-cpp0.7 \
+ && rm -rf /var/lib/apt/lists/*
+COPY --from=build /build/pylon /usr/local/bin/pylon
+USER 65532:65532
+ENTRYPOINT ["/usr/local/bin/pylon"]
