@@ -1,0 +1,499 @@
+#include "pool/allocator.h"
+
+#include <algorithm>
+#include <iterator>
+#include <unordered_set>
+
+namespace pylon::pool {
+namespace {
+
+using net::Family;
+using net::IpAddress;
+
+bool InRanges(const std::vector<net::AddressRange>& ranges, const IpAddress& a) {
+  return std::any_of(ranges.begin(), ranges.end(),
+                     [&](const net::AddressRange& r) { return r.Contains(a); });
+}
+
+std::string Quote(const std::string& s) { return "\"" + s + "\""; }
+
+std::string FamilyText(Family f) { return std::string(net::FamilyName(f)); }
+
+// a - b, keeping a's order.
+std::vector<IpAddress> Minus(const std::vector<IpAddress>& a, const std::vector<IpAddress>& b) {
+  std::vector<IpAddress> out;
+  for (const auto& x : a) {
+    if (std::find(b.begin(), b.end(), x) == b.end()) out.push_back(x);
+  }
+  return out;
+}
+
+}  // namespace
+
+Allocator::Allocator() = default;
+Allocator::~Allocator() = default;
+
+Allocator::PoolState* Allocator::FindPool(const std::string& key) const {
+  auto it = pools_.find(key);
+  return it == pools_.end() ? nullptr : it->second.get();
+}
+
+// ---------------------------------------------------------------------------------------------
+// Pools
+
+Result<std::vector<Eviction>> Allocator::SetPools(std::vector<PoolDefinition> defs) {
+  if (auto ok = ValidatePools(defs); !ok) return Fail(ok.error().Wrap("pools rejected"));
+  std::unordered_map<std::string, const PoolDefinition*> by_key;
+  for (const auto& d : defs) by_key.emplace(d.key, &d);
+
+  // Take away every address that is no longer inside its (possibly removed) pool.
+  std::vector<Eviction> evictions;
+  std::vector<IpAddress> gone;
+  for (const auto& [address, entry] : entries_) {
+    auto def = by_key.find(entry.pool->key);
+    std::string reason;
+    if (def == by_key.end()) {
+      reason = "pool " + Quote(entry.pool->key) + " was removed";
+    } else if (!InRanges(def->second->Ranges(address.family()), address)) {
+      reason = address.ToString() + " is no longer in pool " + Quote(entry.pool->key) + " (" +
+               FamilyText(address.family()) +
+               " ranges: " + DescribeRanges(def->second->Ranges(address.family())) + ")";
+    } else {
+      continue;
+    }
+    evictions.push_back({entry.first->first, entry.pool->key, address, reason});
+    for (const ServiceNode* h : entry.more) {
+      evictions.push_back({h->first, entry.pool->key, address, reason});
+    }
+    gone.push_back(address);
+  }
+  for (const auto& address : gone) {
+    auto it = entries_.find(address);
+    const std::string key = it->second.sharing_key();
+    auto forget = [&](ServiceNode* h) {
+      auto& held = h->second.addresses;
+      held.erase(std::remove(held.begin(), held.end(), address), held.end());
+    };
+    forget(it->second.first);
+    for (ServiceNode* h : it->second.more) forget(h);
+    EraseEntry(it, key);
+  }
+  for (auto it = services_.begin(); it != services_.end();) {
+    it = it->second.addresses.empty() ? services_.erase(it) : std::next(it);
+  }
+
+  // Install the new definitions, reusing the state of pools that stay (entries point to it).
+  std::unordered_map<std::string, std::unique_ptr<PoolState>> next;
+  for (auto& d : defs) {
+    std::unique_ptr<PoolState> state;
+    if (auto old = pools_.find(d.key); old != pools_.end()) {
+      state = std::move(old->second);
+    } else {
+      state = std::make_unique<PoolState>();
+      state->key = d.key;
+    }
+    for (Family f : {Family::kV4, Family::kV6}) {
+      FamilyState& fam = state->For(f);
+      std::vector<RangeState> ranges;
+      for (const auto& r : d.Ranges(f)) {
+        RangeState rs{r, r.first().value()};
+        // Keep the next-fit position of an old range whose cursor lies in the new one.
+        for (const auto& old : fam.ranges) {
+          if (old.range.Overlaps(r) && r.Contains(IpAddress::FromValue(f, old.cursor))) {
+            rs.cursor = old.cursor;
+            break;
+          }
+        }
+        ranges.push_back(rs);
+      }
+      fam.ranges = std::move(ranges);
+      fam.size = TotalSize(d.Ranges(f));
+    }
+    next.emplace(d.key, std::move(state));
+  }
+  pools_ = std::move(next);
+
+  std::sort(evictions.begin(), evictions.end(), [](const Eviction& a, const Eviction& b) {
+    return std::tie(a.service, a.address) < std::tie(b.service, b.address);
+  });
+  return evictions;
+}
+
+Result<FamilyStats> Allocator::Stats(std::string_view pool, Family family) const {
+  const PoolState* p = FindPool(std::string(pool));
+  if (p == nullptr) return Fail(ErrorCode::kNotFound, "unknown pool " + Quote(std::string(pool)));
+  const FamilyState& fam = p->For(family);
+  return FamilyStats{fam.size, fam.in_use};
+}
+
+Result<std::vector<Family>> Allocator::OfferedFamilies(std::string_view pool) const {
+  const PoolState* p = FindPool(std::string(pool));
+  if (p == nullptr) return Fail(ErrorCode::kNotFound, "unknown pool " + Quote(std::string(pool)));
+  std::vector<Family> out;
+  for (Family f : {Family::kV4, Family::kV6}) {
+    if (!p->For(f).ranges.empty()) out.push_back(f);
+  }
+  return out;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Entries
+
+void Allocator::AddHolder(const IpAddress& address, PoolState& pool, ServiceNode& node) {
+  auto [it, inserted] = entries_.try_emplace(address);
+  AddressEntry& entry = it->second;
+  if (inserted) {
+    entry.pool = &pool;
+    OccupancyFor(address.family()).Insert(address.value());
+    ++pool.For(address.family()).in_use;
+    if (!node.second.sharing_key.empty()) {
+      shared_[ShareIndexKey{&pool, address.family(), node.second.sharing_key}].insert(address);
+    }
+  }
+  entry.Add(&node);
+}
+
+void Allocator::DropHolder(const IpAddress& address, const ServiceNode& node) {
+  auto it = entries_.find(address);
+  if (it == entries_.end()) return;
+  if (it->second.Remove(&node)) EraseEntry(it, node.second.sharing_key);
+}
+
+void Allocator::AddressEntry::Add(ServiceNode* node) {
+  if (first == nullptr) {
+    first = node;
+  } else {
+    more.push_back(node);
+  }
+}
+
+bool Allocator::AddressEntry::Remove(const ServiceNode* node) {
+  if (first == node) {
+    if (more.empty()) {
+      first = nullptr;
+      return true;
+    }
+    first = more.back();
+    more.pop_back();
+    return false;
+  }
+  more.erase(std::remove(more.begin(), more.end(), node), more.end());
+  return false;
+}
+
+void Allocator::EraseEntry(EntryMap::iterator it, const std::string& sharing_key) {
+  const IpAddress address = it->first;
+  AddressEntry& entry = it->second;
+  OccupancyFor(address.family()).Erase(address.value());
+  --entry.pool->For(address.family()).in_use;
+  if (!sharing_key.empty()) {
+    auto s = shared_.find(ShareIndexKey{entry.pool, address.family(), sharing_key});
+    if (s != shared_.end()) {
+      s->second.erase(address);
+      if (s->second.empty()) shared_.erase(s);
+    }
+  }
+  entries_.erase(it);
+}
+
+Status Allocator::CheckShare(const IpAddress& address, const AddressEntry& entry,
+                             const PoolState& pool, const ServiceNode* self,
+                             const std::string& sharing_key,
+                             const std::vector<PortKey>& ports) const {
+  auto check = [&](const ServiceNode* other) -> Status {
+    if (other == self) return Ok();
+    const std::string a = address.ToString();
+    const std::string holder = other->first.ToString();
+    const std::string& held_key = entry.sharing_key();
+    if (entry.pool != &pool) {
+      return Fail(ErrorCode::kConflict,
+                  a + " is held by " + holder + " from pool " + Quote(entry.pool->key));
+    }
+    if (held_key.empty()) {
+      return Fail(ErrorCode::kConflict,
+                  a + " is held by " + holder + ", which does not allow sharing");
+    }
+    if (sharing_key.empty()) {
+      return Fail(ErrorCode::kConflict, a + " is held by " + holder + " under sharing key " +
+                                            Quote(held_key) +
+                                            " and this Service has no sharing key");
+    }
+    if (held_key != sharing_key) {
+      return Fail(ErrorCode::kConflict, a + " is held by " + holder + " under sharing key " +
+                                            Quote(held_key) + ", not " + Quote(sharing_key));
+    }
+    if (const PortKey* p = FirstCommonPort(ports, other->second.ports)) {
+      return Fail(ErrorCode::kConflict,
+                  a + " is shared with " + holder + ", which already uses " + p->ToString());
+    }
+    return Ok();
+  };
+  if (auto ok = check(entry.first); !ok) return ok;
+  for (const ServiceNode* other : entry.more) {
+    if (auto ok = check(other); !ok) return ok;
+  }
+  return Ok();
+}
+
+// ---------------------------------------------------------------------------------------------
+// Assign / Release
+
+std::optional<net::Uint128> Allocator::FindFree(const RangeState& range, Family family) const {
+  const Occupancy& occ = OccupancyFor(family);
+  const net::Uint128 lo = range.range.first().value();
+  const net::Uint128 hi = range.range.last().value();
+  if (auto v = occ.FirstFree(range.cursor, hi)) return v;
+  if (range.cursor > lo) return occ.FirstFree(lo, range.cursor - 1);
+  return std::nullopt;
+}
+
+Result<Allocator::Step> Allocator::PlanFamily(const AssignRequest& request,
+                                              const std::vector<PortKey>& ports, PoolState& pool,
+                                              Family family, const ServiceNode* self) {
+  FamilyState& fam = pool.For(family);
+  if (fam.ranges.empty()) {
+    return Fail(ErrorCode::kInvalidArgument,
+                "pool " + Quote(pool.key) + " has no " + FamilyText(family) + " range");
+  }
+  if (const auto& wanted = request.requested.For(family)) {
+    if (wanted->family() != family) {
+      return Fail(ErrorCode::kInvalidArgument, "requested " + FamilyText(family) + " address " +
+                                                   wanted->ToString() + " is not " +
+                                                   FamilyText(family));
+    }
+    std::vector<net::AddressRange> ranges;
+    for (const auto& r : fam.ranges) ranges.push_back(r.range);
+    if (!InRanges(ranges, *wanted)) {
+      return Fail(ErrorCode::kOutOfRange, "requested " + wanted->ToString() + " is not in pool " +
+                                              Quote(pool.key) + " (" + FamilyText(family) +
+                                              " ranges: " + DescribeRanges(ranges) + ")");
+    }
+    if (auto it = entries_.find(*wanted); it != entries_.end()) {
+      if (auto ok = CheckShare(*wanted, it->second, pool, self, request.sharing_key, ports); !ok) {
+        return Fail(ok.error().Wrap("cannot claim requested address"));
+      }
+    }
+    return Step{*wanted, nullptr};
+  }
+
+  // The address the Service already holds in this family and pool, if it can stay.
+  std::optional<IpAddress> current;
+  if (self != nullptr && self->second.pool == &pool) {
+    for (const auto& a : self->second.addresses) {
+      if (a.family() == family) current = a;
+    }
+  }
+  if (current) {
+    auto it = entries_.find(*current);
+    if (it != entries_.end() &&
+        CheckShare(*current, it->second, pool, self, request.sharing_key, ports)) {
+      return Step{*current, nullptr};
+    }
+  }
+  // An address already shared under this key; the index holds only this key's addresses.
+  if (!request.sharing_key.empty()) {
+    auto s = shared_.find(ShareIndexKey{&pool, family, request.sharing_key});
+    if (s != shared_.end()) {
+      for (const auto& a : s->second) {
+        if (current && a == *current) continue;
+        if (CheckShare(a, entries_.at(a), pool, self, request.sharing_key, ports)) {
+          return Step{a, nullptr};
+        }
+      }
+    }
+  }
+  for (auto& range : fam.ranges) {
+    if (auto v = FindFree(range, family)) return Step{IpAddress::FromValue(family, *v), &range};
+  }
+  return Fail(ErrorCode::kExhausted, "pool " + Quote(pool.key) + " has no free " +
+                                         FamilyText(family) + " address (all " +
+                                         net::ToDecimal(fam.size) + " in use)");
+}
+
+Result<AssignOutcome> Allocator::Assign(const AssignRequest& request) {
+  if (request.service.ns().empty() || request.service.name().empty()) {
+    return Fail(ErrorCode::kInvalidArgument, "assign: the Service key is empty");
+  }
+  const auto& families = request.families;
+  if (families.empty() || families.size() > 2 ||
+      (families.size() == 2 && families[0] == families[1])) {
+    return Fail(ErrorCode::kInvalidArgument,
+                "assign " + request.service.ToString() + ": want one or two distinct families");
+  }
+  PoolState* pool = FindPool(request.pool);
+  if (pool == nullptr) {
+    return Fail(ErrorCode::kNotFound,
+                "assign " + request.service.ToString() + ": unknown pool " + Quote(request.pool));
+  }
+  if (auto ok = CheckRequestedFamilies(request.requested, families); !ok) return Fail(ok.error());
+  const std::vector<PortKey> ports = NormalizePorts(request.ports);
+
+  // Plan every family against the current state; nothing changes until all succeed.
+  auto found = services_.find(request.service);
+  ServiceNode* self = found == services_.end() ? nullptr : &*found;
+  std::vector<Step> steps;
+  for (Family f : families) {
+    auto step = PlanFamily(request, ports, *pool, f, self);
+    if (!step) return Fail(step.error());
+    steps.push_back(*step);
+  }
+
+  // Commit: drop the old holdings, then hold the planned addresses. The plan stays valid across
+  // the drop: dropping only frees addresses or removes this Service from shared ones.
+  if (self == nullptr) self = &*services_.try_emplace(request.service).first;
+  ServiceState& state = self->second;
+  const std::vector<IpAddress> before = state.addresses;
+  for (const auto& a : before) DropHolder(a, *self);
+  state.pool = pool;
+  state.sharing_key = request.sharing_key;
+  state.ports = ports;
+  state.addresses.clear();
+  for (const Step& step : steps) {
+    state.addresses.push_back(step.address);
+    AddHolder(step.address, *pool, *self);
+    if (step.allocated_from != nullptr) {
+      RangeState& r = *step.allocated_from;
+      const net::Uint128 v = step.address.value();
+      r.cursor = v == r.range.last().value() ? r.range.first().value() : v + 1;
+    }
+  }
+  AssignOutcome out;
+  out.addresses = state.addresses;
+  out.acquired = Minus(state.addresses, before);
+  out.released = Minus(before, state.addresses);
+  return out;
+}
+
+std::vector<IpAddress> Allocator::Release(const ServiceKey& service) {
+  auto it = services_.find(service);
+  if (it == services_.end()) return {};
+  std::vector<IpAddress> held = it->second.addresses;
+  for (const auto& a : held) DropHolder(a, *it);
+  services_.erase(it);
+  return held;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Rebuild
+
+std::vector<RebuildConflict> Allocator::Rebuild(const std::vector<ExistingRecord>& records) {
+  entries_.clear();
+  services_.clear();
+  shared_.clear();
+  occupied_v4_.Clear();
+  occupied_v6_.Clear();
+  for (auto& [key, pool] : pools_) {
+    pool->v4.in_use = 0;
+    pool->v6.in_use = 0;
+  }
+
+  std::vector<RebuildConflict> conflicts;
+  for (const ExistingRecord& rec : records) {
+    auto refuse = [&](ErrorCode code, const std::string& why) {
+      conflicts.push_back(
+          {rec, Error(code, rec.service.ToString() + " " + rec.address.ToString() + ": " + why)});
+    };
+    if (rec.service.ns().empty() || rec.service.name().empty()) {
+      refuse(ErrorCode::kInvalidArgument, "the Service key is empty");
+      continue;
+    }
+    PoolState* pool = FindPool(rec.pool);
+    if (pool == nullptr) {
+      refuse(ErrorCode::kNotFound, "unknown pool " + Quote(rec.pool));
+      continue;
+    }
+    const Family family = rec.address.family();
+    std::vector<net::AddressRange> ranges;
+    for (const auto& r : pool->For(family).ranges) ranges.push_back(r.range);
+    if (!InRanges(ranges, rec.address)) {
+      refuse(ErrorCode::kOutOfRange, "not in pool " + Quote(rec.pool) + " (" + FamilyText(family) +
+                                         " ranges: " + DescribeRanges(ranges) + ")");
+      continue;
+    }
+    const std::vector<PortKey> ports = NormalizePorts(rec.ports);
+    auto found = services_.find(rec.service);
+    ServiceNode* self = found == services_.end() ? nullptr : &*found;
+    if (self != nullptr) {
+      const ServiceState& st = self->second;
+      auto same_family = std::find_if(st.addresses.begin(), st.addresses.end(),
+                                      [&](const IpAddress& a) { return a.family() == family; });
+      if (same_family != st.addresses.end() && *same_family == rec.address) {
+        refuse(ErrorCode::kAlreadyExists, "duplicate record");
+        continue;
+      }
+      if (same_family != st.addresses.end()) {
+        refuse(ErrorCode::kConflict,
+               "the Service already holds " + FamilyText(family) + " " + same_family->ToString());
+        continue;
+      }
+      if (st.pool != pool) {
+        refuse(ErrorCode::kConflict,
+               "the Service already holds addresses from pool " + Quote(st.pool->key));
+        continue;
+      }
+      if (st.sharing_key != rec.sharing_key || st.ports != ports) {
+        refuse(ErrorCode::kConflict,
+               "sharing key or ports differ from the Service's earlier record");
+        continue;
+      }
+    }
+    if (auto it = entries_.find(rec.address); it != entries_.end()) {
+      if (auto ok = CheckShare(rec.address, it->second, *pool, self, rec.sharing_key, ports); !ok) {
+        conflicts.push_back({rec, ok.error().Wrap(rec.service.ToString())});
+        continue;
+      }
+    }
+    if (self == nullptr) {
+      self = &*services_.try_emplace(rec.service).first;
+      self->second.pool = pool;
+      self->second.sharing_key = rec.sharing_key;
+      self->second.ports = ports;
+    }
+    self->second.addresses.push_back(rec.address);
+    AddHolder(rec.address, *pool, *self);
+  }
+
+  // Continue after the highest address held in each range, so the addresses released just before
+  // a restart are not the first handed out after it.
+  for (auto& [key, pool] : pools_) {
+    for (Family f : {Family::kV4, Family::kV6}) {
+      for (RangeState& r : pool->For(f).ranges) {
+        const net::Uint128 lo = r.range.first().value();
+        const net::Uint128 hi = r.range.last().value();
+        auto last = OccupancyFor(f).LastOccupied(lo, hi);
+        r.cursor = (!last || *last == hi) ? lo : *last + 1;
+      }
+    }
+  }
+  return conflicts;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Queries
+
+std::vector<IpAddress> Allocator::AddressesOf(const ServiceKey& service) const {
+  auto it = services_.find(service);
+  return it == services_.end() ? std::vector<IpAddress>{} : it->second.addresses;
+}
+
+std::optional<std::string> Allocator::PoolOf(const ServiceKey& service) const {
+  auto it = services_.find(service);
+  if (it == services_.end()) return std::nullopt;
+  return it->second.pool->key;
+}
+
+std::optional<AddressInfo> Allocator::Lookup(const IpAddress& address) const {
+  auto it = entries_.find(address);
+  if (it == entries_.end()) return std::nullopt;
+  AddressInfo info{it->second.pool->key, it->second.sharing_key(), {it->second.first->first}};
+  for (const ServiceNode* h : it->second.more) info.holders.push_back(h->first);
+  std::sort(info.holders.begin(), info.holders.end());
+  return info;
+}
+
+std::vector<ServiceKey> Allocator::HoldersOf(const IpAddress& address) const {
+  auto info = Lookup(address);
+  return info ? info->holders : std::vector<ServiceKey>{};
+}
+
+}  // namespace pylon::pool

@@ -1,0 +1,65 @@
+#include "pool/requested.h"
+
+#include <algorithm>
+#include <string>
+
+namespace pylon::pool {
+namespace {
+
+std::string_view Trim(std::string_view s) {
+  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
+  while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) s.remove_suffix(1);
+  return s;
+}
+
+}  // namespace
+
+Result<RequestedAddresses> ParseRequestedAddresses(std::string_view value) {
+  RequestedAddresses out;
+  if (Trim(value).empty()) return out;
+  std::size_t index = 0;
+  while (true) {
+    auto comma = value.find(',');
+    auto item = Trim(value.substr(0, comma));
+    ++index;
+    if (item.empty()) {
+      return Fail(ErrorCode::kInvalidArgument,
+                  "requested addresses: item " + std::to_string(index) + " is empty");
+    }
+    auto addr = net::IpAddress::Parse(item);
+    if (!addr) {
+      return Fail(ErrorCode::kInvalidArgument,
+                  "requested addresses: \"" + std::string(item) + "\" is not an IP address");
+    }
+    auto& slot = out.For(addr->family());
+    if (slot) {
+      return Fail(ErrorCode::kInvalidArgument, "requested addresses: two " +
+                                                   std::string(net::FamilyName(addr->family())) +
+                                                   " addresses (" + slot->ToString() + " and " +
+                                                   addr->ToString() + "); at most one per family");
+    }
+    slot = *addr;
+    if (comma == std::string_view::npos) break;
+    value.remove_prefix(comma + 1);
+  }
+  return out;
+}
+
+Status CheckRequestedFamilies(const RequestedAddresses& requested,
+                              std::span<const net::Family> selected) {
+  for (net::Family f : {net::Family::kV4, net::Family::kV6}) {
+    const auto& addr = requested.For(f);
+    if (!addr || std::find(selected.begin(), selected.end(), f) != selected.end()) continue;
+    std::string gets;
+    for (net::Family s : selected) {
+      gets += (gets.empty() ? "" : " and ") + std::string(net::FamilyName(s));
+    }
+    if (gets.empty()) gets = "no family";
+    return Fail(ErrorCode::kInvalidArgument, "requested " + std::string(net::FamilyName(f)) +
+                                                 " address " + addr->ToString() +
+                                                 " but the Service gets " + gets + " only");
+  }
+  return Ok();
+}
+
+}  // namespace pylon::pool
