@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
-# The one test command (README quick start, and .ci/run): installs packages, builds, runs every
-# ctest label (unit, root, e2e), then the config-parser fuzzer for a bounded time.
+# The one test command (README quick start, and .ci/run): installs packages, builds, runs the
+# config-parser fuzzer for a bounded time, then every ctest label (unit, root, e2e). ctest's
+# summary is the last thing printed.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/build.sh
 status=0
-(cd build && ctest --output-on-failure -j2 --timeout 900) || status=$?
 if [[ -x scripts/fuzz.sh ]]; then
   bash scripts/fuzz.sh || status=$?
 fi
+(cd build && ctest --output-on-failure -j2 --timeout 900) || status=$?
 exit $status

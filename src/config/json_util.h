@@ -1,0 +1,53 @@
+// Exception-free, path-tracking access to nlohmann::json for the config parsers. Every accessor
+// checks the JSON type before reading, so no nlohmann exception can be thrown; a wrong type, a
+// null or a missing required field becomes an Error whose message is "<field path>: <reason>",
+// e.g. "spec.local.v4pools[1].pool: must be a string, got number".
+// Pure: no I/O. Internal to the config module (namespace detail).
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include <nlohmann/json.hpp>
+
+#include "common/result.h"
+
+namespace pylon::config::detail {
+
+using Json = nlohmann::json;
+
+// "spec" + "local" -> "spec.local"; "" + "spec" -> "spec".
+std::string Child(std::string_view parent, std::string_view key);
+// "spec.v4pools" + 1 -> "spec.v4pools[1]".
+std::string Index(std::string_view parent, std::size_t i);
+
+// "a string", "a number", "null", ... for messages.
+std::string_view TypeName(const Json& v);
+
+tl::unexpected<Error> FieldError(std::string_view path, std::string_view reason);
+
+// Member `key` of `object` (which must be a JSON object), or nullptr when absent. A present null
+// is returned as a null value: the typed accessors below reject it as a wrong type.
+const Json* Find(const Json& object, std::string_view key);
+
+// Typed accessors on member `key` of `object`; `path` is the member's full path.
+// Optional*: absent -> nullopt / nullptr. Required*: absent -> "<path>: required".
+Result<const Json*> OptionalObject(const Json& object, std::string_view key, std::string_view path);
+Result<const Json*> RequiredObject(const Json& object, std::string_view key, std::string_view path);
+Result<const Json*> OptionalArray(const Json& object, std::string_view key, std::string_view path);
+Result<std::optional<std::string>> OptionalString(const Json& object, std::string_view key,
+                                                  std::string_view path);
+// Absent or empty -> "<path>: required".
+Result<std::string> RequiredString(const Json& object, std::string_view key, std::string_view path);
+Result<std::optional<bool>> OptionalBool(const Json& object, std::string_view key,
+                                         std::string_view path);
+// A JSON integer in [0, INT64_MAX].
+Result<std::optional<std::int64_t>> OptionalNonNegativeInt(const Json& object, std::string_view key,
+                                                           std::string_view path);
+
+// Checks that `v` is a JSON object: "<path>: must be an object, got <type>".
+Status ExpectObject(const Json& v, std::string_view path);
+
+}  // namespace pylon::config::detail

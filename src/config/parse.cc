@@ -1,0 +1,344 @@
+#include "config/parse.h"
+
+#include <cctype>
+#include <exception>
+
+#include "config/json_util.h"
+
+namespace pylon::config {
+
+using detail::Child;
+using detail::FieldError;
+using detail::Index;
+using detail::Json;
+using net::Family;
+
+namespace {
+
+// Runs `body`; anything thrown (a bug, or bad_alloc) becomes an Error instead of escaping.
+template <typename T, typename F>
+Result<T> Guard(ObjectKind kind, F&& body) {
+  try {
+    return body();
+  } catch (const std::exception& e) {
+    return Fail(ErrorCode::kInternal,
+                std::string(KindName(kind)) + ": internal error while parsing: " + e.what());
+  } catch (...) {
+    return Fail(ErrorCode::kInternal, std::string(KindName(kind)) + ": internal error");
+  }
+}
+
+// Reads {pool, subnet, aggregation} at `path` into a PoolSpec.
+Result<detail::PoolSpec> ReadPurelbPool(const Json& entry, const std::string& path,
+                                        std::optional<Family> family) {
+  if (auto s = detail::ExpectObject(entry, path); !s) return Fail(s.error());
+  detail::PoolSpec spec;
+  spec.entry_path = path;
+  spec.pool_path = Child(path, "pool");
+  spec.subnet_path = Child(path, "subnet");
+  spec.aggregation_path = Child(path, "aggregation");
+  spec.list_family = family;
+  auto pool = detail::RequiredString(entry, "pool", spec.pool_path);
+  if (!pool) return Fail(pool.error());
+  spec.pool = *pool;
+  auto subnet = detail::RequiredString(entry, "subnet", spec.subnet_path);
+  if (!subnet) return Fail(subnet.error());
+  spec.subnet = *subnet;
+  auto ag = detail::OptionalString(entry, "aggregation", spec.aggregation_path);
+  if (!ag) return Fail(ag.error());
+  spec.aggregation = *ag;
+  return spec;
+}
+
+Status AddEntry(Group* g, const detail::PoolSpec& spec) {
+  auto e = detail::BuildPoolEntry(spec, &g->warnings);
+  if (!e) return Fail(e.error());
+  (e->family() == Family::kV4 ? g->v4 : g->v6).push_back(std::move(*e));
+  return Ok();
+}
+
+Status ParseLocalFamily(const Json& local, Family family, Group* g) {
+  const bool v4 = family == Family::kV4;
+  const std::string single = v4 ? "v4pool" : "v6pool";
+  const std::string list = v4 ? "v4pools" : "v6pools";
+  const std::string single_path = Child("spec.local", single);
+  auto one = detail::OptionalObject(local, single, single_path);
+  if (!one) return Fail(one.error());
+  if (*one != nullptr) {
+    auto spec = ReadPurelbPool(**one, single_path, family);
+    if (!spec) return Fail(spec.error());
+    if (auto s = AddEntry(g, *spec); !s) return s;
+  }
+  const std::string list_path = Child("spec.local", list);
+  auto arr = detail::OptionalArray(local, list, list_path);
+  if (!arr) return Fail(arr.error());
+  if (*arr != nullptr) {
+    std::size_t i = 0;
+    for (const Json& item : **arr) {
+      auto spec = ReadPurelbPool(item, Index(list_path, i++), family);
+      if (!spec) return Fail(spec.error());
+      if (auto s = AddEntry(g, *spec); !s) return s;
+    }
+  }
+  return Ok();
+}
+
+Result<Group> ParseServiceGroupUnguarded(const Json& object) {
+  auto meta = ParseObjectMeta(object, ObjectKind::kServiceGroup);
+  if (!meta) return Fail(meta.error());
+  Group g;
+  g.meta = std::move(*meta);
+  g.mode = AnnounceMode::kLocalOrVirtual;
+  auto body = [&]() -> Status {
+    auto spec = detail::RequiredObject(object, "spec", "spec");
+    if (!spec) return Fail(spec.error());
+    if (detail::Find(**spec, "netbox") != nullptr) {
+      return FieldError("spec.netbox", "Netbox IPAM is not supported; use spec.local");
+    }
+    auto local = detail::RequiredObject(**spec, "local", "spec.local");
+    if (!local) return Fail(local.error());
+    const Json& l = **local;
+    // Validate the legacy flat fields' types before the lists so errors come in field order.
+    auto pool = detail::OptionalString(l, "pool", "spec.local.pool");
+    if (!pool) return Fail(pool.error());
+    auto subnet = detail::OptionalString(l, "subnet", "spec.local.subnet");
+    if (!subnet) return Fail(subnet.error());
+    auto ag = detail::OptionalString(l, "aggregation", "spec.local.aggregation");
+    if (!ag) return Fail(ag.error());
+    if (auto s = ParseLocalFamily(l, Family::kV4, &g); !s) return s;
+    if (auto s = ParseLocalFamily(l, Family::kV6, &g); !s) return s;
+    if (pool->has_value() || subnet->has_value() || ag->has_value()) {
+      auto legacy = ReadPurelbPool(l, "spec.local", std::nullopt);
+      if (!legacy) return Fail(legacy.error());
+      if (auto s = AddEntry(&g, *legacy); !s) return s;
+    }
+    if (g.v4.empty() && g.v6.empty()) {
+      return FieldError("spec.local",
+                        "no address pools (set v4pools, v6pools, v4pool, v6pool, or pool and "
+                        "subnet)");
+    }
+    return detail::CheckNoInternalOverlap(g);
+  };
+  if (auto s = body(); !s) return Fail(InObject(g.meta.key, s.error()));
+  return g;
+}
+
+Status ParseClassList(const Json& spec, Family family, Group* g) {
+  const bool v4 = family == Family::kV4;
+  const std::string key = v4 ? "ipv4Pools" : "ipv6Pools";
+  const std::string path = Child("spec", key);
+  auto arr = detail::OptionalArray(spec, key, path);
+  if (!arr) return Fail(arr.error());
+  if (*arr == nullptr) return Ok();
+  std::size_t i = 0;
+  for (const Json& item : **arr) {
+    const std::string ipath = Index(path, i++);
+    if (auto s = detail::ExpectObject(item, ipath); !s) return s;
+    auto cidr = detail::OptionalString(item, "cidr", Child(ipath, "cidr"));
+    if (!cidr) return Fail(cidr.error());
+    auto start = detail::OptionalString(item, "start", Child(ipath, "start"));
+    if (!start) return Fail(start.error());
+    auto end = detail::OptionalString(item, "end", Child(ipath, "end"));
+    if (!end) return Fail(end.error());
+    detail::PoolSpec ps;
+    ps.entry_path = ipath;
+    ps.list_family = family;
+    if (cidr->has_value()) {
+      if (start->has_value() || end->has_value()) {
+        return FieldError(ipath, "has both cidr and start/end; set one");
+      }
+      ps.pool_path = Child(ipath, "cidr");
+      ps.pool = **cidr;
+      if (ps.pool.empty()) return FieldError(ps.pool_path, "required");
+      ps.pool_is_subnet = true;
+      ps.noun = "cidr";
+    } else {
+      if (!start->has_value() && !end->has_value()) {
+        return FieldError(ipath, "needs cidr, or start and end");
+      }
+      if (!start->has_value() || (*start)->empty()) {
+        return FieldError(Child(ipath, "start"), "required");
+      }
+      if (!end->has_value() || (*end)->empty()) return FieldError(Child(ipath, "end"), "required");
+      ps.is_start_end = true;
+      ps.start = **start;
+      ps.end = **end;
+    }
+    if (auto s = AddEntry(g, ps); !s) return s;
+  }
+  return Ok();
+}
+
+Result<Group> ParseLoadBalancerClassUnguarded(const Json& object) {
+  auto meta = ParseObjectMeta(object, ObjectKind::kLoadBalancerClass);
+  if (!meta) return Fail(meta.error());
+  Group g;
+  g.meta = std::move(*meta);
+  g.mode = AnnounceMode::kL2;
+  auto body = [&]() -> Status {
+    auto spec = detail::RequiredObject(object, "spec", "spec");
+    if (!spec) return Fail(spec.error());
+    auto mode = detail::OptionalString(**spec, "mode", "spec.mode");
+    if (!mode) return Fail(mode.error());
+    if (mode->has_value()) {
+      if (**mode == "l3") return FieldError("spec.mode", "mode l3 is not implemented");
+      if (**mode != "l2") {
+        return FieldError("spec.mode",
+                          "unknown mode \"" + (*mode)->substr(0, 100) + "\" (want l2)");
+      }
+    }
+    if (auto s = ParseClassList(**spec, Family::kV4, &g); !s) return s;
+    if (auto s = ParseClassList(**spec, Family::kV6, &g); !s) return s;
+    if (g.v4.empty() && g.v6.empty()) {
+      return FieldError("spec", "at least one of ipv4Pools and ipv6Pools must be non-empty");
+    }
+    return detail::CheckNoInternalOverlap(g);
+  };
+  if (auto s = body(); !s) return Fail(InObject(g.meta.key, s.error()));
+  return g;
+}
+
+constexpr std::size_t kMaxPatternLength = 256;
+
+Result<InterfacePattern> ReadPattern(const Json& parent, std::string_view key,
+                                     const std::string& path) {
+  auto text = detail::RequiredString(parent, key, path);
+  if (!text) return Fail(text.error());
+  auto p = InterfacePattern::Compile(*text);
+  if (!p) return FieldError(path, p.error().message());
+  return p;
+}
+
+Result<NodeAgentConfig> ParseNodeAgentUnguarded(const Json& object) {
+  auto meta = ParseObjectMeta(object, ObjectKind::kLBNodeAgent);
+  if (!meta) return Fail(meta.error());
+  NodeAgentConfig c;
+  c.meta = std::move(*meta);
+  auto body = [&]() -> Status {
+    auto spec = detail::OptionalObject(object, "spec", "spec");
+    if (!spec) return Fail(spec.error());
+    if (*spec == nullptr) return Ok();
+    auto local = detail::OptionalObject(**spec, "local", "spec.local");
+    if (!local) return Fail(local.error());
+    if (*local == nullptr) return Ok();
+    const Json& l = **local;
+
+    auto li = detail::OptionalString(l, "localint", "spec.local.localint");
+    if (!li) return Fail(li.error());
+    if (li->has_value() && !(*li)->empty() && **li != "default") {
+      auto p = ReadPattern(l, "localint", "spec.local.localint");
+      if (!p) return Fail(p.error());
+      c.local_interface = std::move(*p);
+    }
+
+    auto ext = detail::OptionalString(l, "extlbint", "spec.local.extlbint");
+    if (!ext) return Fail(ext.error());
+    if (ext->has_value() && !(*ext)->empty()) {
+      if (!IsValidInterfaceName(**ext)) {
+        return FieldError("spec.local.extlbint",
+                          "\"" + (*ext)->substr(0, 100) +
+                              "\" is not a valid interface name (1-15 characters, no '/', ':' "
+                              "or whitespace, not \".\" or \"..\")");
+      }
+      c.external_interface = **ext;
+    }
+
+    auto garp = detail::OptionalBool(l, "sendgarp", "spec.local.sendgarp");
+    if (!garp) return Fail(garp.error());
+    c.send_garp = garp->value_or(false);
+
+    auto ifs = detail::OptionalArray(l, "interfaces", "spec.local.interfaces");
+    if (!ifs) return Fail(ifs.error());
+    if (*ifs != nullptr) {
+      std::size_t i = 0;
+      for (const Json& item : **ifs) {
+        const std::string path = Index("spec.local.interfaces", i++);
+        if (!item.is_string()) {
+          return FieldError(path, "must be a string, got " + std::string(detail::TypeName(item)));
+        }
+        const auto& text = item.get_ref<const std::string&>();
+        if (text.empty()) return FieldError(path, "required");
+        auto p = InterfacePattern::Compile(text);
+        if (!p) return FieldError(path, p.error().message());
+        c.interfaces.push_back(std::move(*p));
+      }
+    }
+    return Ok();
+  };
+  if (auto s = body(); !s) return Fail(InObject(c.meta.key, s.error()));
+  return c;
+}
+
+}  // namespace
+
+Result<Group> ParseServiceGroup(const nlohmann::json& object) {
+  return Guard<Group>(ObjectKind::kServiceGroup,
+                      [&] { return ParseServiceGroupUnguarded(object); });
+}
+
+Result<Group> ParseLoadBalancerClass(const nlohmann::json& object) {
+  return Guard<Group>(ObjectKind::kLoadBalancerClass,
+                      [&] { return ParseLoadBalancerClassUnguarded(object); });
+}
+
+Result<Group> ParseAddressSource(const nlohmann::json& object) {
+  const Json* kind = detail::Find(object, "kind");
+  if (kind != nullptr && kind->is_string()) {
+    const auto& k = kind->get_ref<const std::string&>();
+    if (k == KindName(ObjectKind::kServiceGroup)) return ParseServiceGroup(object);
+    if (k == KindName(ObjectKind::kLoadBalancerClass)) return ParseLoadBalancerClass(object);
+    return Fail(ErrorCode::kInvalidArgument,
+                "kind: \"" + k.substr(0, 100) + "\" is not ServiceGroup or LoadBalancerClass");
+  }
+  if (!object.is_object()) {
+    return Fail(ErrorCode::kInvalidArgument,
+                "must be a JSON object, got " + std::string(detail::TypeName(object)));
+  }
+  return Fail(ErrorCode::kInvalidArgument,
+              kind == nullptr
+                  ? "kind: required"
+                  : "kind: must be a string, got " + std::string(detail::TypeName(*kind)));
+}
+
+Result<NodeAgentConfig> ParseNodeAgent(const nlohmann::json& object) {
+  return Guard<NodeAgentConfig>(ObjectKind::kLBNodeAgent,
+                                [&] { return ParseNodeAgentUnguarded(object); });
+}
+
+Result<InterfacePattern> InterfacePattern::Compile(std::string_view text) {
+  if (text.empty()) return Fail(ErrorCode::kInvalidArgument, "empty pattern");
+  if (text.size() > kMaxPatternLength) {
+    return Fail(ErrorCode::kInvalidArgument,
+                "pattern is longer than " + std::to_string(kMaxPatternLength) + " characters");
+  }
+  InterfacePattern p;
+  p.text_ = std::string(text);
+  try {
+    p.regex_ = std::make_shared<const std::regex>(p.text_, std::regex::ECMAScript);
+  } catch (const std::regex_error& e) {
+    return Fail(ErrorCode::kInvalidArgument,
+                "\"" + p.text_ + "\" is not a valid regular expression: " + e.what());
+  }
+  return p;
+}
+
+bool InterfacePattern::Matches(std::string_view ifname) const {
+  if (!regex_) return false;
+  try {
+    return std::regex_search(ifname.begin(), ifname.end(), *regex_);
+  } catch (const std::regex_error&) {
+    return false;  // complexity limits: treat as no match
+  }
+}
+
+bool IsValidInterfaceName(std::string_view name) {
+  if (name.empty() || name.size() > 15 || name == "." || name == "..") return false;
+  for (char c : name) {
+    if (c == '/' || c == ':' || std::isspace(static_cast<unsigned char>(c)) != 0 || c == '\0') {
+      return false;
+    }
+  }
+  return true;
+}
+
+}  // namespace pylon::config

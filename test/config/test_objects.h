@@ -1,0 +1,90 @@
+// Builders for configuration objects as the Kubernetes API returns them, for the config tests.
+#pragma once
+
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+namespace pylon::config::testing {
+
+inline nlohmann::json Parse(const char* text) { return nlohmann::json::parse(text); }
+
+// A ServiceGroup with the given spec.local (or whole spec when `whole_spec`).
+inline nlohmann::json ServiceGroup(const std::string& name, nlohmann::json local,
+                                   const std::string& created = "2024-01-01T00:00:00Z",
+                                   int generation = 1, const std::string& ns = "purelb-system") {
+  return {{"apiVersion", "purelb.io/v1"},
+          {"kind", "ServiceGroup"},
+          {"metadata",
+           {{"name", name},
+            {"namespace", ns},
+            {"uid", "uid-" + name},
+            {"resourceVersion", "1"},
+            {"generation", generation},
+            {"creationTimestamp", created}}},
+          {"spec", {{"local", std::move(local)}}},
+          {"status", nlohmann::json::object()}};
+}
+
+// A ServiceGroup with one v4pools entry.
+inline nlohmann::json V4Group(const std::string& name, const std::string& pool,
+                              const std::string& subnet,
+                              const std::string& created = "2024-01-01T00:00:00Z",
+                              int generation = 1) {
+  return ServiceGroup(
+      name, {{"v4pools", {{{"pool", pool}, {"subnet", subnet}, {"aggregation", "default"}}}}},
+      created, generation);
+}
+
+inline nlohmann::json LoadBalancerClass(const std::string& name, nlohmann::json spec,
+                                        const std::string& created = "2024-01-01T00:00:00Z",
+                                        int generation = 1) {
+  return {{"apiVersion", "lace-cni.io/v1alpha1"},
+          {"kind", "LoadBalancerClass"},
+          {"metadata",
+           {{"name", name},
+            {"uid", "uid-" + name},
+            {"resourceVersion", "1"},
+            {"generation", generation},
+            {"creationTimestamp", created}}},
+          {"spec", std::move(spec)}};
+}
+
+// Seed 000: the "localdual" ServiceGroup.
+inline nlohmann::json SeedLocalDual() {
+  return Parse(R"({
+    "apiVersion": "purelb.io/v1", "kind": "ServiceGroup",
+    "metadata": {"name": "localdual", "namespace": "purelb-system", "generation": 1,
+                 "creationTimestamp": "2022-01-10T15:50:00Z", "resourceVersion": "100",
+                 "uid": "5b1f0c2e-0000-4000-8000-000000000001"},
+    "spec": {"local": {
+      "v4pools": [{"aggregation": "default", "pool": "192.168.10.225-192.168.10.229",
+                   "subnet": "192.168.10.0/24"}],
+      "v6pools": [{"aggregation": "default", "pool": "fc00:270:154:0:8000::4/126",
+                   "subnet": "fc00:270:154:0::/64"}]}},
+    "status": {}})");
+}
+
+// Seed 003: the "localaddrange" ServiceGroup (its IPv6 pool, as printed in the seed).
+inline nlohmann::json SeedLocalAddRange() {
+  return Parse(R"({
+    "apiVersion": "purelb.io/v1", "kind": "ServiceGroup",
+    "metadata": {"name": "localaddrange", "namespace": "purelb", "generation": 1,
+                 "creationTimestamp": "2022-01-10T15:55:00Z"},
+    "spec": {"local": {
+      "v6pools": [{"aggregation": "default", "pool": "fc00:270:154:0:8100::4/64",
+                   "subnet": "fc00:270:154::/64"}]}}})");
+}
+
+// Seed 002: the "public" LoadBalancerClass.
+inline nlohmann::json SeedPublicClass() {
+  return Parse(R"({
+    "apiVersion": "lace-cni.io/v1alpha1", "kind": "LoadBalancerClass",
+    "metadata": {"name": "public", "generation": 1, "creationTimestamp": "2024-03-01T10:00:00Z"},
+    "spec": {"mode": "l2",
+             "ipv4Pools": [{"cidr": "198.51.100.0/24"},
+                           {"start": "203.0.113.10", "end": "203.0.113.20"}],
+             "ipv6Pools": [{"cidr": "2001:db8:f00d::/64"}]}})");
+}
+
+}  // namespace pylon::config::testing

@@ -1,0 +1,99 @@
+// Test-only helpers for root tests in network namespaces: a RAII namespace (deleted even when the
+// test fails), running a body with the calling thread moved into a namespace, shell commands, and
+// polling with a deadline. Header-only; shared by test/netlink and test/packet.
+#pragma once
+
+#include <fcntl.h>
+#include <sched.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <functional>
+#include <memory>
+#include <string>
+#include <thread>
+
+#include <gtest/gtest.h>
+
+#include "common/fd.h"
+
+namespace pylon::testing {
+
+// Runs a shell command; returns its exit status.
+inline int Sh(const std::string& cmd) {
+  int rc = std::system((cmd + " >/dev/null 2>&1").c_str());
+  return WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
+}
+
+// Runs a shell command and returns its stdout.
+inline std::string ShOut(const std::string& cmd) {
+  std::string out;
+  FILE* f = ::popen((cmd + " 2>/dev/null").c_str(), "r");
+  if (f == nullptr) return out;
+  char buf[4096];
+  std::size_t n;
+  while ((n = std::fread(buf, 1, sizeof(buf), f)) > 0) out.append(buf, n);
+  ::pclose(f);
+  return out;
+}
+
+// Whether this process can create network namespaces (root with iproute2).
+inline bool CanUseNetns() {
+  if (::geteuid() != 0) return false;
+  return Sh("ip netns list") == 0;
+}
+
+// A network namespace named "<prefix>-<pid>-<n>", deleted (with every link in it) on destruction.
+class Netns {
+ public:
+  explicit Netns(const std::string& prefix) {
+    static std::atomic<int> counter{0};
+    name_ = prefix + "-" + std::to_string(::getpid()) + "-" + std::to_string(counter++);
+    ok_ = Sh("ip netns add " + name_) == 0;
+    if (ok_) Sh("ip -n " + name_ + " link set lo up");
+  }
+  ~Netns() {
+    if (ok_) Sh("ip netns del " + name_);
+  }
+  Netns(const Netns&) = delete;
+  Netns& operator=(const Netns&) = delete;
+
+  bool ok() const { return ok_; }
+  const std::string& name() const { return name_; }
+  // "ip -n <ns> <args>"; returns the exit status.
+  int Ip(const std::string& args) const { return Sh("ip -n " + name_ + " " + args); }
+  std::string IpOut(const std::string& args) const { return ShOut("ip -n " + name_ + " " + args); }
+  int Exec(const std::string& cmd) const { return Sh("ip netns exec " + name_ + " " + cmd); }
+
+ private:
+  std::string name_;
+  bool ok_ = false;
+};
+
+// Runs `body` on a fresh thread that has joined `ns` (setns(CLONE_NEWNET) affects only the calling
+// thread), so sockets it opens and /proc/sys/net it reads belong to the namespace.
+inline void InNetns(const Netns& ns, const std::function<void()>& body) {
+  std::thread t([&] {
+    UniqueFd fd(::open(("/var/run/netns/" + ns.name()).c_str(), O_RDONLY | O_CLOEXEC));
+    ASSERT_TRUE(fd.valid()) << "open netns " << ns.name();
+    ASSERT_EQ(::setns(fd.get(), CLONE_NEWNET), 0) << "setns " << ns.name();
+    body();
+  });
+  t.join();
+}
+
+// Polls `cond` every 20 ms until it holds or `limit` passes; returns the last result.
+inline bool Eventually(const std::function<bool()>& cond,
+                       std::chrono::milliseconds limit = std::chrono::seconds(5)) {
+  const auto deadline = std::chrono::steady_clock::now() + limit;
+  while (true) {
+    if (cond()) return true;
+    if (std::chrono::steady_clock::now() >= deadline) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+}
+
+}  // namespace pylon::testing

@@ -1,0 +1,171 @@
+// Gratuitous ARP, unsolicited NA and duplicate-address probes on the wire between two network
+// namespaces (LABELS root): A sends, B's kernel reacts.
+#include <net/if.h>
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include "../netlink/netns_helper.h"
+#include "common/clock.h"
+#include "netlink/message.h"
+#include "netlink/netlink_impl.h"
+#include "packet/announcer.h"
+#include "packet/arp.h"
+#include "packet/packet_socket.h"
+
+namespace pylon::packet {
+namespace {
+
+using pylon::testing::Eventually;
+using pylon::testing::InNetns;
+using pylon::testing::Netns;
+using std::chrono::milliseconds;
+
+net::IpAddress Ip(const char* s) { return *net::IpAddress::Parse(s); }
+net::Prefix P(const char* s) { return *net::Prefix::Parse(s); }
+
+class PacketNetnsTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (!pylon::testing::CanUseNetns()) GTEST_SKIP() << "needs root and ip netns";
+    a_ = std::make_unique<Netns>("pylon-pk-a");
+    b_ = std::make_unique<Netns>("pylon-pk-b");
+    ASSERT_TRUE(a_->ok() && b_->ok());
+    ASSERT_EQ(a_->Ip("link add a0 type veth peer name b0 netns " + b_->name()), 0);
+    ASSERT_EQ(a_->Ip("link set a0 up"), 0);
+    ASSERT_EQ(b_->Ip("link set b0 up"), 0);
+    ASSERT_EQ(a_->Ip("addr add 192.0.2.1/24 dev a0"), 0);
+    ASSERT_EQ(b_->Ip("addr add 192.0.2.2/24 dev b0"), 0);
+    ASSERT_EQ(a_->Ip("addr add 2001:db8::1/64 dev a0 nodad"), 0);
+    ASSERT_EQ(b_->Ip("addr add 2001:db8::2/64 dev b0 nodad"), 0);
+    // The interface as the agent would learn it: ifindex and MAC from netlink (IFLA_ADDRESS),
+    // cross-checked with SIOCGIFHWADDR.
+    InNetns(*a_, [&] {
+      auto nl = netlink::NetlinkImpl::Create();
+      ASSERT_TRUE(nl.has_value());
+      auto link = (*nl)->GetLink("a0");
+      ASSERT_TRUE(link.has_value());
+      auto mac = MacAddress::FromBytes(link->hwaddr);
+      ASSERT_TRUE(mac.has_value());
+      auto ioctl_mac = InterfaceMac("a0");
+      ASSERT_TRUE(ioctl_mac.has_value()) << ioctl_mac.error().message();
+      EXPECT_EQ(*ioctl_mac, *mac);
+      iface_ = Interface{link->index, *mac};
+      EXPECT_EQ(InterfaceMac("nope0").error().code(), ErrorCode::kNotFound);
+    });
+    ASSERT_GT(iface_.ifindex, 0);
+    b_mac_ = *MacAddress::Parse(
+        nlohmann::json::parse(b_->IpOut("-j link show dev b0"))[0]["address"].get<std::string>());
+  }
+
+  // B's neighbour entry for `ip` on b0: its lladdr, or "" if none.
+  std::string PeerLladdr(const std::string& ip) {
+    auto j = nlohmann::json::parse(b_->IpOut("-j neigh show " + ip + " dev b0"), nullptr, false);
+    if (j.is_discarded() || j.empty()) return "";
+    return j[0].value("lladdr", "");
+  }
+
+  std::unique_ptr<Netns> a_, b_;
+  Interface iface_;
+  MacAddress b_mac_;
+  SystemClock& clock_ = SystemClock::Instance();
+};
+
+TEST_F(PacketNetnsTest, GratuitousArpOverridesPeerNeighbourEntry) {
+  ASSERT_EQ(a_->Ip("addr add 192.0.2.10/24 dev a0"), 0);
+  // B believes 192.0.2.10 is at an old owner's MAC (a failover just happened).
+  ASSERT_EQ(b_->Ip("neigh replace 192.0.2.10 lladdr 02:00:00:00:00:99 dev b0 nud stale"), 0);
+  ASSERT_EQ(PeerLladdr("192.0.2.10"), "02:00:00:00:00:99");
+  InNetns(*a_, [&] {
+    AnnouncerImpl announcer(clock_);
+    auto st = announcer.Announce(iface_, Ip("192.0.2.10"));
+    ASSERT_TRUE(st.has_value()) << st.error().message();
+  });
+  EXPECT_TRUE(Eventually([&] { return PeerLladdr("192.0.2.10") == iface_.mac.ToString(); }))
+      << "B still has " << PeerLladdr("192.0.2.10");
+}
+
+TEST_F(PacketNetnsTest, PeerReceivesBothGratuitousArpFormsOnTheWire) {
+  // A raw listener in B sees exactly what A put on the wire.
+  std::optional<PacketSocket> listener;
+  InNetns(*b_, [&] {
+    auto s = PacketSocket::Open(static_cast<int>(::if_nametoindex("b0")), kEtherTypeArp);
+    ASSERT_TRUE(s.has_value()) << s.error().message();
+    listener.emplace(std::move(*s));
+  });
+  ASSERT_TRUE(listener.has_value());
+  InNetns(*a_, [&] {
+    AnnouncerImpl announcer(clock_, ArpForm::kRequestAndReply);
+    auto st = announcer.Announce(iface_, Ip("192.0.2.10"));
+    ASSERT_TRUE(st.has_value()) << st.error().message();
+  });
+  std::vector<ArpPacket> seen;
+  const auto deadline = clock_.Now() + std::chrono::seconds(2);
+  while (seen.size() < 2) {
+    auto frame = listener->Receive(clock_, deadline);
+    ASSERT_TRUE(frame.has_value());
+    ASSERT_TRUE(frame->has_value()) << "saw only " << seen.size() << " ARP packets";
+    EXPECT_EQ((*frame)->source, iface_.mac);
+    EXPECT_EQ((*frame)->pkttype, 1);  // PACKET_BROADCAST
+    auto arp = DecodeArp((*frame)->payload);
+    ASSERT_TRUE(arp.has_value());
+    if (arp->sender_ip == Ip("192.0.2.10")) seen.push_back(*arp);
+  }
+  EXPECT_EQ(seen[0], *GratuitousArpRequest(iface_.mac, Ip("192.0.2.10")));
+  EXPECT_EQ(seen[1], *GratuitousArpReply(iface_.mac, Ip("192.0.2.10")));
+}
+
+TEST_F(PacketNetnsTest, UnsolicitedNaOverridesPeerNeighbourEntry) {
+  InNetns(*a_, [&] {
+    auto nl = netlink::NetlinkImpl::Create();
+    ASSERT_TRUE(nl.has_value());
+    ASSERT_TRUE((*nl)->AddAddress(netlink::VipAddressSpec(
+        iface_.ifindex, P("2001:db8::10/64"), std::chrono::seconds(300), std::nullopt)));
+  });
+  ASSERT_EQ(b_->Ip("-6 neigh replace 2001:db8::10 lladdr 02:00:00:00:00:99 dev b0 nud stale"), 0);
+  ASSERT_EQ(PeerLladdr("2001:db8::10"), "02:00:00:00:00:99");
+  InNetns(*a_, [&] {
+    AnnouncerImpl announcer(clock_);
+    auto st = announcer.Announce(iface_, Ip("2001:db8::10"));
+    ASSERT_TRUE(st.has_value()) << st.error().message();
+  });
+  EXPECT_TRUE(Eventually([&] { return PeerLladdr("2001:db8::10") == iface_.mac.ToString(); }))
+      << "B still has " << PeerLladdr("2001:db8::10");
+}
+
+TEST_F(PacketNetnsTest, ProbesFindTheOwnerAndOnlyTheOwner) {
+  InNetns(*a_, [&] {
+    AnnouncerImpl announcer(clock_);
+    struct Row {
+      const char* address;
+      bool owned_by_b;
+    };
+    for (const Row& r : std::vector<Row>{{"192.0.2.2", true},
+                                         {"192.0.2.77", false},
+                                         {"2001:db8::2", true},
+                                         {"2001:db8::77", false}}) {
+      auto owner =
+          announcer.ProbeOwner(iface_, Ip(r.address), milliseconds(r.owned_by_b ? 2000 : 300));
+      ASSERT_TRUE(owner.has_value()) << r.address << ": " << owner.error().message();
+      if (r.owned_by_b) {
+        ASSERT_TRUE(owner->has_value()) << r.address << ": nobody answered";
+        EXPECT_EQ(**owner, b_mac_) << r.address;
+      } else {
+        EXPECT_FALSE(owner->has_value()) << r.address << " answered by " << (*owner)->ToString();
+      }
+    }
+  });
+}
+
+TEST_F(PacketNetnsTest, ReceiverTimesOutWithoutTraffic) {
+  InNetns(*a_, [&] {
+    auto sock = PacketSocket::Open(iface_.ifindex, 0x88b5);  // IEEE local experimental EtherType
+    ASSERT_TRUE(sock.has_value()) << sock.error().message();
+    auto frame = sock->Receive(clock_, clock_.Now() + milliseconds(50));
+    ASSERT_TRUE(frame.has_value());
+    EXPECT_FALSE(frame->has_value());
+  });
+}
+
+}  // namespace
+}  // namespace pylon::packet
