@@ -25,6 +25,7 @@ int RunVersion(int /*argc*/, char** /*argv*/) {
 const std::vector<Command>& Commands() {
   static const std::vector<Command> commands = {
       {"version", "print the version", RunVersion},
+      {"apiserver", "an in-memory Kubernetes API server for tests and the lab", pylon::RunApiserver},
       {"lab", "a whole cluster in network namespaces: up, down, demo (root)", pylon::lab::LabCommand},
   };
   return commands;
