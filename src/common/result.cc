@@ -46,8 +46,8 @@ Error Error::FromErrno(int err, const std::string& context) {
 }
 
 Error Error::Wrap(const std::string& context) const {
-  Error e(code_, context + ": " + message_);
-  e.errno_ = errno_;
+  Error e = *this;
+  e.message_ = context + ": " + message_;
   return e;
 }
 

@@ -3,6 +3,7 @@
 // of failure without parsing text) and a human-readable message with context.
 #pragma once
 
+#include <chrono>
 #include <string>
 #include <system_error>
 #include <utility>
@@ -37,6 +38,13 @@ class Error {
   ErrorCode code() const { return code_; }
   const std::string& message() const { return message_; }
   int sys_errno() const { return errno_; }
+  // For kUnavailable from a server that said when to come back (HTTP Retry-After, or
+  // Status details.retryAfterSeconds); zero when not given.
+  std::chrono::milliseconds retry_after() const { return retry_after_; }
+  Error& set_retry_after(std::chrono::milliseconds d) {
+    retry_after_ = d;
+    return *this;
+  }
 
   // Returns a copy whose message is "<context>: <message>".
   Error Wrap(const std::string& context) const;
@@ -45,6 +53,7 @@ class Error {
   ErrorCode code_;
   std::string message_;
   int errno_ = 0;
+  std::chrono::milliseconds retry_after_{0};
 };
 
 template <typename T>

@@ -1,0 +1,182 @@
+#include "k8s/event_recorder.h"
+
+#include <cstdio>
+
+#include "common/log.h"
+#include "k8s/time.h"
+
+namespace pylon::k8s {
+
+ObjectReference ObjectReference::For(const Resource& res, const Json& object) {
+  return ObjectReference{res.kind, Namespace(object), Name(object), Uid(object), res.ApiVersion()};
+}
+
+Result<ObjectReference> ObjectReference::FromObject(const Json& object) {
+  auto kind = FindString(object, {"kind"});
+  auto api = FindString(object, {"apiVersion"});
+  if (!kind || !api || Name(object).empty()) {
+    return Fail(ErrorCode::kInvalidArgument,
+                "object reference: object needs kind, apiVersion and metadata.name");
+  }
+  return ObjectReference{*kind, Namespace(object), Name(object), Uid(object), *api};
+}
+
+Json MakeEvent(const ObjectReference& ref, EventLevel level, std::string_view reason,
+               std::string_view message, const EventRecorderOptions& opts, WallTime now,
+               int64_t unique_nanos) {
+  char suffix[32];
+  std::snprintf(suffix, sizeof(suffix), ".%llx", static_cast<unsigned long long>(unique_nanos));
+  std::string ns = ref.ns.empty() ? "default" : ref.ns;
+  Json involved = {{"kind", ref.kind}, {"name", ref.name}, {"apiVersion", ref.api_version}};
+  if (!ref.ns.empty()) involved["namespace"] = ref.ns;
+  if (!ref.uid.empty()) involved["uid"] = ref.uid;
+  Json source = {{"component", opts.component}};
+  if (!opts.host.empty()) source["host"] = opts.host;
+  std::string ts = FormatTime(now);
+  Json e = {{"apiVersion", "v1"},
+            {"kind", "Event"},
+            {"metadata", {{"name", ref.name + suffix}, {"namespace", ns}}},
+            {"involvedObject", involved},
+            {"reason", std::string(reason)},
+            {"message", std::string(message)},
+            {"type", level == EventLevel::kWarning ? "Warning" : "Normal"},
+            {"source", source},
+            {"firstTimestamp", ts},
+            {"lastTimestamp", ts},
+            {"count", 1},
+            {"reportingComponent", opts.component},
+            {"reportingInstance", opts.host}};
+  return e;
+}
+
+EventRecorderImpl::EventRecorderImpl(Client& client, EventRecorderOptions opts, const Clock& clock)
+    : client_(client),
+      opts_(std::move(opts)),
+      clock_(clock),
+      correlator_(opts_.correlator, clock) {}
+
+EventRecorderImpl::~EventRecorderImpl() { Stop(Duration::zero()); }
+
+void EventRecorderImpl::Event(const ObjectReference& object, EventLevel level,
+                              std::string_view reason, std::string_view message) {
+  WallTime now = clock_.WallNow();
+  std::lock_guard<std::mutex> lock(mu_);
+  if (stopping_) return;
+  if (queue_.size() >= opts_.queue_capacity) {
+    ++dropped_;
+    log::Warn("event dropped: recorder queue full",
+              {{"object", object.ns + "/" + object.name}, {"reason", std::string(reason)}});
+    return;
+  }
+  int64_t nanos =
+      std::chrono::duration_cast<std::chrono::nanoseconds>(now.time_since_epoch()).count();
+  nanos = std::max(nanos, last_nanos_ + 1);  // unique names even on a coarse or fake clock
+  last_nanos_ = nanos;
+  queue_.push_back(MakeEvent(object, level, reason, message, opts_, now, nanos));
+  cv_.notify_one();
+}
+
+void EventRecorderImpl::Start() {
+  if (thread_.joinable()) return;
+  thread_ = std::thread([this] { Run(); });
+}
+
+void EventRecorderImpl::Stop(Duration drain) {
+  {
+    std::unique_lock<std::mutex> lock(mu_);
+    if (thread_.joinable()) {
+      cv_.wait_for(lock, drain, [this] { return queue_.empty() && !busy_; });
+    }
+    stopping_ = true;
+    cv_.notify_all();
+  }
+  cancel_.Cancel();
+  if (thread_.joinable()) thread_.join();
+}
+
+void EventRecorderImpl::Run() {
+  while (true) {
+    Json event;
+    {
+      std::unique_lock<std::mutex> lock(mu_);
+      cv_.wait(lock, [this] { return stopping_ || !queue_.empty(); });
+      if (stopping_) return;
+      event = std::move(queue_.front());
+      queue_.pop_front();
+      busy_ = true;
+    }
+    Write(std::move(event));
+    std::lock_guard<std::mutex> lock(mu_);
+    busy_ = false;
+    cv_.notify_all();
+  }
+}
+
+void EventRecorderImpl::Write(Json event) {
+  EventCorrelator::Decision d = correlator_.Correlate(std::move(event));
+  if (d.action == EventCorrelator::Action::kSkip) {
+    std::lock_guard<std::mutex> lock(mu_);
+    ++skipped_;
+    return;
+  }
+  const std::string ns = Namespace(d.event);
+  const std::string name = Name(d.event);
+  for (int attempt = 1; attempt <= opts_.max_tries; ++attempt) {
+    Result<Json> reply = Fail(ErrorCode::kInternal, "not sent");
+    bool create = d.action == EventCorrelator::Action::kCreate;
+    if (!create) {
+      reply = client_.Patch(resources::Events(), ns, name, PatchType::kStrategicMerge, d.patch);
+      if (!reply && reply.error().code() == ErrorCode::kNotFound) create = true;  // expired
+    }
+    if (create) {
+      Json fresh = d.event;
+      if (fresh.contains("metadata")) fresh["metadata"].erase("resourceVersion");
+      reply = client_.Create(resources::Events(), fresh);
+    }
+    if (reply) {
+      correlator_.UpdateState(*reply);
+      std::lock_guard<std::mutex> lock(mu_);
+      ++written_;
+      return;
+    }
+    if (reply.error().code() != ErrorCode::kUnavailable) {
+      log::Warn("event not recorded",
+                {{"event", ns + "/" + name}, {"error", reply.error().message()}});
+      return;
+    }
+    if (attempt == opts_.max_tries) {
+      log::Warn("event not recorded after retries",
+                {{"event", ns + "/" + name}, {"error", reply.error().message()}});
+      return;
+    }
+    if (cancel_.WaitFor(opts_.retry_interval)) return;
+  }
+}
+
+int64_t EventRecorderImpl::dropped() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return dropped_;
+}
+int64_t EventRecorderImpl::written() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return written_;
+}
+int64_t EventRecorderImpl::skipped() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return skipped_;
+}
+
+void FakeEventRecorder::Event(const ObjectReference& object, EventLevel level,
+                              std::string_view reason, std::string_view message) {
+  std::lock_guard<std::mutex> lock(mu_);
+  events_.push_back(std::string(level == EventLevel::kWarning ? "Warning " : "Normal ") +
+                    std::string(reason) + " " + std::string(message) + " (" + object.kind + " " +
+                    object.ns + "/" + object.name + ")");
+}
+
+std::vector<std::string> FakeEventRecorder::Events() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return events_;
+}
+
+}  // namespace pylon::k8s

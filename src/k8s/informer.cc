@@ -1,0 +1,250 @@
+#include "k8s/informer.h"
+
+#include "common/log.h"
+
+namespace pylon::k8s {
+
+namespace {
+
+// 410 Expired/Gone, or a 504 "Too large resource version" (the store is behind the RV we ask for,
+// e.g. after the server lost its state): both mean "list again without an RV".
+bool IsResourceVersionUnavailable(const Error& e) {
+  return e.code() == ErrorCode::kGone ||
+         e.message().find("Too large resource version") != std::string::npos;
+}
+
+}  // namespace
+
+Informer::Informer(Client& client, InformerOptions opts, const Clock& clock)
+    : client_(client),
+      opts_(std::move(opts)),
+      clock_(clock),
+      backoff_(opts_.backoff, clock),
+      rng_(std::random_device{}()) {}
+
+Informer::~Informer() { Stop(); }
+
+void Informer::AddHandlers(EventHandlers handlers) { handlers_.push_back(std::move(handlers)); }
+
+void Informer::Start() {
+  if (thread_.joinable()) return;
+  thread_ = std::thread([this] { Run(); });
+}
+
+void Informer::Stop() {
+  cancel_.Cancel();
+  if (thread_.joinable()) thread_.join();
+}
+
+bool Informer::WaitForSync(Duration timeout) const {
+  auto deadline = std::chrono::steady_clock::now() + timeout;
+  while (!HasSynced()) {
+    if (std::chrono::steady_clock::now() >= deadline) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  return true;
+}
+
+std::string Informer::LastSyncResourceVersion() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return last_rv_;
+}
+
+InformerStats Informer::stats() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return stats_;
+}
+
+void Informer::SetLastRv(const std::string& rv) {
+  std::lock_guard<std::mutex> lock(mu_);
+  last_rv_ = rv;
+}
+
+std::string Informer::RelistResourceVersion() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (rv_unavailable_) return "";  // consistent read from the store
+  if (last_rv_.empty()) return "0";
+  return last_rv_;
+}
+
+void Informer::Run() {
+  while (!cancel_.Cancelled()) {
+    Status st = ListAndWatch();
+    if (cancel_.Cancelled()) break;
+    if (!st) {
+      {
+        std::lock_guard<std::mutex> lock(mu_);
+        ++stats_.errors;
+      }
+      log::Warn("informer: list/watch failed",
+                {{"resource", opts_.resource.plural}, {"error", st.error().message()}});
+    }
+    Duration wait = backoff_.Next();
+    if (!st && st.error().retry_after() > wait) wait = st.error().retry_after();
+    if (cancel_.WaitFor(wait)) break;
+  }
+}
+
+Status Informer::ListAndWatch() {
+  if (auto st = RelistAndReplace(); !st) return st;
+  return WatchLoop();
+}
+
+Status Informer::RelistAndReplace() {
+  std::string rv = RelistResourceVersion();
+  ListOptions lo;
+  lo.label_selector = opts_.label_selector;
+  lo.field_selector = opts_.field_selector;
+  lo.page_size = opts_.page_size;
+  if (!rv.empty()) lo.resource_version = rv;
+  auto list = client_.List(opts_.resource, opts_.ns, lo);
+  if (!list && !rv.empty() && IsResourceVersionUnavailable(list.error())) {
+    // The RV we listed at is no longer available (compacted, or from before a server restart):
+    // retry at once with RV unset.
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      rv_unavailable_ = true;
+      ++stats_.expired;
+    }
+    lo.resource_version.reset();
+    list = client_.List(opts_.resource, opts_.ns, lo);
+  }
+  if (!list) return Fail(list.error());
+  Replace(std::move(list->items));
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    rv_unavailable_ = false;
+    last_rv_ = list->resource_version;
+    ++stats_.lists;
+  }
+  synced_ = true;
+  return Ok();
+}
+
+Status Informer::WatchLoop() {
+  std::uniform_real_distribution<double> unit(0.0, 1.0);
+  while (!cancel_.Cancelled()) {
+    WatchOptions wo;
+    wo.label_selector = opts_.label_selector;
+    wo.field_selector = opts_.field_selector;
+    wo.resource_version = LastSyncResourceVersion();
+    wo.allow_bookmarks = true;
+    auto timeout = std::chrono::duration_cast<std::chrono::seconds>(opts_.min_watch_timeout *
+                                                                    (1.0 + unit(rng_)));
+    wo.timeout_seconds = std::max<int64_t>(1, timeout.count());
+    int64_t events = 0;
+    SteadyTime start = clock_.Now();
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      ++stats_.watches;
+    }
+    Status st = client_.Watch(
+        opts_.resource, opts_.ns, wo,
+        [&](WatchEvent&& ev) {
+          ++events;
+          Apply(std::move(ev));
+          return true;
+        },
+        &cancel_);
+    if (cancel_.Cancelled()) return Ok();
+    if (st) {
+      if (events == 0 && clock_.Now() - start < opts_.short_watch) {
+        return Fail(ErrorCode::kUnavailable,
+                    "very short watch: closed in under " +
+                        std::to_string(
+                            std::chrono::duration_cast<std::chrono::milliseconds>(opts_.short_watch)
+                                .count()) +
+                        " ms with no event");
+      }
+      continue;  // clean close: re-watch from the last RV, no relist
+    }
+    if (IsResourceVersionUnavailable(st.error())) {
+      std::lock_guard<std::mutex> lock(mu_);
+      ++stats_.expired;
+      log::Info("informer: watch resource version unavailable, relisting",
+                {{"resource", opts_.resource.plural}, {"error", st.error().message()}});
+      return Ok();  // relist from the last seen RV (after the usual backoff)
+    }
+    switch (st.error().code()) {
+      case ErrorCode::kGone: {
+        std::lock_guard<std::mutex> lock(mu_);
+        ++stats_.expired;
+        log::Info("informer: watch expired, relisting",
+                  {{"resource", opts_.resource.plural}, {"rv", last_rv_}});
+        return Ok();  // relist from the last seen RV (after the usual backoff)
+      }
+      case ErrorCode::kUnavailable:
+        if (events == 0) {
+          Duration wait = backoff_.Next();
+          if (st.error().retry_after() > wait) wait = st.error().retry_after();
+          if (cancel_.WaitFor(wait)) return Ok();
+        }
+        continue;
+      default:
+        return st;
+    }
+  }
+  return Ok();
+}
+
+void Informer::Apply(WatchEvent&& ev) {
+  SetLastRv(ev.resource_version);
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    ++stats_.events;
+  }
+  switch (ev.type) {
+    case EventType::kAdded:
+    case EventType::kModified: {
+      auto old = store_.Upsert(ev.object);
+      for (const auto& h : handlers_) {
+        if (old) {
+          if (h.on_update) h.on_update(*old, ev.object);
+        } else if (h.on_add) {
+          h.on_add(ev.object);
+        }
+      }
+      break;
+    }
+    case EventType::kDeleted: {
+      auto old = store_.Remove(KeyOf(ev.object).String());
+      if (!old) break;  // never known: nothing to tell
+      for (const auto& h : handlers_) {
+        if (h.on_delete) h.on_delete(ev.object);
+      }
+      break;
+    }
+    case EventType::kBookmark:
+    case EventType::kError:
+      break;
+  }
+}
+
+void Informer::Replace(std::vector<Json> items) {
+  std::map<std::string, Json> next;
+  for (auto& item : items) {
+    std::string key = KeyOf(item).String();
+    next.emplace(std::move(key), std::move(item));
+  }
+  std::map<std::string, Json> prev = store_.ReplaceAll(next);
+  for (const auto& [key, old] : prev) {
+    if (next.count(key) != 0) continue;
+    for (const auto& h : handlers_) {
+      if (h.on_delete) h.on_delete(old);
+    }
+  }
+  for (const auto& [key, obj] : next) {
+    auto it = prev.find(key);
+    if (it == prev.end()) {
+      for (const auto& h : handlers_) {
+        if (h.on_add) h.on_add(obj);
+      }
+    } else if (ResourceVersion(it->second) != ResourceVersion(obj)) {
+      for (const auto& h : handlers_) {
+        if (h.on_update) h.on_update(it->second, obj);
+      }
+    }
+  }
+}
+
+}  // namespace pylon::k8s

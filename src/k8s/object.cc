@@ -1,0 +1,138 @@
+#include "k8s/object.h"
+
+namespace pylon::k8s {
+namespace {
+
+Status StringField(const Json& meta, const char* key, std::string* out) {
+  auto it = meta.find(key);
+  if (it == meta.end() || it->is_null()) return Ok();
+  if (!it->is_string()) {
+    return Fail(ErrorCode::kInvalidArgument, std::string("metadata.") + key + " is not a string");
+  }
+  *out = it->get<std::string>();
+  return Ok();
+}
+
+Status StringMap(const Json& meta, const char* key, std::map<std::string, std::string>* out) {
+  auto it = meta.find(key);
+  if (it == meta.end() || it->is_null()) return Ok();
+  if (!it->is_object()) {
+    return Fail(ErrorCode::kInvalidArgument, std::string("metadata.") + key + " is not an object");
+  }
+  for (auto kv = it->begin(); kv != it->end(); ++kv) {
+    if (!kv.value().is_string()) {
+      return Fail(ErrorCode::kInvalidArgument,
+                  std::string("metadata.") + key + "[" + kv.key() + "] is not a string");
+    }
+    (*out)[kv.key()] = kv.value().get<std::string>();
+  }
+  return Ok();
+}
+
+}  // namespace
+
+ObjectKey ObjectKey::FromString(std::string_view key) {
+  auto slash = key.find('/');
+  if (slash == std::string_view::npos) return ObjectKey{"", std::string(key)};
+  return ObjectKey{std::string(key.substr(0, slash)), std::string(key.substr(slash + 1))};
+}
+
+Result<ObjectMeta> ParseMeta(const Json& object) {
+  if (!object.is_object()) return Fail(ErrorCode::kInvalidArgument, "object is not a JSON object");
+  auto it = object.find("metadata");
+  if (it == object.end() || !it->is_object()) {
+    return Fail(ErrorCode::kInvalidArgument, "object has no metadata object");
+  }
+  const Json& m = *it;
+  ObjectMeta meta;
+  std::string deletion;
+  for (auto [key, field] :
+       {std::pair{"name", &meta.name}, std::pair{"namespace", &meta.ns},
+        std::pair{"uid", &meta.uid}, std::pair{"resourceVersion", &meta.resource_version},
+        std::pair{"creationTimestamp", &meta.creation_timestamp},
+        std::pair{"deletionTimestamp", &deletion}}) {
+    if (auto s = StringField(m, key, field); !s) return Fail(s.error());
+  }
+  if (!deletion.empty()) meta.deletion_timestamp = deletion;
+  if (auto g = m.find("generation"); g != m.end() && !g->is_null()) {
+    if (!g->is_number_integer()) {
+      return Fail(ErrorCode::kInvalidArgument, "metadata.generation is not an integer");
+    }
+    meta.generation = g->get<int64_t>();
+  }
+  if (auto s = StringMap(m, "labels", &meta.labels); !s) return Fail(s.error());
+  if (auto s = StringMap(m, "annotations", &meta.annotations); !s) return Fail(s.error());
+  if (auto f = m.find("finalizers"); f != m.end() && !f->is_null()) {
+    if (!f->is_array()) return Fail(ErrorCode::kInvalidArgument, "metadata.finalizers not a list");
+    for (const auto& v : *f) {
+      if (!v.is_string()) {
+        return Fail(ErrorCode::kInvalidArgument, "metadata.finalizers has a non-string");
+      }
+      meta.finalizers.push_back(v.get<std::string>());
+    }
+  }
+  return meta;
+}
+
+Result<Json> ParseJson(std::string_view text, std::string_view what) {
+  Json j = Json::parse(text.begin(), text.end(), nullptr, /*allow_exceptions=*/false);
+  if (j.is_discarded()) {
+    std::string head(text.substr(0, 120));
+    return Fail(ErrorCode::kInvalidArgument, std::string(what) + ": malformed JSON (" +
+                                                 std::to_string(text.size()) +
+                                                 " bytes, starts with \"" + head + "\")");
+  }
+  return j;
+}
+
+const Json* Find(const Json& root, std::initializer_list<std::string_view> path) {
+  const Json* cur = &root;
+  for (std::string_view key : path) {
+    if (!cur->is_object()) return nullptr;
+    auto it = cur->find(key);
+    if (it == cur->end()) return nullptr;
+    cur = &*it;
+  }
+  return cur;
+}
+
+std::optional<std::string> FindString(const Json& root,
+                                      std::initializer_list<std::string_view> path) {
+  const Json* v = Find(root, path);
+  if (v == nullptr || !v->is_string()) return std::nullopt;
+  return v->get<std::string>();
+}
+
+std::optional<int64_t> FindInt(const Json& root, std::initializer_list<std::string_view> path) {
+  const Json* v = Find(root, path);
+  if (v == nullptr || !v->is_number_integer()) return std::nullopt;
+  return v->get<int64_t>();
+}
+
+std::optional<bool> FindBool(const Json& root, std::initializer_list<std::string_view> path) {
+  const Json* v = Find(root, path);
+  if (v == nullptr || !v->is_boolean()) return std::nullopt;
+  return v->get<bool>();
+}
+
+std::string Name(const Json& o) { return FindString(o, {"metadata", "name"}).value_or(""); }
+std::string Namespace(const Json& o) {
+  return FindString(o, {"metadata", "namespace"}).value_or("");
+}
+std::string Uid(const Json& o) { return FindString(o, {"metadata", "uid"}).value_or(""); }
+std::string ResourceVersion(const Json& o) {
+  return FindString(o, {"metadata", "resourceVersion"}).value_or("");
+}
+std::string Label(const Json& o, std::string_view key) {
+  return FindString(o, {"metadata", "labels", key}).value_or("");
+}
+std::string Annotation(const Json& o, std::string_view key) {
+  return FindString(o, {"metadata", "annotations", key}).value_or("");
+}
+bool IsBeingDeleted(const Json& o) {
+  const Json* d = Find(o, {"metadata", "deletionTimestamp"});
+  return d != nullptr && !d->is_null();
+}
+ObjectKey KeyOf(const Json& o) { return ObjectKey{Namespace(o), Name(o)}; }
+
+}  // namespace pylon::k8s

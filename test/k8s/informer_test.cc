@@ -1,0 +1,264 @@
+// Informer (reflector semantics) against the in-memory client: initial sync, watch events,
+// clean close without relist, short watch → relist, 410 → relist at last RV then RV unset, and
+// the relist diff so that handler-observed state always converges to the server's.
+#include <thread>
+
+#include <gtest/gtest.h>
+
+#include "k8s/backoff.h"
+#include "k8s/fake_client.h"
+#include "k8s/informer.h"
+
+namespace pylon::k8s {
+namespace {
+
+using std::chrono::milliseconds;
+using std::chrono::seconds;
+
+bool Eventually(const std::function<bool()>& cond, Duration timeout = seconds(10)) {
+  auto deadline = std::chrono::steady_clock::now() + timeout;
+  while (!cond()) {
+    if (std::chrono::steady_clock::now() > deadline) return false;
+    std::this_thread::sleep_for(milliseconds(2));
+  }
+  return true;
+}
+
+Json Svc(const std::string& name, const std::string& value = "v") {
+  return {{"metadata", {{"name", name}, {"namespace", "demo"}, {"labels", {{"app", "web"}}}}},
+          {"spec", {{"value", value}}}};
+}
+
+// What the handlers have been told, keyed like the store.
+class Observed {
+ public:
+  EventHandlers Handlers() {
+    return EventHandlers{[this](const Json& o) {
+                           std::lock_guard<std::mutex> l(mu_);
+                           if (state_.count(KeyOf(o).String())) ++errors_;  // add of a known object
+                           state_[KeyOf(o).String()] = ResourceVersion(o);
+                           ++adds_;
+                         },
+                         [this](const Json& old_obj, const Json& o) {
+                           std::lock_guard<std::mutex> l(mu_);
+                           if (state_[KeyOf(o).String()] != ResourceVersion(old_obj)) ++errors_;
+                           state_[KeyOf(o).String()] = ResourceVersion(o);
+                           ++updates_;
+                         },
+                         [this](const Json& o) {
+                           std::lock_guard<std::mutex> l(mu_);
+                           if (state_.erase(KeyOf(o).String()) == 0)
+                             ++errors_;  // delete of an unknown object
+                           ++deletes_;
+                         }};
+  }
+  std::map<std::string, std::string> state() {
+    std::lock_guard<std::mutex> l(mu_);
+    return state_;
+  }
+  int errors() {
+    std::lock_guard<std::mutex> l(mu_);
+    return errors_;
+  }
+  int deletes() {
+    std::lock_guard<std::mutex> l(mu_);
+    return deletes_;
+  }
+
+ private:
+  std::mutex mu_;
+  std::map<std::string, std::string> state_;  // key → RV
+  int adds_ = 0, updates_ = 0, deletes_ = 0, errors_ = 0;
+};
+
+std::map<std::string, std::string> ServerState(FakeClient& client) {
+  std::map<std::string, std::string> out;
+  auto list = client.List(resources::Services(), "", {});
+  for (const auto& o : list->items) {
+    out[KeyOf(o).String()] = ResourceVersion(o);
+  }
+  return out;
+}
+
+InformerOptions FastOptions() {
+  InformerOptions o;
+  o.resource = resources::Services();
+  o.backoff.initial = milliseconds(1);
+  o.backoff.cap = milliseconds(10);
+  o.short_watch = Duration::zero();
+  return o;
+}
+
+TEST(Informer, SyncsAndFollowsWatch) {
+  FakeClient client;
+  ASSERT_TRUE(client.Create(resources::Services(), Svc("a")));
+  ASSERT_TRUE(client.Create(resources::Services(), Svc("b")));
+  Informer inf(client, FastOptions());
+  Observed seen;
+  inf.AddHandlers(seen.Handlers());
+  EXPECT_FALSE(inf.HasSynced());
+  inf.Start();
+  ASSERT_TRUE(inf.WaitForSync(seconds(10)));
+  EXPECT_EQ(inf.store().Size(), 2u);
+  ASSERT_TRUE(Eventually([&] { return client.open_watches() == 1; }));
+
+  Json b = *client.Get(resources::Services(), "demo", "b");
+  b["spec"]["value"] = "changed";
+  ASSERT_TRUE(client.Update(resources::Services(), b));
+  ASSERT_TRUE(client.Delete(resources::Services(), "demo", "a", {}));
+  ASSERT_TRUE(client.Create(resources::Services(), Svc("c")));
+  ASSERT_TRUE(Eventually([&] { return seen.state() == ServerState(client); }));
+  EXPECT_EQ(inf.store().Get("demo", "b")->at("spec").at("value"), "changed");
+  EXPECT_FALSE(inf.store().Get("demo", "a"));
+  EXPECT_EQ(inf.LastSyncResourceVersion(), std::to_string(client.resource_version()));
+
+  // Bookmarks advance the last seen RV too.
+  ASSERT_TRUE(client.Create(resources::ConfigMaps(),
+                            Json{{"metadata", {{"name", "x"}, {"namespace", "demo"}}}}));
+  client.SendBookmarks();
+  ASSERT_TRUE(Eventually(
+      [&] { return inf.LastSyncResourceVersion() == std::to_string(client.resource_version()); }));
+  EXPECT_EQ(inf.stats().lists, 1);
+  EXPECT_EQ(seen.errors(), 0);
+  inf.Stop();
+}
+
+TEST(Informer, CleanCloseRewatchesWithoutRelist) {
+  FakeClient client;
+  ASSERT_TRUE(client.Create(resources::Services(), Svc("a")));
+  Informer inf(client, FastOptions());
+  inf.Start();
+  ASSERT_TRUE(inf.WaitForSync(seconds(10)));
+  for (int i = 0; i < 3; ++i) {
+    ASSERT_TRUE(Eventually([&] { return client.open_watches() == 1; }));
+    int64_t watches = inf.stats().watches;
+    client.CloseWatches();
+    ASSERT_TRUE(Eventually([&] { return inf.stats().watches > watches; }));
+  }
+  ASSERT_TRUE(client.Create(resources::Services(), Svc("b")));
+  ASSERT_TRUE(Eventually([&] { return inf.store().Size() == 2; }));
+  EXPECT_EQ(inf.stats().lists, 1);
+  EXPECT_EQ(client.calls(Verb::kList), 1);
+}
+
+TEST(Informer, ShortWatchWithoutEventsCountsAsErrorAndRelists) {
+  FakeClient client;
+  auto opts = FastOptions();
+  opts.short_watch = seconds(60);  // every close is "short" here
+  Informer inf(client, opts);
+  inf.Start();
+  ASSERT_TRUE(inf.WaitForSync(seconds(10)));
+  ASSERT_TRUE(Eventually([&] { return client.open_watches() == 1; }));
+  client.CloseWatches();
+  ASSERT_TRUE(Eventually([&] { return inf.stats().lists >= 2; }));
+  EXPECT_GE(inf.stats().errors, 1);
+}
+
+TEST(Informer, ExpiredWatchRelistsAtLastRvThenUnsetAndDiffs) {
+  FakeClient client;
+  for (const char* n : {"keep", "change", "remove"}) {
+    ASSERT_TRUE(client.Create(resources::Services(), Svc(n)));
+  }
+  Informer inf(client, FastOptions());
+  Observed seen;
+  inf.AddHandlers(seen.Handlers());
+  inf.Start();
+  ASSERT_TRUE(inf.WaitForSync(seconds(10)));
+  ASSERT_TRUE(Eventually([&] { return client.open_watches() == 1; }));
+
+  // Keep the informer disconnected while the server changes, then compact the history.
+  client.FailNext(Verb::kWatch, Error(ErrorCode::kUnavailable, "down"), 1000000);
+  client.CloseWatches();
+  ASSERT_TRUE(Eventually([&] { return client.open_watches() == 0; }));
+  Json c = *client.Get(resources::Services(), "demo", "change");
+  c["spec"]["value"] = "new";
+  ASSERT_TRUE(client.Update(resources::Services(), c));
+  ASSERT_TRUE(client.Delete(resources::Services(), "demo", "remove", {}));
+  ASSERT_TRUE(client.Create(resources::Services(), Svc("added")));
+  client.Compact();
+  client.ClearFailures();
+
+  // Watch from the old RV → 410 → list at that RV → 410 → list with RV unset.
+  ASSERT_TRUE(Eventually([&] { return seen.state() == ServerState(client); }));
+  EXPECT_GE(inf.stats().expired, 2);
+  EXPECT_EQ(inf.stats().lists, 2);
+  EXPECT_EQ(seen.deletes(), 1);
+  EXPECT_EQ(seen.errors(), 0);
+  EXPECT_EQ(inf.store().Get("demo", "change")->at("spec").at("value"), "new");
+}
+
+TEST(Informer, TooLargeResourceVersionRelistsWithoutRv) {
+  // A server that lost its state (restart) is behind the informer's RV: it answers 504
+  // "Too large resource version" to both the watch and the list at that RV.
+  FakeClient client;
+  ASSERT_TRUE(client.Create(resources::Services(), Svc("a")));
+  Informer inf(client, FastOptions());
+  inf.Start();
+  ASSERT_TRUE(inf.WaitForSync(seconds(10)));
+  ASSERT_TRUE(Eventually([&] { return client.open_watches() == 1; }));
+  const Error too_large(ErrorCode::kUnavailable,
+                        "Too large resource version: 99, current: 3 (HTTP 504 Timeout)");
+  client.FailNext(Verb::kWatch, too_large);
+  client.FailNext(Verb::kList, too_large);
+  client.CloseWatches();
+  ASSERT_TRUE(Eventually([&] { return inf.stats().lists == 2; }));
+  EXPECT_EQ(client.calls(Verb::kList), 3) << "initial, at the last RV (504), then RV unset";
+  EXPECT_EQ(inf.stats().expired, 2);
+}
+
+TEST(Informer, ListErrorsBackOffAndRecover) {
+  FakeClient client;
+  ASSERT_TRUE(client.Create(resources::Services(), Svc("a")));
+  client.FailNext(Verb::kList, Error(ErrorCode::kUnavailable, "500"), 3);
+  Informer inf(client, FastOptions());
+  inf.Start();
+  ASSERT_TRUE(inf.WaitForSync(seconds(10)));
+  EXPECT_EQ(client.calls(Verb::kList), 4);
+  EXPECT_EQ(inf.stats().errors, 3);
+}
+
+TEST(Informer, SelectorTransitionsAreAddsAndDeletes) {
+  FakeClient client;
+  auto opts = FastOptions();
+  opts.label_selector = "app=web";
+  Informer inf(client, opts);
+  Observed seen;
+  inf.AddHandlers(seen.Handlers());
+  inf.Start();
+  ASSERT_TRUE(inf.WaitForSync(seconds(10)));
+  ASSERT_TRUE(client.Create(resources::Services(), Svc("a")));
+  ASSERT_TRUE(Eventually([&] { return inf.store().Size() == 1; }));
+  Json a = *client.Get(resources::Services(), "demo", "a");
+  a["metadata"]["labels"]["app"] = "db";
+  ASSERT_TRUE(client.Update(resources::Services(), a));
+  ASSERT_TRUE(Eventually([&] { return inf.store().Size() == 0; }));
+  EXPECT_EQ(seen.deletes(), 1);
+  EXPECT_EQ(seen.errors(), 0);
+}
+
+TEST(Backoff, DoublesToCapJittersAndResets) {
+  FakeClock clock;
+  BackoffOptions o;  // 800 ms, ×2, 30 s cap, reset after 2 min, jitter 1.0
+  Backoff b(o, clock, 42);
+  std::vector<int64_t> bases;
+  for (int i = 0; i < 8; ++i) {
+    Duration base = b.current();
+    Duration d = b.Next();
+    EXPECT_GE(d, base);
+    EXPECT_LT(d, base * 2);
+    bases.push_back(std::chrono::duration_cast<milliseconds>(base).count());
+    clock.Advance(seconds(1));
+  }
+  EXPECT_EQ(bases, (std::vector<int64_t>{800, 1600, 3200, 6400, 12800, 25600, 30000, 30000}));
+  clock.Advance(seconds(121));
+  b.Next();
+  EXPECT_EQ(b.current(), milliseconds(1600)) << "reset to 800 ms, then advanced once";
+  BackoffOptions nojitter = o;
+  nojitter.jitter = 0;
+  Backoff exact(nojitter, clock);
+  EXPECT_EQ(exact.Next(), milliseconds(800));
+  EXPECT_EQ(exact.Next(), milliseconds(1600));
+}
+
+}  // namespace
+}  // namespace pylon::k8s
