@@ -6,6 +6,7 @@
 #include <string_view>
 #include <vector>
 
+#include "agent/command.h"
 #include "lab/lab.h"
 #include "main/commands.h"
 
@@ -25,8 +26,14 @@ int RunVersion(int /*argc*/, char** /*argv*/) {
 const std::vector<Command>& Commands() {
   static const std::vector<Command> commands = {
       {"version", "print the version", RunVersion},
-      {"apiserver", "an in-memory Kubernetes API server for tests and the lab", pylon::RunApiserver},
-      {"lab", "a whole cluster in network namespaces: up, down, demo (root)", pylon::lab::LabCommand},
+      {"allocator", "allocates LoadBalancer addresses (Deployment, leader-elected)",
+       pylon::RunAllocator},
+      {"agent", "the node agent: election, addresses, GARP/NA (DaemonSet, NET_ADMIN+NET_RAW)",
+       pylon::agent::RunAgentCommand},
+      {"apiserver", "an in-memory Kubernetes API server for tests and the lab",
+       pylon::RunApiserver},
+      {"lab", "a whole cluster in network namespaces: up, down, demo (root)",
+       pylon::lab::LabCommand},
   };
   return commands;
 }

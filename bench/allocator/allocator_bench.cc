@@ -1,0 +1,292 @@
+// End-to-end allocation latency of `pylon allocator` against `pylon apiserver` on loopback:
+// time from a Service's creation (the POST returned) to its status showing an address, observed
+// with a watch; p50/p99 for Services created one at a time and for a burst, plus the allocator's
+// peak RSS (VmHWM). Prints figures; asserts nothing.
+//
+//   pylon_allocator_bench [--pylon PATH] [--burst N] [--single N] [--creators N]
+#include <signal.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <mutex>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "k8s/canceller.h"
+#include "k8s/client_impl.h"
+#include "k8s/rest_config.h"
+#include "lab/process.h"
+
+namespace {
+
+using json = nlohmann::json;
+using Clock = std::chrono::steady_clock;
+using namespace std::chrono_literals;
+namespace k8s = pylon::k8s;
+
+std::string ReadFile(const std::string& path) {
+  std::ifstream f(path);
+  std::stringstream ss;
+  ss << f.rdbuf();
+  return ss.str();
+}
+
+// VmHWM of a process in kB, 0 if unknown.
+long PeakRssKb(pid_t pid) {
+  std::istringstream in(ReadFile("/proc/" + std::to_string(pid) + "/status"));
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.rfind("VmHWM:", 0) == 0) return std::atol(line.c_str() + 6);
+  }
+  return 0;
+}
+
+json ServiceJson(const std::string& name) {
+  return {{"apiVersion", "v1"},
+          {"kind", "Service"},
+          {"metadata", {{"name", name}, {"namespace", "default"}}},
+          {"spec",
+           {{"type", "LoadBalancer"},
+            {"allocateLoadBalancerNodePorts", false},  // 10^4 Services exceed the NodePort range
+            {"ports", {{{"port", 80}, {"protocol", "TCP"}, {"targetPort", 8080}}}},
+            {"selector", {{"app", name}}}}}};
+}
+
+// Records the first time each Service shows an ingress address.
+class Observer {
+ public:
+  explicit Observer(k8s::Client& client) : client_(client) {
+    thread_ = std::thread([this] { Run(); });
+  }
+  ~Observer() {
+    cancel_.Cancel();
+    thread_.join();
+  }
+  void WaitReady() {
+    std::unique_lock<std::mutex> lock(mu_);
+    cv_.wait(lock, [&] { return ready_; });
+  }
+  std::map<std::string, Clock::time_point> Seen() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return seen_;
+  }
+  size_t Count() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return seen_.size();
+  }
+
+ private:
+  void Run() {
+    std::string rv;
+    while (!cancel_.Cancelled()) {
+      if (rv.empty()) {
+        auto l = client_.List(k8s::resources::Services(), "default", {});
+        if (!l) continue;
+        rv = l->resource_version;
+        for (auto& o : l->items) Observe(o);
+        std::lock_guard<std::mutex> lock(mu_);
+        ready_ = true;
+        cv_.notify_all();
+      }
+      k8s::WatchOptions wo;
+      wo.resource_version = rv;
+      auto st = client_.Watch(
+          k8s::resources::Services(), "default", wo,
+          [&](k8s::WatchEvent&& ev) {
+            rv = ev.resource_version;
+            if (ev.type == k8s::EventType::kAdded || ev.type == k8s::EventType::kModified) {
+              Observe(ev.object);
+            }
+            return true;
+          },
+          &cancel_);
+      if (!st && st.error().code() == pylon::ErrorCode::kGone) rv.clear();
+    }
+  }
+  void Observe(const json& o) {
+    const json* lb = k8s::Find(o, {"status", "loadBalancer"});
+    if (!lb || !lb->contains("ingress") || (*lb)["ingress"].empty()) return;
+    const auto now = Clock::now();
+    std::lock_guard<std::mutex> lock(mu_);
+    seen_.try_emplace(k8s::Name(o), now);
+  }
+
+  k8s::Client& client_;
+  k8s::Canceller cancel_;
+  std::thread thread_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool ready_ = false;
+  std::map<std::string, Clock::time_point> seen_;
+};
+
+struct Figures {
+  double p50 = 0, p99 = 0, max = 0;
+};
+Figures Percentiles(std::vector<double> ms) {
+  Figures f;
+  if (ms.empty()) return f;
+  std::sort(ms.begin(), ms.end());
+  auto at = [&](double q) {
+    size_t i = static_cast<size_t>(q * static_cast<double>(ms.size() - 1) + 0.5);
+    return ms[std::min(i, ms.size() - 1)];
+  };
+  f.p50 = at(0.50);
+  f.p99 = at(0.99);
+  f.max = ms.back();
+  return f;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::string pylon = PYLON_BINARY;
+  int burst = 10000, single = 100, creators = 8;
+  for (int i = 1; i + 1 < argc; i += 2) {
+    std::string a = argv[i];
+    if (a == "--pylon") pylon = argv[i + 1];
+    if (a == "--burst") burst = std::atoi(argv[i + 1]);
+    if (a == "--single") single = std::atoi(argv[i + 1]);
+    if (a == "--creators") creators = std::atoi(argv[i + 1]);
+  }
+  char templ[] = "/tmp/pylon-alloc-bench-XXXXXX";
+  const std::string dir = mkdtemp(templ);
+  const std::string kubeconfig = dir + "/kubeconfig";
+  auto api = pylon::lab::Process::Spawn({{pylon, "apiserver", "--listen", "127.0.0.1:0",
+                                          "--kubeconfig-out", kubeconfig, "--history", "500000"},
+                                         "",
+                                         dir + "/apiserver.log",
+                                         {},
+                                         true});
+  if (!api) {
+    std::fprintf(stderr, "apiserver: %s\n", api.error().message().c_str());
+    return 1;
+  }
+  for (int i = 0; i < 500 && !std::filesystem::exists(kubeconfig); ++i) {
+    std::this_thread::sleep_for(20ms);
+  }
+  auto rc = k8s::LoadKubeconfig(kubeconfig);
+  if (!rc) {
+    std::fprintf(stderr, "%s\n", rc.error().message().c_str());
+    return 1;
+  }
+  auto client = k8s::NewClient(*rc, "pylon-allocator-bench/0");
+  if (!client) return 1;
+  std::string out;
+  (void)pylon::lab::RunCommand(
+      {"kubectl", "--kubeconfig", kubeconfig, "--cache-dir", dir + "/cache", "apply",
+       "--validate=false", "-f", std::string(PYLON_SOURCE_DIR) + "/deploy/crds/"},
+      &out);
+  (void)pylon::lab::RunCommand(
+      {"kubectl", "--kubeconfig", kubeconfig, "--cache-dir", dir + "/cache", "wait",
+       "--for=condition=Established", "--timeout=20s", "crd/servicegroups.purelb.io"},
+      &out);
+  json group = {
+      {"apiVersion", "purelb.io/v1"},
+      {"kind", "ServiceGroup"},
+      {"metadata", {{"name", "default"}, {"namespace", "purelb-system"}}},
+      {"spec",
+       {{"local", {{"v4pools", {{{"pool", "198.18.0.0/16"}, {"subnet", "198.18.0.0/16"}}}}}}}}};
+  static const k8s::Resource groups{"purelb.io", "v1", "servicegroups", "ServiceGroup", true};
+  if (auto r = (*client)->Create(groups, group); !r) {
+    std::fprintf(stderr, "group: %s\n", r.error().message().c_str());
+    return 1;
+  }
+  auto alloc = pylon::lab::Process::Spawn({{pylon, "allocator", "--kubeconfig", kubeconfig,
+                                            "--metrics-addr", "127.0.0.1:0", "--identity", "bench"},
+                                           "",
+                                           dir + "/allocator.log",
+                                           {},
+                                           true});
+  if (!alloc) return 1;
+
+  Observer obs(**client);
+  obs.WaitReady();
+  // Wait until the allocator leads (the first Service gets its address).
+  auto create = [&](const std::string& name) {
+    for (int attempt = 0; attempt < 5; ++attempt) {
+      auto r = (*client)->Create(k8s::resources::Services(), ServiceJson(name));
+      if (r) return true;
+      std::fprintf(stderr, "create %s: %s\n", name.c_str(), r.error().message().c_str());
+    }
+    return false;
+  };
+  create("warmup");
+  while (obs.Seen().count("warmup") == 0) std::this_thread::sleep_for(5ms);
+
+  // One at a time.
+  std::vector<double> single_ms;
+  for (int i = 0; i < single; ++i) {
+    const std::string name = "one-" + std::to_string(i);
+    create(name);
+    const auto t0 = Clock::now();
+    while (true) {
+      auto seen = obs.Seen();
+      auto it = seen.find(name);
+      if (it != seen.end()) {
+        single_ms.push_back(std::chrono::duration<double, std::milli>(it->second - t0).count());
+        break;
+      }
+      std::this_thread::sleep_for(200us);
+    }
+  }
+  // The burst: `creators` threads create as fast as the server takes them.
+  std::vector<Clock::time_point> created(static_cast<size_t>(burst));
+  const auto burst_start = Clock::now();
+  std::vector<std::thread> threads;
+  for (int t = 0; t < creators; ++t) {
+    threads.emplace_back([&, t] {
+      for (int i = t; i < burst; i += creators) {
+        create("b-" + std::to_string(i));
+        created[static_cast<size_t>(i)] = Clock::now();
+      }
+    });
+  }
+  for (auto& t : threads) t.join();
+  const auto created_all = Clock::now();
+  const size_t want = static_cast<size_t>(1 + single + burst);
+  while (obs.Count() < want && Clock::now() - burst_start < 300s) {
+    std::this_thread::sleep_for(10ms);
+  }
+  const auto burst_end = Clock::now();
+  auto seen = obs.Seen();
+  std::vector<double> burst_ms;
+  for (int i = 0; i < burst; ++i) {
+    auto it = seen.find("b-" + std::to_string(i));
+    if (it == seen.end()) continue;
+    burst_ms.push_back(
+        std::chrono::duration<double, std::milli>(it->second - created[static_cast<size_t>(i)])
+            .count());
+  }
+  const long rss = PeakRssKb(alloc->pid());
+  Figures fs = Percentiles(single_ms), fb = Percentiles(burst_ms);
+  std::printf(
+      "single Service, %d sequential: creation -> status p50 %.2f ms, p99 %.2f ms, max "
+      "%.2f ms\n",
+      single, fs.p50, fs.p99, fs.max);
+  std::printf(
+      "burst of %d (%d creators): created in %.2f s; all allocated %.2f s after the first "
+      "creation; %zu allocated\n",
+      burst, creators, std::chrono::duration<double>(created_all - burst_start).count(),
+      std::chrono::duration<double>(burst_end - burst_start).count(), burst_ms.size());
+  std::printf("burst creation -> status p50 %.1f ms, p99 %.1f ms, max %.1f ms\n", fb.p50, fb.p99,
+              fb.max);
+  std::printf("allocator peak RSS (VmHWM): %.1f MB\n", static_cast<double>(rss) / 1024.0);
+  std::fflush(stdout);
+  alloc->Stop(std::chrono::milliseconds(3000));
+  api->Stop(std::chrono::milliseconds(2000));
+  std::filesystem::remove_all(dir);
+  return burst_ms.size() == static_cast<size_t>(burst) ? 0 : 1;
+}

@@ -1,0 +1,365 @@
+#include "agent/agent.h"
+
+#include <algorithm>
+#include <map>
+#include <utility>
+
+#include "agent/agent_metrics.h"
+#include "agent/network.h"
+#include "common/log.h"
+#include "election/node_name.h"
+#include "election/subnets_annotation.h"
+#include "k8s/object.h"
+#include "k8s/resource.h"
+#include "model/endpoints.h"
+#include "model/service.h"
+#include "netlink/ops.h"
+
+namespace pylon::agent {
+
+namespace {
+
+constexpr Duration kRediscoverEvery = std::chrono::seconds(2);
+
+std::int64_t SteadyNanos(SteadyTime t) {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(t.time_since_epoch()).count();
+}
+
+}  // namespace
+
+Result<std::unique_ptr<Agent>> Agent::Create(AgentOptions options, AgentDeps deps) {
+  auto planner = Planner::Create(PlannerOptions{election::NodeName(options.node_name),
+                                                options.etp_mode, election::Stickiness::kSticky});
+  if (!planner) return Fail(planner.error());
+  return std::unique_ptr<Agent>(new Agent(std::move(options), deps, std::move(*planner)));
+}
+
+Agent::Agent(AgentOptions options, AgentDeps deps, Planner planner)
+    : options_(std::move(options)),
+      d_(deps),
+      planner_(std::move(planner)),
+      garp_(options_.garp),
+      membership_(
+          election::MembershipOptions{options_.timing.lease_duration, std::chrono::minutes(5)}) {
+  AddressSyncOptions so;
+  so.valid_lifetime = EffectiveAddressLifetime(options_);
+  so.renew_interval = std::min<Duration>(options_.timing.retry_period, so.valid_lifetime / 3);
+  sync_ = std::make_unique<AddressSync>(*d_.netlink, *d_.ownership, *d_.clock, so);
+  writer_ = std::make_unique<KubeWriter>(
+      *d_.client, *d_.recorder, KubeWriterOptions{options_.ns, options_.node_name}, *d_.clock);
+  reconciler_ =
+      std::make_unique<Reconciler>(ReconcilerDeps{&planner_, sync_.get(), &garp_, d_.announcer,
+                                                  d_.netlink, writer_.get(), d_.metrics, d_.clock});
+  lease_ =
+      std::make_unique<LeaseKeeper>(*d_.client, options_.ns, election::NodeName(options_.node_name),
+                                    options_.timing, *d_.clock, [this] { Wake(false); });
+  if (d_.metrics) DescribeAgentMetrics(*d_.metrics);
+}
+
+Agent::~Agent() {
+  for (auto& i : informers_) i->Stop();
+  lease_->Stop();
+  writer_->Stop(std::chrono::seconds(0));
+}
+
+bool Agent::Alive() const {
+  auto last = last_pass_ns_.load();
+  if (last == 0) return true;  // starting
+  return SteadyNanos(d_.clock->Now()) - last <
+         std::chrono::nanoseconds(std::chrono::seconds(60)).count();
+}
+
+void Agent::Wake(bool inputs_changed) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (inputs_changed) inputs_dirty_ = true;
+  wake_ = true;
+  cv_.notify_all();
+}
+
+void Agent::RequestStop() {
+  std::lock_guard<std::mutex> lock(mu_);
+  stop_ = true;
+  cv_.notify_all();
+}
+
+void Agent::OnLease(const k8s::Json& obj, bool deleted) {
+  auto node = election::NodeFromLeaseName(k8s::Name(obj));
+  if (!node) return;
+  election::LeaseObservation o;
+  o.node = *node;
+  o.deleted = deleted;
+  o.holder_identity = k8s::FindString(obj, {"spec", "holderIdentity"}).value_or("");
+  o.lease_duration_seconds = k8s::FindInt(obj, {"spec", "leaseDurationSeconds"});
+  o.renew_time = k8s::FindString(obj, {"spec", "renewTime"}).value_or("");
+  o.subnets_annotation = k8s::Annotation(obj, election::kSubnetsAnnotation);
+  std::lock_guard<std::mutex> lock(mu_);
+  auto outcome = membership_.Observe(o, d_.clock->Now());
+  for (const auto& issue : outcome.issues) {
+    log::Warn("node lease", {{"node", node->str()}, {"issue", issue}});
+  }
+  if (outcome.membership_changed()) {
+    log::Info("membership changed", {{"node", node->str()},
+                                     {"joined", outcome.joined ? "true" : "false"},
+                                     {"left", outcome.left ? "true" : "false"}});
+  }
+  wake_ = true;
+  cv_.notify_all();
+}
+
+Status Agent::Start(Duration sync_timeout) {
+  if (auto st = sync_->Load(); !st) return st;
+
+  RefreshNetwork();
+
+  auto add = [&](const k8s::Resource& res, const std::string& ns, bool lease) {
+    k8s::InformerOptions io;
+    io.resource = res;
+    io.ns = ns;
+    auto inf = std::make_unique<k8s::Informer>(*d_.client, io);
+    k8s::EventHandlers h;
+    if (lease) {
+      h.on_add = [this](const k8s::Json& o) { OnLease(o, false); };
+      h.on_update = [this](const k8s::Json&, const k8s::Json& o) { OnLease(o, false); };
+      h.on_delete = [this](const k8s::Json& o) { OnLease(o, true); };
+    } else {
+      h.on_add = [this](const k8s::Json&) { Wake(true); };
+      h.on_update = [this](const k8s::Json&, const k8s::Json&) { Wake(true); };
+      h.on_delete = [this](const k8s::Json&) { Wake(true); };
+    }
+    inf->AddHandlers(std::move(h));
+    informers_.push_back(std::move(inf));
+    return informers_.back().get();
+  };
+  services_ = add(k8s::resources::Services(), "", false);
+  slices_ = add(k8s::resources::EndpointSlices(), "", false);
+  leases_ = add(k8s::resources::Leases(), options_.ns, true);
+  groups_ = add(crd::ServiceGroups(), options_.ns, false);
+  classes_ = add(crd::LoadBalancerClasses(), "", false);
+  node_agents_ = add(crd::LBNodeAgents(), options_.ns, false);
+  l2advs_ = add(crd::L2Advertisements(), "", false);
+  nodes_ = add(k8s::resources::Nodes(), "", false);
+  for (auto& i : informers_) i->Start();
+  writer_->Start();
+  lease_->SetSubnets(network_.Subnets());
+  lease_->Start();
+
+  for (auto& i : informers_) {
+    if (!i->WaitForSync(sync_timeout)) {
+      return Fail(ErrorCode::kUnavailable, "informers did not sync within the timeout");
+    }
+  }
+  log::Info("agent started", {{"node", options_.node_name}, {"namespace", options_.ns}});
+  return Ok();
+}
+
+bool Agent::EnsureVirtual(const std::string& name) {
+  if (!virtual_tried_.insert(name).second) return false;  // failed before: logged once
+  // The virtual interface, with the documented fallback when the kernel has no dummy driver.
+  auto vl = netlink::EnsureVirtualLink(*d_.netlink, name);
+  if (!vl) {
+    log::Error("cannot create the virtual interface; virtual addresses are disabled",
+               {{"interface", name}, {"error", vl.error().message()}});
+    return false;
+  }
+  if (!vl->note.empty()) {
+    const std::string kind(netlink::VirtualLinkKindName(vl->kind));
+    log::Warn("virtual interface fallback",
+              {{"interface", name}, {"kind", kind}, {"note", vl->note}});
+    writer_->NodeEvent(true, "VirtualInterfaceFallback", name + " is a " + kind + ": " + vl->note);
+  }
+  // Removing the first (primary) address of a subnet must keep the others.
+  auto st = d_.netlink->WriteSysctl(netlink::PromoteSecondaries(name), "1");
+  if (!st) {
+    log::Warn("promote_secondaries on the virtual interface", {{"error", st.error().message()}});
+  }
+  virtual_tried_.erase(name);  // success: a later disappearance may be repaired
+  return true;
+}
+
+void Agent::RefreshNetwork() {
+  const SteadyTime now = d_.clock->Now();
+  if (last_discovery_ && now < *last_discovery_ + kRediscoverEvery) return;
+  last_discovery_ = now;
+  auto net = DiscoverNetwork(*d_.netlink, node_agent_ ? &*node_agent_ : nullptr);
+  if (!net) {
+    log::Warn("network discovery failed", {{"error", net.error().message()}});
+    return;
+  }
+  if (net->virtual_ifindex == 0 && EnsureVirtual(net->virtual_interface)) {
+    auto link = d_.netlink->GetLink(net->virtual_interface);
+    if (link) net->virtual_ifindex = link->index;
+  }
+  if (*net == network_) return;
+  std::string names;
+  for (const auto& i : net->interfaces) names += (names.empty() ? "" : ",") + i.name;
+  const std::vector<net::Prefix> subnets = net->Subnets();
+  std::vector<net::Prefix> copy = subnets;
+  log::Info("node network", {{"interfaces", names},
+                             {"subnets", election::FormatSubnetsAnnotation(copy)},
+                             {"virtual", net->virtual_interface}});
+  network_ = std::move(*net);
+  if (lease_) lease_->SetSubnets(subnets);
+}
+
+void Agent::RefreshInputs() {
+  // Config: every ServiceGroup and LoadBalancerClass; the last valid version stays in force.
+  std::vector<k8s::Json> candidates = groups_->store().List();
+  for (auto& c : classes_->store().List()) {
+    if (!c.contains("kind")) c["kind"] = "LoadBalancerClass";
+    candidates.push_back(std::move(c));
+  }
+  for (auto& c : candidates) {
+    if (!c.contains("kind")) c["kind"] = "ServiceGroup";
+  }
+  config_ = config::ValidateConfig(candidates, config_).config;
+
+  // LBNodeAgent: "default" if present, else the first.
+  std::optional<config::NodeAgentConfig> agent_cfg;
+  auto agents = node_agents_->store().List();
+  std::sort(agents.begin(), agents.end(), [](const k8s::Json& a, const k8s::Json& b) {
+    bool ad = k8s::Name(a) == "default", bd = k8s::Name(b) == "default";
+    if (ad != bd) return ad;
+    return k8s::Name(a) < k8s::Name(b);
+  });
+  for (const auto& a : agents) {
+    auto parsed = config::ParseNodeAgent(a);
+    if (!parsed) {
+      log::Warn("ignoring LBNodeAgent", {{"error", parsed.error().message()}});
+      continue;
+    }
+    agent_cfg = std::move(*parsed);
+    break;
+  }
+  const bool agent_cfg_changed =
+      agent_cfg.has_value() != node_agent_.has_value() ||
+      (agent_cfg && (agent_cfg->local_interface != node_agent_->local_interface ||
+                     agent_cfg->interfaces != node_agent_->interfaces ||
+                     agent_cfg->send_garp != node_agent_->send_garp));
+  node_agent_ = std::move(agent_cfg);
+  if (agent_cfg_changed) {
+    last_discovery_.reset();
+    GarpOptions g = options_.garp;
+    if (node_agent_ && !node_agent_->send_garp) g.count = 1;  // see garp.h: never zero
+    garp_.set_options(g);
+  }
+
+  // EndpointSlices by Service, read only for Services that need them (ETP Local).
+  std::map<std::string, std::vector<model::EndpointSlice>> slices;
+  bool slices_loaded = false;
+  services_in_.clear();
+  for (const auto& obj : services_->store().List()) {
+    auto svc = model::ParseService(obj);
+    if (!svc) {
+      log::Debug("skipping a Service", {{"error", svc.error().message()}});
+      continue;
+    }
+    ServiceInput in;
+    in.owner = model::SelectOwner(*svc);
+    if (in.owner.owner == model::Owner::kNone) continue;
+    in.service = std::move(*svc);
+    if (in.service.external_traffic_policy == "Local") {
+      if (!slices_loaded) {
+        for (const auto& so : slices_->store().List()) {
+          auto es = model::ParseEndpointSlice(so);
+          if (es && !es->service_name.empty()) {
+            slices[es->ns + "/" + es->service_name].push_back(std::move(*es));
+          }
+        }
+        slices_loaded = true;
+      }
+      if (auto it = slices.find(in.service.Key()); it != slices.end()) in.slices = it->second;
+    }
+    services_in_.push_back(std::move(in));
+  }
+  // Nodes being deleted or marked for removal may not win anything.
+  excluded_nodes_.clear();
+  for (const auto& obj : nodes_->store().List()) {
+    bool excluded = k8s::IsBeingDeleted(obj);
+    if (const k8s::Json* taints = k8s::Find(obj, {"spec"}); taints && taints->contains("taints")) {
+      const k8s::Json& list = (*taints)["taints"];
+      if (list.is_array()) {
+        for (const auto& t : list) {
+          if (t.is_object() && t.value("key", "") == "ToBeDeletedByClusterAutoscaler") {
+            excluded = true;
+          }
+        }
+      }
+    }
+    if (excluded) excluded_nodes_.push_back(NodeName(k8s::Name(obj)));
+  }
+  l2_in_.clear();
+  for (const auto& obj : l2advs_->store().List()) {
+    auto l2 = ParseL2Advertisement(obj);
+    if (l2) l2_in_.push_back(std::move(*l2));
+  }
+}
+
+void Agent::OnePass(bool shutting_down) {
+  RefreshNetwork();
+  const bool healthy = lease_->Healthy();
+  const SteadyTime now = d_.clock->Now();
+  if (healthy && !first_healthy_) first_healthy_ = now;
+  PlanInputs in;
+  in.hold_off = !first_healthy_ || now < *first_healthy_ + options_.timing.retry_period;
+  in.network = &network_;
+  in.config = &config_;
+  in.services = &services_in_;
+  in.l2advertisements = &l2_in_;
+  in.healthy = healthy;
+  in.shutting_down = shutting_down;
+  in.excluded_nodes = &excluded_nodes_;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    reconciler_->Run(in, membership_);
+  }
+  if (d_.metrics) d_.metrics->Set(kMetricLeaseHealthy, {}, healthy ? 1 : 0);
+  last_pass_ns_.store(SteadyNanos(d_.clock->Now()));
+}
+
+void Agent::Run() {
+  while (true) {
+    bool refresh = false;
+    {
+      std::unique_lock<std::mutex> lock(mu_);
+      const SteadyTime now = d_.clock->Now();
+      SteadyTime until = now + kRediscoverEvery;
+      if (auto t = reconciler_->NextWakeup(membership_); t && *t < until) until = *t;
+      if (auto t = lease_->HealthyUntil(); t && *t > now && *t < until) until = *t;
+      if (first_healthy_) {
+        SteadyTime end = *first_healthy_ + options_.timing.retry_period;
+        if (end > now && end < until) until = end;
+      }
+      // The loop's clock is the injected one, which in production is the system steady clock.
+      cv_.wait_for(lock, std::max<Duration>(until - now, Duration(0)),
+                   [this] { return stop_ || wake_ || inputs_dirty_; });
+      if (stop_) break;
+      wake_ = false;
+      refresh = inputs_dirty_;
+      inputs_dirty_ = false;
+    }
+    if (refresh) RefreshInputs();
+    OnePass(false);
+    if (!ready_.load()) {
+      ready_.store(true);
+      log::Info("agent ready", {{"node", options_.node_name}});
+    }
+  }
+  Shutdown();
+}
+
+void Agent::Shutdown() {
+  log::Info("shutting down: withdrawing addresses, then deleting the lease",
+            {{"node", options_.node_name}});
+  ready_.store(false);
+  OnePass(true);
+  lease_->Stop();
+  if (auto st = lease_->Delete(); !st) {
+    log::Warn("could not delete the node lease", {{"error", st.error().message()}});
+  } else {
+    log::Info("node lease deleted", {{"lease", lease_->LeaseName()}});
+  }
+  for (auto& i : informers_) i->Stop();
+  writer_->Stop(std::chrono::seconds(2));
+}
+
+}  // namespace pylon::agent

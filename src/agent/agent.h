@@ -1,0 +1,125 @@
+// The running agent: wires informers (Services, EndpointSlices, node Leases, ServiceGroups,
+// LoadBalancerClasses, LBNodeAgents, L2Advertisements, Nodes), the lease keeper, the kernel
+// (Netlink, packet::Announcer) and the Kubernetes writer around the pure core (Planner +
+// Reconciler).
+//
+// Loop: one thread (the caller of Run) makes every decision and every kernel change. Informer
+// handlers only mark inputs dirty (and feed node-lease observations into Membership) and wake it.
+// It also wakes for time-driven work: announcement bursts, address renewals, a peer's lease
+// expiring, this node's own health deadline, and a periodic network rediscovery.
+//
+// Shutdown (RequestStop, e.g. on SIGTERM): a last pass withdraws every address of ours, then the
+// lease keeper stops and the lease is deleted, so peers take over at once without ever seeing two
+// holders.
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "agent/address_sync.h"
+#include "agent/garp.h"
+#include "agent/kube_writer.h"
+#include "agent/lease_keeper.h"
+#include "agent/options.h"
+#include "agent/ownership.h"
+#include "agent/planner.h"
+#include "agent/reconciler.h"
+#include "common/clock.h"
+#include "config/parse.h"
+#include "config/validate.h"
+#include "election/membership.h"
+#include "k8s/client.h"
+#include "k8s/event_recorder.h"
+#include "k8s/informer.h"
+#include "metrics/registry.h"
+#include "netlink/netlink.h"
+#include "packet/announcer.h"
+
+namespace pylon::agent {
+
+struct AgentDeps {
+  k8s::Client* client = nullptr;
+  k8s::EventRecorder* recorder = nullptr;
+  netlink::Netlink* netlink = nullptr;
+  packet::Announcer* announcer = nullptr;
+  OwnershipStore* ownership = nullptr;
+  metrics::Registry* metrics = nullptr;
+  const Clock* clock = nullptr;
+};
+
+class Agent {
+ public:
+  static Result<std::unique_ptr<Agent>> Create(AgentOptions options, AgentDeps deps);
+  ~Agent();
+
+  // Loads the ownership record, makes sure the virtual interface exists, discovers the network,
+  // starts the informers, the writer and the lease keeper, and waits (up to `sync_timeout`) for
+  // the informers' first lists.
+  Status Start(Duration sync_timeout = std::chrono::seconds(30));
+  // Runs passes until RequestStop(), then shuts down gracefully (withdraw, then delete the lease).
+  void Run();
+  // Thread-safe; returns at once.
+  void RequestStop();
+
+  bool Ready() const { return ready_.load(); }
+  // The loop made progress recently (for /healthz).
+  bool Alive() const;
+
+ private:
+  Agent(AgentOptions options, AgentDeps deps, Planner planner);
+  void Wake(bool inputs_changed);
+  void OnLease(const k8s::Json& obj, bool deleted);
+  void RefreshInputs();
+  void RefreshNetwork();
+  // Creates (or adopts) the virtual interface `name`; false when that failed (logged once).
+  bool EnsureVirtual(const std::string& name);
+  void OnePass(bool shutting_down);
+  void Shutdown();
+
+  AgentOptions options_;
+  AgentDeps d_;
+  Planner planner_;
+  GarpScheduler garp_;
+  std::unique_ptr<AddressSync> sync_;
+  std::unique_ptr<KubeWriter> writer_;
+  std::unique_ptr<Reconciler> reconciler_;
+  std::unique_ptr<LeaseKeeper> lease_;
+  std::vector<std::unique_ptr<k8s::Informer>> informers_;
+  k8s::Informer* services_ = nullptr;
+  k8s::Informer* slices_ = nullptr;
+  k8s::Informer* leases_ = nullptr;
+  k8s::Informer* groups_ = nullptr;
+  k8s::Informer* classes_ = nullptr;
+  k8s::Informer* node_agents_ = nullptr;
+  k8s::Informer* l2advs_ = nullptr;
+  k8s::Informer* nodes_ = nullptr;
+
+  // Loop state (loop thread only).
+  NodeNetwork network_;
+  std::optional<SteadyTime> last_discovery_;
+  config::InForceConfig config_;
+  std::optional<config::NodeAgentConfig> node_agent_;
+  std::vector<ServiceInput> services_in_;
+  std::vector<L2Advertisement> l2_in_;
+  std::vector<NodeName> excluded_nodes_;
+  std::set<std::string> virtual_tried_;      // virtual interface names that could not be created
+  std::optional<SteadyTime> first_healthy_;  // start of the hold-off (planner.h)
+
+  // Shared with informer threads.
+  mutable std::mutex mu_;
+  std::condition_variable cv_;
+  election::Membership membership_;  // guarded by mu_
+  bool inputs_dirty_ = true;
+  bool wake_ = false;
+  bool stop_ = false;
+  std::atomic<bool> ready_{false};
+  std::atomic<std::int64_t> last_pass_ns_{0};
+};
+
+}  // namespace pylon::agent

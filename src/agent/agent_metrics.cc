@@ -1,0 +1,25 @@
+#include "agent/agent_metrics.h"
+
+namespace pylon::agent {
+
+void DescribeAgentMetrics(metrics::Registry& r) {
+  using metrics::Type;
+  r.Describe(kMetricLeaseHealthy,
+             "1 while this node renews its lease within the renew deadline, else 0", Type::kGauge);
+  r.Describe(kMetricMemberCount, "Live nodes in the election (leases seen renewed)", Type::kGauge);
+  r.Describe(kMetricWinnerChanges, "Elected addresses whose winner moved to another node",
+             Type::kCounter);
+  r.Describe(kMetricAnnounced, "Addresses this node holds, by kind (local|virtual) and family",
+             Type::kGauge);
+  r.Describe(kMetricGarpSent, "Gratuitous ARP / unsolicited NA packets sent, by family",
+             Type::kCounter);
+  r.Describe(kMetricGarpFailed, "Gratuitous ARP / unsolicited NA packets that failed, by family",
+             Type::kCounter);
+  r.Describe(kMetricAddressOps, "Address adds and removals on this node, by op and result",
+             Type::kCounter);
+  r.Describe(kMetricAddressConflicts,
+             "Desired addresses held by someone else on this node (left untouched)", Type::kGauge);
+  r.Describe(kMetricLeaseRenewals, "Node lease renewal attempts, by result", Type::kCounter);
+}
+
+}  // namespace pylon::agent

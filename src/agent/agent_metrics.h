@@ -1,0 +1,23 @@
+// The agent's Prometheus families, registered on the component's own Registry.
+#pragma once
+
+#include <string>
+
+#include "metrics/registry.h"
+
+namespace pylon::agent {
+
+inline constexpr char kMetricLeaseHealthy[] = "purelb_election_lease_healthy";
+inline constexpr char kMetricMemberCount[] = "purelb_election_member_count";
+inline constexpr char kMetricWinnerChanges[] = "purelb_election_winner_changes_total";
+inline constexpr char kMetricAnnounced[] = "purelb_announced_addresses";
+inline constexpr char kMetricGarpSent[] = "purelb_garp_sent_total";
+inline constexpr char kMetricGarpFailed[] = "purelb_garp_failed_total";
+inline constexpr char kMetricAddressOps[] = "purelb_address_operations_total";
+inline constexpr char kMetricAddressConflicts[] = "purelb_address_conflicts";
+inline constexpr char kMetricLeaseRenewals[] = "purelb_election_lease_renewals_total";
+
+// Declares every family above (idempotent).
+void DescribeAgentMetrics(metrics::Registry& r);
+
+}  // namespace pylon::agent

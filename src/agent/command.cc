@@ -1,0 +1,163 @@
+#include "agent/command.h"
+
+#include <signal.h>
+
+#include <atomic>
+#include <cstdio>
+#include <cstdlib>
+#include <ctime>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "agent/agent.h"
+#include "agent/options.h"
+#include "common/log.h"
+#include "http/server.h"
+#include "k8s/client_impl.h"
+#include "k8s/rest_config.h"
+#include "netlink/netlink_impl.h"
+
+namespace pylon::agent {
+
+namespace {
+
+std::optional<std::string> Env(const std::string& name) {
+  const char* v = std::getenv(name.c_str());
+  if (!v) return std::nullopt;
+  return std::string(v);
+}
+
+}  // namespace
+
+int RunAgentCommand(int argc, char** argv) {
+  std::vector<std::string> args(argv + 1, argv + argc);
+  auto opts = ParseAgentOptions(args, Env);
+  if (!opts) {
+    std::fprintf(stderr, "pylon agent: %s\n\n%s", opts.error().message().c_str(), AgentUsage());
+    return 2;
+  }
+  if (opts->help) {
+    std::fputs(AgentUsage(), stdout);
+    return 0;
+  }
+  log::SetComponent("agent");
+  log::Level level;
+  if (!log::ParseLevel(opts->log_level, &level)) {
+    std::fprintf(stderr, "pylon agent: bad --log-level \"%s\"\n", opts->log_level.c_str());
+    return 2;
+  }
+  log::SetLevel(level);
+
+  // Signals are taken by one thread with sigwait: block them before any thread starts.
+  sigset_t sigs;
+  sigemptyset(&sigs);
+  sigaddset(&sigs, SIGTERM);
+  sigaddset(&sigs, SIGINT);
+  pthread_sigmask(SIG_BLOCK, &sigs, nullptr);
+
+  auto rest = k8s::LoadRestConfig(opts->kubeconfig);
+  if (!rest) {
+    log::Error("kubeconfig", {{"error", rest.error().message()}});
+    return 1;
+  }
+  auto client = k8s::NewClient(*rest, std::string("pylon-agent/") + PYLON_VERSION);
+  if (!client) {
+    log::Error("API client", {{"error", client.error().message()}});
+    return 1;
+  }
+  auto nl = netlink::NetlinkImpl::Create();
+  if (!nl) {
+    log::Error("netlink", {{"error", nl.error().message()}});
+    return 1;
+  }
+  k8s::EventRecorderOptions ro;
+  ro.component = kEventComponent;
+  ro.host = opts->node_name;
+  k8s::EventRecorderImpl recorder(**client, ro);
+  recorder.Start();
+  packet::AnnouncerImpl announcer(SystemClock::Instance());
+  std::unique_ptr<OwnershipStore> store;
+  if (opts->state_file.empty()) {
+    store = std::make_unique<MemoryOwnershipStore>();
+  } else {
+    store = std::make_unique<FileOwnershipStore>(opts->state_file);
+  }
+  if (!(*nl)->SupportsAddressProto() && opts->state_file.empty()) {
+    log::Warn(
+        "kernel without IFA_PROTO and no --state-file: addresses left by a crash are not "
+        "recognised as ours and are only removed by their valid lifetime");
+  }
+  metrics::Registry registry;
+
+  AgentDeps deps;
+  deps.client = client->get();
+  deps.recorder = &recorder;
+  deps.netlink = nl->get();
+  deps.announcer = &announcer;
+  deps.ownership = store.get();
+  deps.metrics = &registry;
+  deps.clock = &SystemClock::Instance();
+  auto agent = Agent::Create(*opts, deps);
+  if (!agent) {
+    log::Error("agent", {{"error", agent.error().message()}});
+    return 1;
+  }
+
+  std::unique_ptr<http::Server> server;
+  if (opts->metrics_enabled) {
+    http::ServerOptions so;
+    so.address = opts->metrics_host;
+    so.port = opts->metrics_port;
+    Agent* a = agent->get();
+    auto srv =
+        http::Server::Start(so, [a, &registry](const http::Request& req, http::ResponseWriter& w) {
+          if (req.path == "/metrics") {
+            w.Send(http::Response::Text(200, registry.Render(), "text/plain; version=0.0.4"));
+          } else if (req.path == "/healthz") {
+            w.Send(a->Alive() ? http::Response::Text(200, "ok\n")
+                              : http::Response::Text(503, "agent loop stalled\n"));
+          } else if (req.path == "/readyz") {
+            w.Send(a->Ready() ? http::Response::Text(200, "ok\n")
+                              : http::Response::Text(503, "not ready\n"));
+          } else {
+            w.Send(http::Response::Text(404, "not found\n"));
+          }
+        });
+    if (!srv) {
+      log::Error("metrics server", {{"error", srv.error().message()}});
+      return 1;
+    }
+    server = std::move(*srv);
+    log::Info("serving /metrics /healthz /readyz", {{"url", server->Url()}});
+  }
+
+  std::atomic<bool> done{false};
+  std::thread signals([&] {
+    while (!done.load()) {
+      timespec ts{0, 200 * 1000 * 1000};
+      int sig = sigtimedwait(&sigs, nullptr, &ts);
+      if (sig == SIGTERM || sig == SIGINT) {
+        log::Info("signal received, stopping", {{"signal", sig == SIGTERM ? "SIGTERM" : "SIGINT"}});
+        (*agent)->RequestStop();
+      }
+    }
+  });
+  int rc = 0;
+  if (auto st = (*agent)->Start(); !st) {
+    log::Error("agent start", {{"error", st.error().message()}});
+    rc = 1;
+  } else {
+    (*agent)->Run();
+  }
+  done.store(true);
+  signals.join();
+  if (server) server->Stop();
+  agent->reset();
+  recorder.Stop();
+  log::Info("agent stopped");
+  return rc;
+}
+
+}  // namespace pylon::agent

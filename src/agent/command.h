@@ -1,0 +1,10 @@
+// `pylon agent`: the node agent's entry point (see agent.h).
+#pragma once
+
+namespace pylon::agent {
+
+// argv[0] is "agent". Returns the process exit code: 0 after a graceful shutdown, 2 on bad flags,
+// 1 when the agent cannot start.
+int RunAgentCommand(int argc, char** argv);
+
+}  // namespace pylon::agent

@@ -1,0 +1,218 @@
+#include "agent/kube_writer.h"
+
+#include <utility>
+
+#include "common/log.h"
+#include "election/node_name.h"
+
+namespace pylon::agent {
+
+namespace crd {
+const k8s::Resource& ServiceGroups() {
+  static const k8s::Resource r{"purelb.io", "v1", "servicegroups", "ServiceGroup", true};
+  return r;
+}
+const k8s::Resource& LBNodeAgents() {
+  static const k8s::Resource r{"purelb.io", "v1", "lbnodeagents", "LBNodeAgent", true};
+  return r;
+}
+const k8s::Resource& LoadBalancerClasses() {
+  static const k8s::Resource r{"lace-cni.io", "v1alpha1", "loadbalancerclasses",
+                               "LoadBalancerClass", false};
+  return r;
+}
+const k8s::Resource& L2Advertisements() {
+  static const k8s::Resource r{"lace-cni.io", "v1alpha1", "l2advertisements", "L2Advertisement",
+                               false};
+  return r;
+}
+}  // namespace crd
+
+namespace {
+
+k8s::Json L2Spec(const L2Advertisement& l2) {
+  return {{"address", l2.address.ToString()},
+          {"service", {{"namespace", l2.service_namespace}, {"name", l2.service_name}}},
+          {"loadBalancerClass", l2.load_balancer_class},
+          {"node", l2.node},
+          {"interface", l2.interface}};
+}
+
+}  // namespace
+
+k8s::Json L2AdvertisementObject(const L2Advertisement& l2) {
+  return {{"apiVersion", kL2AdvApiVersion},
+          {"kind", "L2Advertisement"},
+          {"metadata", {{"name", l2.name}}},
+          {"spec", L2Spec(l2)}};
+}
+
+Result<L2Advertisement> ParseL2Advertisement(const k8s::Json& obj) {
+  L2Advertisement out;
+  out.name = k8s::Name(obj);
+  auto addr = k8s::FindString(obj, {"spec", "address"});
+  if (!addr)
+    return Fail(ErrorCode::kInvalidArgument, "L2Advertisement " + out.name + ": no spec.address");
+  auto ip = net::IpAddress::Parse(*addr);
+  if (!ip) return Fail(ip.error().Wrap("L2Advertisement " + out.name + ": spec.address"));
+  out.address = *ip;
+  out.service_namespace = k8s::FindString(obj, {"spec", "service", "namespace"}).value_or("");
+  out.service_name = k8s::FindString(obj, {"spec", "service", "name"}).value_or("");
+  out.load_balancer_class = k8s::FindString(obj, {"spec", "loadBalancerClass"}).value_or("");
+  out.node = k8s::FindString(obj, {"spec", "node"}).value_or("");
+  out.interface = k8s::FindString(obj, {"spec", "interface"}).value_or("");
+  return out;
+}
+
+KubeWriter::KubeWriter(k8s::Client& client, k8s::EventRecorder& recorder, KubeWriterOptions options,
+                       const Clock& clock)
+    : client_(client), recorder_(recorder), options_(std::move(options)), clock_(clock) {}
+
+KubeWriter::~KubeWriter() { Stop(std::chrono::seconds(0)); }
+
+void KubeWriter::Start() {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (thread_.joinable()) return;
+  stopping_ = false;
+  thread_ = std::thread([this] { Run(); });
+}
+
+void KubeWriter::Stop(Duration drain) {
+  {
+    std::unique_lock<std::mutex> lock(mu_);
+    cv_.wait_for(lock, drain, [this] { return pending_.empty() && !busy_; });
+    stopping_ = true;
+    cv_.notify_all();
+  }
+  if (thread_.joinable()) thread_.join();
+}
+
+std::int64_t KubeWriter::writes() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return writes_;
+}
+std::int64_t KubeWriter::failures() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return failures_;
+}
+
+void KubeWriter::Enqueue(const std::string& target, std::string fingerprint,
+                         std::function<Status()> run) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto d = done_.find(target);
+  if (d != done_.end() && d->second.fingerprint == fingerprint &&
+      clock_.Now() < d->second.at + options_.rewrite_after) {
+    return;
+  }
+  auto p = pending_.find(target);
+  if (p == pending_.end()) order_.push_back(target);
+  pending_[target] = Op{std::move(fingerprint), std::move(run)};
+  cv_.notify_all();
+}
+
+void KubeWriter::Run() {
+  std::unique_lock<std::mutex> lock(mu_);
+  while (true) {
+    cv_.wait(lock, [this] { return stopping_ || !order_.empty(); });
+    if (stopping_) return;
+    std::string target = order_.front();
+    order_.pop_front();
+    auto it = pending_.find(target);
+    if (it == pending_.end()) continue;
+    Op op = std::move(it->second);
+    pending_.erase(it);
+    busy_ = true;
+    lock.unlock();
+    Status st = op.run();
+    lock.lock();
+    busy_ = false;
+    if (st) {
+      ++writes_;
+      done_[target] = Done{op.fingerprint, clock_.Now()};
+    } else {
+      ++failures_;
+      done_.erase(target);  // the next pass asks again
+      log::Warn("API write failed", {{"target", target}, {"error", st.error().message()}});
+    }
+    cv_.notify_all();
+  }
+}
+
+void KubeWriter::PatchAnnotations(const AnnotationPatch& patch) {
+  k8s::Json annotations = k8s::Json::object();
+  std::string target = "annotations/" + patch.service.Key();
+  for (const auto& [k, v] : patch.annotations) {
+    annotations[k] = v ? k8s::Json(*v) : k8s::Json(nullptr);
+    target += "/" + k;
+  }
+  k8s::Json body = {{"metadata", {{"annotations", annotations}}}};
+  ServiceRef svc = patch.service;
+  Enqueue(target, body.dump(), [this, svc, body]() -> Status {
+    auto r = client_.Patch(k8s::resources::Services(), svc.ns, svc.name, k8s::PatchType::kMerge,
+                           body, "");
+    if (!r && r.error().code() != ErrorCode::kNotFound) return Fail(r.error());
+    return Ok();
+  });
+}
+
+void KubeWriter::ResetTrafficPolicy(const ServiceRef& service) {
+  const std::string target = "etp/" + service.Key();
+  Enqueue(target, "Cluster", [this, service]() -> Status {
+    k8s::Json body = {{"spec", {{"externalTrafficPolicy", "Cluster"}}}};
+    auto r = client_.Patch(k8s::resources::Services(), service.ns, service.name,
+                           k8s::PatchType::kMerge, body, "");
+    if (!r) {
+      if (r.error().code() == ErrorCode::kNotFound) return Ok();
+      return Fail(r.error());
+    }
+    k8s::ObjectReference ref = k8s::ObjectReference::For(k8s::resources::Services(), *r);
+    recorder_.Event(ref, k8s::EventLevel::kNormal, "ExternalTrafficPolicy",
+                    "Local -> Cluster: local addresses are announced by one node (agent flag "
+                    "--etp-local=elect keeps Local and elects among nodes with ready endpoints)");
+    log::Info("reset externalTrafficPolicy to Cluster", {{"service", service.Key()}});
+    return Ok();
+  });
+}
+
+void KubeWriter::UpsertL2Advertisement(const L2Advertisement& l2) {
+  k8s::Json obj = L2AdvertisementObject(l2);
+  Enqueue("l2/" + l2.name, obj.dump(), [this, obj, name = l2.name]() -> Status {
+    k8s::Json patch = {{"spec", obj["spec"]}};
+    auto r = client_.Patch(crd::L2Advertisements(), "", name, k8s::PatchType::kMerge, patch, "");
+    if (r) return Ok();
+    if (r.error().code() != ErrorCode::kNotFound) return Fail(r.error());
+    auto c = client_.Create(crd::L2Advertisements(), obj);
+    if (!c) return Fail(c.error());
+    return Ok();
+  });
+}
+
+void KubeWriter::DeleteL2Advertisement(const std::string& name) {
+  Enqueue("l2/" + name, "delete", [this, name]() -> Status {
+    auto st = client_.Delete(crd::L2Advertisements(), "", name, {});
+    if (!st && st.error().code() != ErrorCode::kNotFound) return st;
+    return Ok();
+  });
+}
+
+void KubeWriter::Event(const ServiceEvent& event) {
+  k8s::ObjectReference ref;
+  ref.kind = "Service";
+  ref.api_version = "v1";
+  ref.ns = event.service.ns;
+  ref.name = event.service.name;
+  recorder_.Event(ref, event.warning ? k8s::EventLevel::kWarning : k8s::EventLevel::kNormal,
+                  event.reason, event.message);
+}
+
+void KubeWriter::NodeEvent(bool warning, const std::string& reason, const std::string& message) {
+  k8s::ObjectReference ref;
+  ref.kind = "Lease";
+  ref.api_version = "coordination.k8s.io/v1";
+  ref.ns = options_.ns;
+  ref.name = election::LeaseNameFor(election::NodeName(options_.node));
+  recorder_.Event(ref, warning ? k8s::EventLevel::kWarning : k8s::EventLevel::kNormal, reason,
+                  message);
+}
+
+}  // namespace pylon::agent

@@ -1,0 +1,94 @@
+// ClusterWriter over the Kubernetes API. Calls return at once: writes go to a queue served by one
+// worker thread, so a slow or unreachable API server never stalls the agent loop (and with it
+// address withdrawal). Writes are coalesced per target (the latest wins) and deduplicated: a
+// write identical to one that succeeded less than `rewrite_after` ago is dropped, because the
+// informer cache that the planner compares against may still lag behind our own write. This
+// bounds the agent to one write per target per `rewrite_after` even if it were confused (the
+// peers' write storms: peers.md, Operations).
+//
+// Events go through k8s::EventRecorder (source component purelb-lbnodeagent).
+#pragma once
+
+#include <condition_variable>
+#include <deque>
+#include <functional>
+#include <map>
+#include <mutex>
+#include <string>
+#include <thread>
+
+#include "agent/writer.h"
+#include "common/clock.h"
+#include "k8s/client.h"
+#include "k8s/event_recorder.h"
+
+namespace pylon::agent {
+
+// The CRDs the agent reads or writes.
+namespace crd {
+const k8s::Resource& ServiceGroups();
+const k8s::Resource& LBNodeAgents();
+const k8s::Resource& LoadBalancerClasses();
+const k8s::Resource& L2Advertisements();
+}  // namespace crd
+
+// The L2Advertisement object for `l2` (pure).
+k8s::Json L2AdvertisementObject(const L2Advertisement& l2);
+// Parses one; fails on a missing or malformed spec.address.
+Result<L2Advertisement> ParseL2Advertisement(const k8s::Json& obj);
+
+struct KubeWriterOptions {
+  std::string ns;  // install namespace (the node lease lives there)
+  std::string node;
+  Duration rewrite_after = std::chrono::seconds(30);
+};
+
+class KubeWriter final : public ClusterWriter {
+ public:
+  KubeWriter(k8s::Client& client, k8s::EventRecorder& recorder, KubeWriterOptions options,
+             const Clock& clock);
+  ~KubeWriter() override;
+
+  void PatchAnnotations(const AnnotationPatch& patch) override;
+  void ResetTrafficPolicy(const ServiceRef& service) override;
+  void UpsertL2Advertisement(const L2Advertisement& l2) override;
+  void DeleteL2Advertisement(const std::string& name) override;
+  void Event(const ServiceEvent& event) override;
+  void NodeEvent(bool warning, const std::string& reason, const std::string& message) override;
+
+  void Start();
+  // Gives queued writes up to `drain` to finish, then stops the worker.
+  void Stop(Duration drain = std::chrono::seconds(2));
+  std::int64_t writes() const;
+  std::int64_t failures() const;
+
+ private:
+  struct Op {
+    std::string fingerprint;  // what is written; equal fingerprints are the same write
+    std::function<Status()> run;
+  };
+  void Enqueue(const std::string& target, std::string fingerprint, std::function<Status()> run);
+  void Run();
+
+  k8s::Client& client_;
+  k8s::EventRecorder& recorder_;
+  const KubeWriterOptions options_;
+  const Clock& clock_;
+
+  mutable std::mutex mu_;
+  std::condition_variable cv_;
+  std::deque<std::string> order_;  // targets in arrival order
+  std::map<std::string, Op> pending_;
+  struct Done {
+    std::string fingerprint;
+    SteadyTime at;
+  };
+  std::map<std::string, Done> done_;
+  bool stopping_ = false;
+  bool busy_ = false;
+  std::thread thread_;
+  std::int64_t writes_ = 0;
+  std::int64_t failures_ = 0;
+};
+
+}  // namespace pylon::agent

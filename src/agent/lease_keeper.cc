@@ -1,0 +1,166 @@
+#include "agent/lease_keeper.h"
+
+#include <chrono>
+#include <utility>
+
+#include "common/log.h"
+#include "election/subnets_annotation.h"
+#include "k8s/lease.h"
+#include "k8s/resource.h"
+
+namespace pylon::agent {
+
+LeaseKeeper::LeaseKeeper(k8s::Client& client, std::string ns, election::NodeName node,
+                         LeaseTiming timing, const Clock& clock, std::function<void()> on_change)
+    : client_(client),
+      ns_(std::move(ns)),
+      node_(std::move(node)),
+      clock_(clock),
+      on_change_(std::move(on_change)),
+      health_(timing) {}
+
+LeaseKeeper::~LeaseKeeper() { Stop(); }
+
+void LeaseKeeper::SetSubnets(std::vector<net::Prefix> subnets) {
+  std::string text = election::FormatSubnetsAnnotation(subnets);
+  std::lock_guard<std::mutex> lock(mu_);
+  if (text == subnets_annotation_) return;
+  subnets_annotation_ = std::move(text);
+  kick_ = true;
+  cv_.notify_all();
+}
+
+void LeaseKeeper::Start() {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (thread_.joinable()) return;
+  stopping_ = false;
+  thread_ = std::thread([this] { Run(); });
+}
+
+void LeaseKeeper::Stop() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stopping_ = true;
+    cv_.notify_all();
+  }
+  if (thread_.joinable()) thread_.join();
+}
+
+bool LeaseKeeper::Healthy() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return health_.Healthy(clock_.Now());
+}
+
+std::optional<SteadyTime> LeaseKeeper::HealthyUntil() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return health_.HealthyUntil();
+}
+
+Status LeaseKeeper::RenewOnce() {
+  std::string subnets;
+  LeaseTiming timing;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    subnets = subnets_annotation_;
+    timing = health_.timing();
+  }
+  const auto& res = k8s::resources::Leases();
+  const std::string name = LeaseName();
+  const WallTime now = clock_.WallNow();
+  const auto duration_s =
+      std::chrono::duration_cast<std::chrono::seconds>(timing.lease_duration).count();
+  // The lease as we last wrote it: renewals are one Update (no Get) while nobody else writes it.
+  auto attempt = [&](bool use_cached) -> Status {
+    Result<k8s::Json> current = Fail(ErrorCode::kNotFound, "");
+    if (use_cached && last_written_) {
+      current = *last_written_;
+    } else {
+      current = client_.Get(res, ns_, name);
+    }
+    last_written_.reset();
+    if (!current && current.error().code() != ErrorCode::kNotFound) {
+      return Fail(current.error());
+    }
+    k8s::LeaseSpec spec;
+    if (current) {
+      auto parsed = k8s::ParseLeaseSpec(*current);
+      if (parsed) spec = *parsed;
+    }
+    if (!current || spec.holder_identity != node_.str()) {
+      spec.acquire_time = now;
+      if (current) ++spec.lease_transitions;
+    }
+    spec.holder_identity = node_.str();
+    spec.lease_duration_seconds = duration_s;
+    spec.renew_time = now;
+    if (!current) {
+      k8s::Json obj = k8s::MakeLease(ns_, name, spec);
+      obj["metadata"]["annotations"][std::string(election::kSubnetsAnnotation)] = subnets;
+      obj["metadata"]["labels"]["app.kubernetes.io/component"] = "lbnodeagent";
+      auto created = client_.Create(res, obj);
+      if (!created) return Fail(created.error());
+      last_written_ = std::move(*created);
+      return Ok();
+    }
+    k8s::Json obj = k8s::WithLeaseSpec(*current, spec);
+    obj["metadata"]["annotations"][std::string(election::kSubnetsAnnotation)] = subnets;
+    auto updated = client_.Update(res, obj);
+    if (!updated) return Fail(updated.error());
+    last_written_ = std::move(*updated);
+    return Ok();
+  };
+  Status st = attempt(true);
+  if (!st && (st.error().code() == ErrorCode::kConflict ||
+              st.error().code() == ErrorCode::kAlreadyExists ||
+              st.error().code() == ErrorCode::kNotFound)) {
+    st = attempt(false);  // changed or deleted behind our back (a previous incarnation): reread
+  }
+  bool before, after;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    before = health_.Healthy(clock_.Now());
+    if (st) {
+      health_.RenewSucceeded(clock_.Now());
+    } else {
+      health_.RenewFailed(clock_.Now());
+    }
+    after = health_.Healthy(clock_.Now());
+  }
+  if (st) {
+    ++renewals_;
+  } else {
+    ++failures_;
+    log::Warn("lease renewal failed", {{"lease", name}, {"error", st.error().message()}});
+  }
+  if (before != after) {
+    if (after) {
+      log::Info("node lease healthy", {{"lease", name}});
+    } else {
+      log::Warn("node lease unhealthy: renewals failed for the renew deadline", {{"lease", name}});
+    }
+  }
+  if (on_change_ && before != after) on_change_();
+  return st;
+}
+
+Status LeaseKeeper::Delete() {
+  auto st = client_.Delete(k8s::resources::Leases(), ns_, LeaseName());
+  if (!st && st.error().code() != ErrorCode::kNotFound) return st;
+  return Ok();
+}
+
+void LeaseKeeper::Run() {
+  std::unique_lock<std::mutex> lock(mu_);
+  while (!stopping_) {
+    kick_ = false;
+    const Duration retry = health_.timing().retry_period;
+    lock.unlock();
+    (void)RenewOnce();
+    lock.lock();
+    // Real time here: the worker paces real API requests. The FakeClock never drives this thread;
+    // tests call RenewOnce() directly.
+    cv_.wait_for(lock, retry, [this] { return stopping_ || kick_; });
+  }
+}
+
+}  // namespace pylon::agent

@@ -1,0 +1,74 @@
+// Keeps this node's Lease `purelb-node-<node>` in the install namespace: creates it, renews it
+// every retry period (spec.renewTime, holderIdentity = the node, leaseDurationSeconds) and keeps
+// its `purelb.io/subnets` annotation equal to the node's subnets. Health per LeaseHealth: a node
+// whose renewals keep failing for the renew deadline is unhealthy and must withdraw its local
+// addresses (the agent loop asks Healthy()). Each renewal is one Update of the object as last
+// written (a Get only after a conflict or deletion): nodes / retry_period writes per second.
+//
+// Threading: one worker thread (Start/Stop); Healthy(), SetSubnets() and the callback's caller are
+// thread-safe. The callback (health changed or renewed) runs on the worker; it must not block.
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <functional>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "agent/lease_health.h"
+#include "common/clock.h"
+#include "common/result.h"
+#include "election/node_name.h"
+#include "k8s/client.h"
+#include "net/ip.h"
+
+namespace pylon::agent {
+
+class LeaseKeeper {
+ public:
+  LeaseKeeper(k8s::Client& client, std::string ns, election::NodeName node, LeaseTiming timing,
+              const Clock& clock, std::function<void()> on_change);
+  ~LeaseKeeper();
+
+  // The subnets to publish; a change is written at the next renewal (made due at once).
+  void SetSubnets(std::vector<net::Prefix> subnets);
+  void Start();
+  // Stops renewing (joins the worker). Idempotent.
+  void Stop();
+  // Deletes the lease so peers see this node leave at once (graceful shutdown, after withdrawal).
+  Status Delete();
+  // One renewal attempt now (also what the worker runs every retry period). Returns its outcome.
+  Status RenewOnce();
+
+  bool Healthy() const;
+  // When Healthy() turns false without a further successful renewal (for the loop's wakeup).
+  std::optional<SteadyTime> HealthyUntil() const;
+  std::string LeaseName() const { return election::LeaseNameFor(node_); }
+  std::int64_t renewals() const { return renewals_.load(); }
+  std::int64_t failures() const { return failures_.load(); }
+
+ private:
+  void Run();
+
+  k8s::Client& client_;
+  const std::string ns_;
+  const election::NodeName node_;
+  const Clock& clock_;
+  std::function<void()> on_change_;
+
+  mutable std::mutex mu_;
+  std::condition_variable cv_;
+  LeaseHealth health_;
+  std::string subnets_annotation_;
+  bool stopping_ = false;
+  bool kick_ = false;
+  std::thread thread_;
+  std::optional<k8s::Json> last_written_;  // renewing thread only (RenewOnce is not reentrant)
+  std::atomic<std::int64_t> renewals_{0};
+  std::atomic<std::int64_t> failures_{0};
+};
+
+}  // namespace pylon::agent

@@ -1,0 +1,148 @@
+#include "agent/options.h"
+
+#include <algorithm>
+#include <charconv>
+#include <iterator>
+
+#include "agent/duration.h"
+
+namespace pylon::agent {
+
+const char* AgentUsage() {
+  return "usage: pylon agent --node-name NAME [flags]\n"
+         "  --kubeconfig FILE        kubeconfig (default: $KUBECONFIG, in-cluster, "
+         "~/.kube/config)\n"
+         "  --node-name NAME         this node (default: $NODE_NAME)\n"
+         "  --namespace NS           install namespace (default purelb-system)\n"
+         "  --metrics-addr HOST:PORT /metrics, /healthz, /readyz (default 0.0.0.0:7473; \"\" off)\n"
+         "  --etp-local reset|elect  externalTrafficPolicy Local on local addresses: reset the\n"
+         "                           Service to Cluster (default, as PureLB) or elect among nodes\n"
+         "                           with a ready local endpoint\n"
+         "  --state-file PATH        record of addresses this agent added\n"
+         "                           (default /run/pylon/agent-addresses; \"\" = IFA_PROTO only)\n"
+         "  --address-lifetime DUR   valid lifetime of announced addresses (default: lease "
+         "duration)\n"
+         "  --garp-count N           gratuitous ARP / NA per takeover (default 3)\n"
+         "  --garp-interval DUR      spacing (default 300ms)\n"
+         "  --log-level LEVEL        debug|info|warn|error\n"
+         "environment: PURELB_LEASE_DURATION (10s), PURELB_RENEW_DEADLINE (7s),\n"
+         "             PURELB_RETRY_PERIOD (2s), Go duration syntax\n";
+}
+
+std::chrono::seconds EffectiveAddressLifetime(const AgentOptions& o) {
+  Duration d = o.address_lifetime ? *o.address_lifetime : o.timing.lease_duration;
+  auto s = std::chrono::ceil<std::chrono::seconds>(d);
+  return std::max(s, std::chrono::seconds(3));
+}
+
+namespace {
+
+Result<std::pair<std::string, std::uint16_t>> ParseHostPort(const std::string& text) {
+  auto colon = text.rfind(':');
+  if (colon == std::string::npos) {
+    return Fail(ErrorCode::kInvalidArgument, "--metrics-addr \"" + text + "\": want HOST:PORT");
+  }
+  std::string host = text.substr(0, colon);
+  if (host.size() >= 2 && host.front() == '[' && host.back() == ']') {
+    host = host.substr(1, host.size() - 2);
+  }
+  std::string port_text = text.substr(colon + 1);
+  unsigned port = 0;
+  auto [p, ec] = std::from_chars(port_text.data(), port_text.data() + port_text.size(), port);
+  if (ec != std::errc() || p != port_text.data() + port_text.size() || port > 65535) {
+    return Fail(ErrorCode::kInvalidArgument, "--metrics-addr \"" + text + "\": bad port");
+  }
+  return std::pair{host, static_cast<std::uint16_t>(port)};
+}
+
+}  // namespace
+
+Result<AgentOptions> ParseAgentOptions(const std::vector<std::string>& args, const EnvFn& env) {
+  AgentOptions o;
+  for (std::size_t i = 0; i < args.size(); ++i) {
+    std::string flag = args[i];
+    std::optional<std::string> value;
+    if (auto eq = flag.find('='); eq != std::string::npos && flag.rfind("--", 0) == 0) {
+      value = flag.substr(eq + 1);
+      flag = flag.substr(0, eq);
+    }
+    if (flag == "--help" || flag == "-h") {
+      o.help = true;
+      continue;
+    }
+    static const char* const kKnown[] = {
+        "--kubeconfig", "--node-name",        "--namespace",     "--metrics-addr", "--etp-local",
+        "--state-file", "--address-lifetime", "--garp-interval", "--garp-count",   "--log-level"};
+    if (std::find(std::begin(kKnown), std::end(kKnown), flag) == std::end(kKnown)) {
+      return Fail(ErrorCode::kInvalidArgument, "unknown flag " + flag);
+    }
+    auto next = [&]() -> Result<std::string> {
+      if (value) return *value;
+      if (i + 1 >= args.size()) return Fail(ErrorCode::kInvalidArgument, flag + " needs a value");
+      return args[++i];
+    };
+    auto v = next();
+    if (!v) return Fail(v.error());
+    if (flag == "--kubeconfig") {
+      o.kubeconfig = *v;
+    } else if (flag == "--node-name") {
+      o.node_name = *v;
+    } else if (flag == "--namespace") {
+      o.ns = *v;
+    } else if (flag == "--metrics-addr") {
+      if (v->empty()) {
+        o.metrics_enabled = false;
+        continue;
+      }
+      auto hp = ParseHostPort(*v);
+      if (!hp) return Fail(hp.error());
+      o.metrics_host = hp->first;
+      o.metrics_port = hp->second;
+    } else if (flag == "--etp-local") {
+      if (*v == "reset") {
+        o.etp_mode = EtpLocalMode::kReset;
+      } else if (*v == "elect") {
+        o.etp_mode = EtpLocalMode::kElect;
+      } else {
+        return Fail(ErrorCode::kInvalidArgument,
+                    "--etp-local: want reset or elect, got \"" + *v + "\"");
+      }
+    } else if (flag == "--state-file") {
+      o.state_file = *v;
+    } else if (flag == "--address-lifetime" || flag == "--garp-interval") {
+      auto d = ParseGoDuration(*v);
+      if (!d) return Fail(d.error().Wrap(flag));
+      if (*d <= Duration(0)) return Fail(ErrorCode::kInvalidArgument, flag + " must be positive");
+      if (flag == "--address-lifetime") {
+        o.address_lifetime = *d;
+      } else {
+        o.garp.interval = *d;
+      }
+    } else if (flag == "--garp-count") {
+      int n = 0;
+      auto [p, ec] = std::from_chars(v->data(), v->data() + v->size(), n);
+      if (ec != std::errc() || p != v->data() + v->size() || n < 1 || n > 20) {
+        return Fail(ErrorCode::kInvalidArgument, "--garp-count: want 1..20, got \"" + *v + "\"");
+      }
+      o.garp.count = n;
+    } else if (flag == "--log-level") {
+      o.log_level = *v;
+    } else {
+      return Fail(ErrorCode::kInvalidArgument, "unknown flag " + flag);
+    }
+  }
+  if (o.help) return o;
+  if (o.node_name.empty()) {
+    if (auto n = env("NODE_NAME")) o.node_name = *n;
+  }
+  if (o.node_name.empty()) {
+    return Fail(ErrorCode::kInvalidArgument, "--node-name (or $NODE_NAME) is required");
+  }
+  if (o.ns.empty()) return Fail(ErrorCode::kInvalidArgument, "--namespace must not be empty");
+  auto timing = LeaseTimingFromEnv(env);
+  if (!timing) return Fail(timing.error());
+  o.timing = *timing;
+  return o;
+}
+
+}  // namespace pylon::agent

@@ -1,0 +1,46 @@
+// Command-line flags and environment of `pylon agent`. Pure parsing; no I/O.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "agent/garp.h"
+#include "agent/lease_health.h"
+#include "agent/types.h"
+#include "common/result.h"
+
+namespace pylon::agent {
+
+struct AgentOptions {
+  std::string kubeconfig;            // --kubeconfig; empty: $KUBECONFIG, in-cluster, ~/.kube/config
+  std::string node_name;             // --node-name, else $NODE_NAME (required)
+  std::string ns = "purelb-system";  // --namespace
+  std::string metrics_host = "0.0.0.0";  // --metrics-addr host:port ("" port 0 = disabled)
+  std::uint16_t metrics_port = 7473;
+  bool metrics_enabled = true;
+  EtpLocalMode etp_mode = EtpLocalMode::kReset;           // --etp-local=reset|elect
+  std::string state_file = "/run/pylon/agent-addresses";  // --state-file ("" = none)
+  std::optional<Duration> address_lifetime;  // --address-lifetime; default: see Effective...
+  GarpOptions garp;                          // --garp-count, --garp-interval
+  std::string log_level = "info";            // --log-level
+  LeaseTiming timing;                        // PURELB_* environment variables
+  bool help = false;
+};
+
+// The valid lifetime given to announced addresses: --address-lifetime, else the lease duration
+// (at least 3 s). With renewals every retry period, an agent that dies silently (SIGKILL, OOM)
+// stops holding its addresses about when its peers see its lease expire and take over.
+std::chrono::seconds EffectiveAddressLifetime(const AgentOptions& o);
+
+using EnvFn = std::function<std::optional<std::string>(const std::string&)>;
+
+// args: the flags after "agent". "--flag value" and "--flag=value" both work.
+Result<AgentOptions> ParseAgentOptions(const std::vector<std::string>& args, const EnvFn& env);
+
+const char* AgentUsage();
+
+}  // namespace pylon::agent

@@ -1,0 +1,338 @@
+#include "agent/planner.h"
+
+#include <algorithm>
+#include <utility>
+
+#include "election/subnets_annotation.h"
+
+namespace pylon::agent {
+
+namespace {
+
+const char* AnnouncingKey(net::Family f) {
+  return f == net::Family::kV4 ? model::kAnnAnnouncingV4 : model::kAnnAnnouncingV6;
+}
+
+bool IsEtpLocal(const model::Service& s) { return s.external_traffic_policy == "Local"; }
+
+std::vector<const model::EndpointSlice*> SlicePointers(const ServiceInput& in) {
+  std::vector<const model::EndpointSlice*> out;
+  out.reserve(in.slices.size());
+  for (const auto& s : in.slices) out.push_back(&s);
+  return out;
+}
+
+// Nodes with a usable local endpoint for one Service (kube-proxy's rules).
+std::set<std::string> NodesWithLocalEndpoint(const ServiceInput& in) {
+  std::set<std::string> nodes;
+  for (const auto& slice : in.slices) {
+    for (const auto& ep : slice.endpoints) {
+      if (!ep.node_name.empty()) nodes.insert(ep.node_name);
+    }
+  }
+  auto slices = SlicePointers(in);
+  for (auto it = nodes.begin(); it != nodes.end();) {
+    it = model::HasLocalEndpoint(slices, *it) ? std::next(it) : nodes.erase(it);
+  }
+  return nodes;
+}
+
+}  // namespace
+
+std::string L2AdvertisementName(const net::IpAddress& address) {
+  std::string text = address.ToString();
+  for (char& c : text) {
+    if (c == '.' || c == ':') c = '-';
+  }
+  return (address.is_v4() ? "ipv4-" : "ipv6-") + text;
+}
+
+std::vector<net::Prefix> NodeNetwork::Subnets() const {
+  std::vector<net::Prefix> out;
+  for (const auto& i : interfaces) {
+    for (const auto& s : i.subnets) out.push_back(s.Masked());
+  }
+  std::sort(out.begin(), out.end(), election::PrefixLess);
+  out.erase(std::unique(out.begin(), out.end()), out.end());
+  return out;
+}
+
+std::optional<NodeNetwork::Match> NodeNetwork::Find(const net::IpAddress& address) const {
+  for (const auto& i : interfaces) {
+    for (const auto& s : i.subnets) {
+      if (s.Contains(address)) return Match{&i, s.Masked()};
+    }
+  }
+  return std::nullopt;
+}
+
+std::optional<std::pair<std::string, std::string>> ParseAnnouncing(const std::string& value) {
+  auto comma = value.find(',');
+  if (comma == std::string::npos || comma == 0 || comma + 1 >= value.size()) return std::nullopt;
+  if (value.find(',', comma + 1) != std::string::npos) return std::nullopt;
+  return std::pair{value.substr(0, comma), value.substr(comma + 1)};
+}
+
+struct Planner::AddressGroup {
+  std::vector<const ServiceInput*> services;  // in input order
+  bool lace = false;
+};
+
+Result<Planner> Planner::Create(PlannerOptions options) {
+  election::ElectorOptions eo;
+  eo.local_node = options.self;
+  eo.stickiness = options.stickiness;
+  auto elector = election::Elector::Create(eo);
+  if (!elector) return tl::unexpected(elector.error());
+  return Planner(std::move(options), std::move(*elector));
+}
+
+Planner::Planner(PlannerOptions options, election::Elector elector)
+    : options_(std::move(options)), elector_(std::move(elector)) {}
+
+bool Planner::IsLocalClass(const net::IpAddress& address, const NodeNetwork& network,
+                           const election::Membership& membership) {
+  if (membership.generation() != subnets_generation_) {
+    subnets_generation_ = membership.generation();
+    member_subnets_.clear();
+    for (const auto& [name, m] : membership.members()) {
+      member_subnets_.insert(member_subnets_.end(), m.subnets.begin(), m.subnets.end());
+    }
+    std::sort(member_subnets_.begin(), member_subnets_.end(), election::PrefixLess);
+    member_subnets_.erase(std::unique(member_subnets_.begin(), member_subnets_.end()),
+                          member_subnets_.end());
+  }
+  if (network.Find(address)) return true;
+  return std::any_of(member_subnets_.begin(), member_subnets_.end(),
+                     [&](const net::Prefix& p) { return p.Contains(address); });
+}
+
+void Planner::Report(Plan& plan, std::set<std::string>& seen, const ServiceRef& svc,
+                     const std::string& reason, const std::string& message, bool reporter) {
+  std::string key = svc.Key() + "|" + message;
+  seen.insert(key);
+  if (!reporter || reported_.count(key)) return;
+  reported_.insert(key);
+  plan.events.push_back(ServiceEvent{svc, true, reason, message});
+}
+
+Plan Planner::Compute(const PlanInputs& in, const election::Membership& membership,
+                      SteadyTime now) {
+  Plan plan;
+  const NodeNetwork& network = *in.network;
+  const std::string& self = options_.self.str();
+  const bool active = in.healthy && !in.shutting_down;
+  plan.live_members = membership.LiveCount(now);
+
+  // The reporter of problems: the live member with the lowest name.
+  std::optional<NodeName> reporter_name;
+  for (const auto& [name, m] : membership.members()) {
+    if (membership.IsLive(m, now)) {
+      reporter_name = name;
+      break;
+    }
+  }
+  const bool reporter = active && reporter_name && *reporter_name == options_.self;
+
+  // Addresses in use, each with the Services holding it (shared addresses have several).
+  std::map<net::IpAddress, AddressGroup> groups;
+  for (const ServiceInput& si : *in.services) {
+    if (si.owner.owner == model::Owner::kNone || si.service.deleting) continue;
+    for (const auto& ip : si.service.ingress) {
+      AddressGroup& g = groups[ip];
+      g.services.push_back(&si);
+      if (si.owner.owner == model::Owner::kLaceClass) g.lace = true;
+    }
+  }
+
+  std::map<std::string, const L2Advertisement*> l2_by_name;
+  for (const auto& l2 : *in.l2advertisements) l2_by_name[l2.name] = &l2;
+
+  // Classify; hand the local ones to the elector.
+  std::set<net::IpAddress> local;
+  std::set<std::string> seen_problems;
+  for (auto& [ip, g] : groups) {
+    if (IsLocalClass(ip, network, membership)) {
+      local.insert(ip);
+      election::AddressSpec spec;
+      if (auto it = l2_by_name.find(L2AdvertisementName(ip)); g.lace && it != l2_by_name.end()) {
+        spec.current_announcer = NodeName(it->second->node);
+      }
+      for (const ServiceInput* si : g.services) {
+        if (spec.current_announcer) break;
+        if (const std::string* v = si->service.Annotation(AnnouncingKey(ip.family()))) {
+          if (auto parsed = ParseAnnouncing(*v)) spec.current_announcer = NodeName(parsed->first);
+        }
+      }
+      if (options_.etp_mode == EtpLocalMode::kElect) {
+        std::optional<std::set<std::string>> allowed;
+        for (const ServiceInput* si : g.services) {
+          if (!IsEtpLocal(si->service)) continue;
+          std::set<std::string> nodes = NodesWithLocalEndpoint(*si);
+          if (!allowed) {
+            allowed = std::move(nodes);
+          } else {
+            std::set<std::string> both;
+            std::set_intersection(allowed->begin(), allowed->end(), nodes.begin(), nodes.end(),
+                                  std::inserter(both, both.end()));
+            allowed = std::move(both);
+          }
+        }
+        if (allowed) {
+          spec.allowed_nodes.emplace();
+          for (const auto& n : *allowed) spec.allowed_nodes->push_back(NodeName(n));
+        }
+      }
+      elector_.SetAddress(ip, spec);
+      continue;
+    }
+    // Virtual class.
+    if (g.lace) {
+      for (const ServiceInput* si : g.services) {
+        if (si->owner.owner != model::Owner::kLaceClass) continue;
+        Report(plan, seen_problems, {si->service.ns, si->service.name}, "NoNodeOnSubnet",
+               "address " + ip.ToString() + " of LoadBalancerClass " + si->owner.name +
+                   " (mode l2) is on no node's subnet; l2 addresses are never virtual",
+               reporter);
+      }
+      continue;
+    }
+    if (in.shutting_down || network.virtual_ifindex == 0) continue;
+    if (g.services.size() == 1 && IsEtpLocal(g.services.front()->service)) {
+      auto slices = SlicePointers(*g.services.front());
+      if (!model::HasLocalEndpoint(slices, self)) continue;
+    }
+    int length = net::FamilyBits(ip.family());
+    if (auto match = in.config->FindAddress(ip)) length = match->aggregation_length;
+    auto prefix = net::Prefix::Make(ip, length);
+    if (!prefix) continue;  // aggregation lengths are validated by config; cannot happen
+    DesiredAddress d{
+        *prefix, network.virtual_interface, network.virtual_ifindex, AddressKind::kVirtual, {}};
+    for (const ServiceInput* si : g.services) d.services.push_back(si->service.Key());
+    std::sort(d.services.begin(), d.services.end());
+    plan.addresses.push_back(std::move(d));
+  }
+  for (auto it = elected_.begin(); it != elected_.end();) {
+    if (!local.count(*it)) {
+      elector_.RemoveAddress(*it);
+      it = elected_.erase(it);
+    } else {
+      ++it;
+    }
+  }
+  elected_.insert(local.begin(), local.end());
+
+  if (in.excluded_nodes) {
+    elector_.SetExcludedNodes(*in.excluded_nodes);
+  } else {
+    elector_.SetExcludedNodes({});
+  }
+  const election::ElectionResult& result = elector_.Evaluate(membership, now);
+  for (const auto& c : result.changes) {
+    if (c.before && c.after && *c.before != *c.after) ++plan.winner_changes;
+    if (c.before && !c.after) ++plan.winner_changes;
+  }
+
+  std::map<ServiceRef, AnnotationPatch> patches;
+  std::set<std::string> lace_names;
+  for (const auto& ip : local) {
+    const AddressGroup& g = groups[ip];
+    if (g.lace) lace_names.insert(L2AdvertisementName(ip));
+    const NodeName* winner = elector_.WinnerOf(ip);
+    if (!winner) {
+      for (const ServiceInput* si : g.services) {
+        Report(plan, seen_problems, {si->service.ns, si->service.name}, "NoLiveNode",
+               "no live node on the subnet of " + ip.ToString() + " can announce it", reporter);
+      }
+      continue;
+    }
+    if (*winner != options_.self || !active) continue;
+    if (in.hold_off && (!in.held || !in.held->count(ip))) continue;
+    auto match = network.Find(ip);
+    if (!match) continue;  // our lease still lists a subnet we no longer have: next pass fixes it
+    auto prefix = net::Prefix::Make(ip, match->subnet.length());
+    if (!prefix) continue;
+    const std::string& iface = match->interface->name;
+    DesiredAddress d{*prefix, iface, match->interface->ifindex, AddressKind::kLocal, {}};
+    const std::string announcing = self + "," + iface;
+    for (const ServiceInput* si : g.services) {
+      const model::Service& s = si->service;
+      ServiceRef ref{s.ns, s.name};
+      d.services.push_back(s.Key());
+      const std::string* cur = s.Annotation(AnnouncingKey(ip.family()));
+      if (!cur || *cur != announcing) {
+        patches[ref].service = ref;
+        patches[ref].annotations[AnnouncingKey(ip.family())] = announcing;
+      }
+      if (IsEtpLocal(s) && options_.etp_mode == EtpLocalMode::kReset) {
+        if (std::find(plan.etp_resets.begin(), plan.etp_resets.end(), ref) ==
+            plan.etp_resets.end()) {
+          plan.etp_resets.push_back(ref);
+        }
+      }
+    }
+    std::sort(d.services.begin(), d.services.end());
+    if (g.lace) {
+      const ServiceInput* owner = nullptr;
+      for (const ServiceInput* si : g.services) {
+        if (si->owner.owner == model::Owner::kLaceClass) {
+          owner = si;
+          break;
+        }
+      }
+      L2Advertisement want{L2AdvertisementName(ip),
+                           ip,
+                           owner->service.ns,
+                           owner->service.name,
+                           std::string(model::kLacePrefix) + owner->owner.name,
+                           self,
+                           iface};
+      auto it = l2_by_name.find(want.name);
+      if (it == l2_by_name.end() || !(*it->second == want)) plan.l2_upserts.push_back(want);
+    }
+    plan.addresses.push_back(std::move(d));
+  }
+
+  if (active) {
+    // Announcing annotations naming this node for a family the Service no longer has.
+    for (const ServiceInput& si : *in.services) {
+      if (si.owner.owner == model::Owner::kNone) continue;
+      for (net::Family f : {net::Family::kV4, net::Family::kV6}) {
+        const std::string* cur = si.service.Annotation(AnnouncingKey(f));
+        if (!cur) continue;
+        auto parsed = ParseAnnouncing(*cur);
+        if (!parsed || parsed->first != self) continue;
+        bool has = !si.service.deleting &&
+                   std::any_of(si.service.ingress.begin(), si.service.ingress.end(),
+                               [&](const net::IpAddress& a) { return a.family() == f; });
+        if (has) continue;
+        ServiceRef ref{si.service.ns, si.service.name};
+        patches[ref].service = ref;
+        patches[ref].annotations[AnnouncingKey(f)] = std::nullopt;
+      }
+    }
+    // L2Advertisements whose address left every lace Service: deleted by the node they name, or
+    // by the reporter when that node is gone.
+    for (const auto& l2 : *in.l2advertisements) {
+      if (lace_names.count(l2.name)) continue;
+      bool named_live = membership.IsLive(NodeName(l2.node), now);
+      if (l2.node == self || (!named_live && reporter)) plan.l2_deletes.push_back(l2.name);
+    }
+  }
+  for (auto& [ref, p] : patches) plan.annotation_patches.push_back(std::move(p));
+
+  std::sort(plan.addresses.begin(), plan.addresses.end(),
+            [](const DesiredAddress& a, const DesiredAddress& b) {
+              return a.address.address() < b.address.address();
+            });
+  plan.virtual_in_use =
+      std::any_of(plan.addresses.begin(), plan.addresses.end(),
+                  [](const DesiredAddress& d) { return d.kind == AddressKind::kVirtual; });
+  // A problem that went away may be reported again if it comes back.
+  for (auto it = reported_.begin(); it != reported_.end();) {
+    it = seen_problems.count(*it) ? std::next(it) : reported_.erase(it);
+  }
+  return plan;
+}
+
+}  // namespace pylon::agent

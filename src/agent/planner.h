@@ -1,0 +1,111 @@
+// The agent's decision core: from this node's network, the in-force config, the Services (with
+// ingress addresses and EndpointSlices), the L2Advertisements, membership and the election,
+// computes which addresses this node holds and which Kubernetes writes it owes.
+//
+// Rules (DESIGN.md "Announcement"):
+//  - An address is local when some known member's lease subnets (or this node's own subnets)
+//    contain it: one winner among live members on that subnet (election::Elector, sticky on the
+//    announcer recorded in the L2Advertisement or the Service's announcing annotation). Only the
+//    winner holds it, on the interface whose subnet contains it, with the subnet's prefix length.
+//  - Otherwise it is virtual (ServiceGroups only): held on kube-lb0 on every node with the pool
+//    entry's aggregation length, or, with externalTrafficPolicy Local (and the address not shared),
+//    only while this node has a ready local endpoint. A lace-class address is never virtual: that
+//    is an error on the Service.
+//  - externalTrafficPolicy Local on a local address: EtpLocalMode::kReset makes the winner reset
+//    the Service to Cluster; kElect restricts the candidates to nodes with a usable local endpoint
+//    (for every Local Service sharing the address).
+//  - Unhealthy (lease renewals failing for the renew deadline): no local address and no writes;
+//    virtual addresses stay (they never conflict between nodes). Shutting down: nothing at all.
+//  - Writes are level-based and only where the observed value differs: the announcing annotation
+//    "<node>,<interface>" on every Service of an address this node wins; L2Advertisement upserts
+//    for won lace addresses; deletion of L2Advertisements whose address left every lace Service.
+//  - During the start-up hold-off (PlanInputs::hold_off) no new local address is taken.
+//  - Problems (no live node on a subnet, lace address off every subnet) are reported once per
+//    distinct message by one reporter (the live member with the lowest name), not on every pass.
+//
+// Not thread-safe; pure (no clock, no I/O).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "agent/types.h"
+#include "common/clock.h"
+#include "common/result.h"
+#include "config/validate.h"
+#include "election/elector.h"
+#include "election/membership.h"
+
+namespace pylon::agent {
+
+struct PlannerOptions {
+  NodeName self;
+  EtpLocalMode etp_mode = EtpLocalMode::kReset;
+  election::Stickiness stickiness = election::Stickiness::kSticky;
+};
+
+struct PlanInputs {
+  const NodeNetwork* network = nullptr;
+  const config::InForceConfig* config = nullptr;
+  const std::vector<ServiceInput>* services = nullptr;
+  const std::vector<L2Advertisement>* l2advertisements = nullptr;
+  bool healthy = true;
+  bool shutting_down = false;
+  // Start-up hold-off: keep local addresses this node already holds and wins, but take no new
+  // ones (and write nothing for them) yet. Agents starting together would otherwise each win
+  // everything for the moment before they see each other's leases.
+  bool hold_off = false;
+  // Local addresses this node holds now (read when hold_off is set); null = none.
+  const std::set<net::IpAddress>* held = nullptr;
+  // Nodes that may not win anything: being deleted (deletionTimestamp) or marked for removal
+  // (taint ToBeDeletedByClusterAutoscaler). Null = none.
+  const std::vector<NodeName>* excluded_nodes = nullptr;
+};
+
+struct Plan {
+  std::vector<DesiredAddress> addresses;  // ascending by address
+  std::vector<AnnotationPatch> annotation_patches;
+  std::vector<ServiceRef> etp_resets;
+  std::vector<L2Advertisement> l2_upserts;
+  std::vector<std::string> l2_deletes;
+  std::vector<ServiceEvent> events;  // newly found problems (warnings)
+  bool virtual_in_use = false;       // some address on the virtual interface
+  std::size_t live_members = 0;
+  std::uint64_t winner_changes = 0;  // winners that moved from one node to another this pass
+};
+
+class Planner {
+ public:
+  static Result<Planner> Create(PlannerOptions options);
+  Planner(PlannerOptions options, election::Elector elector);
+
+  Plan Compute(const PlanInputs& in, const election::Membership& membership, SteadyTime now);
+
+  const election::Elector& elector() const { return elector_; }
+  const PlannerOptions& options() const { return options_; }
+
+ private:
+  struct AddressGroup;
+  bool IsLocalClass(const net::IpAddress& address, const NodeNetwork& network,
+                    const election::Membership& membership);
+  void Report(Plan& plan, std::set<std::string>& seen, const ServiceRef& svc,
+              const std::string& reason, const std::string& message, bool reporter);
+
+  PlannerOptions options_;
+  election::Elector elector_;
+  std::set<net::IpAddress> elected_;  // addresses currently given to the elector
+  std::set<std::string> reported_;    // problems already reported ("ns/name|message")
+  // Subnets of every member, rebuilt when the membership generation changes.
+  std::uint64_t subnets_generation_ = ~std::uint64_t{0};
+  std::vector<net::Prefix> member_subnets_;
+};
+
+// Parses "node,interface" (the announcing annotation); nullopt when malformed.
+std::optional<std::pair<std::string, std::string>> ParseAnnouncing(const std::string& value);
+
+}  // namespace pylon::agent

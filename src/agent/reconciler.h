@@ -1,0 +1,64 @@
+// One pass of the agent: plan (Planner), make the kernel match (AddressSync), announce newly
+// taken local addresses (GarpScheduler + packet::Announcer), and hand the Kubernetes writes to the
+// ClusterWriter, with an AnnouncingLocal event for each local address actually added.
+// Also applies strict ARP (arp_ignore=1, arp_announce=2) on the LAN interfaces the first time
+// virtual addresses are in use: with Linux's defaults every node would answer ARP for kube-lb0's
+// addresses on the LAN (reference/linux-l2.md). The sysctls are left set afterwards (flipping them
+// back and forth as Services come and go would be worse than keeping the strict setting).
+//
+// Threading: one thread (the agent loop). All collaborators are borrowed.
+#pragma once
+
+#include <map>
+#include <optional>
+#include <set>
+#include <string>
+
+#include "agent/address_sync.h"
+#include "agent/garp.h"
+#include "agent/planner.h"
+#include "agent/writer.h"
+#include "common/clock.h"
+#include "metrics/registry.h"
+#include "netlink/netlink.h"
+#include "packet/announcer.h"
+
+namespace pylon::agent {
+
+struct ReconcilerDeps {
+  Planner* planner = nullptr;
+  AddressSync* sync = nullptr;
+  GarpScheduler* garp = nullptr;
+  packet::Announcer* announcer = nullptr;
+  netlink::Netlink* netlink = nullptr;
+  ClusterWriter* writer = nullptr;
+  metrics::Registry* metrics = nullptr;  // optional
+  const Clock* clock = nullptr;
+};
+
+struct PassResult {
+  Plan plan;
+  SyncReport sync;
+};
+
+class Reconciler {
+ public:
+  explicit Reconciler(ReconcilerDeps deps);
+
+  PassResult Run(const PlanInputs& in, const election::Membership& membership);
+  // Sends the announcements due now (bursts started by earlier passes).
+  void SendDueAnnouncements();
+  // The earliest instant something time-driven is due: an announcement, an address renewal, a
+  // member's lease expiry. nullopt when nothing is.
+  std::optional<SteadyTime> NextWakeup(const election::Membership& membership) const;
+
+ private:
+  void ApplyStrictArp(const NodeNetwork& network);
+  void UpdateMetrics(const PassResult& r);
+
+  ReconcilerDeps d_;
+  std::set<std::string> strict_arp_done_;
+  std::set<std::string> reported_conflicts_;
+};
+
+}  // namespace pylon::agent

@@ -1,0 +1,72 @@
+#include "allocator/config_status.h"
+
+namespace pylon::allocator {
+
+using nlohmann::json;
+
+namespace {
+
+const json* Member(const json& obj, const char* key) {
+  if (!obj.is_object()) return nullptr;
+  auto it = obj.find(key);
+  return it == obj.end() ? nullptr : &*it;
+}
+
+}  // namespace
+
+ConfigStatusWrite PlanConfigStatus(const json& current, const config::ObjectStatus& st,
+                                   const PoolUsage& usage, const std::string& now) {
+  ConfigStatusWrite out;
+  if (!current.is_object()) return out;
+  const json empty = json::object();
+  const json* cur_ptr = Member(current, "status");
+  const json& cur = cur_ptr && cur_ptr->is_object() ? *cur_ptr : empty;
+
+  json warnings = json::array();
+  for (const auto& w : st.warnings) warnings.push_back(w);
+  const std::string cond_status = st.valid ? "True" : "False";
+  std::string transition = now;
+  if (const json* conds = Member(cur, "conditions"); conds && conds->is_array()) {
+    for (const auto& c : *conds) {
+      const json* type = Member(c, "type");
+      const json* s = Member(c, "status");
+      const json* t = Member(c, "lastTransitionTime");
+      if (type && type->is_string() && *type == kConfigConditionValid && s && s->is_string() &&
+          s->get<std::string>() == cond_status && t && t->is_string()) {
+        transition = *t;
+      }
+    }
+  }
+  json desired = {
+      {"observedGeneration", st.observed_generation},
+      {"valid", st.valid},
+      {"message", st.message},
+      {"warnings", warnings},
+      {"ipv4",
+       {{"size", st.SizeString(net::Family::kV4)}, {"inUse", net::ToDecimal(usage.in_use_v4)}}},
+      {"ipv6",
+       {{"size", st.SizeString(net::Family::kV6)}, {"inUse", net::ToDecimal(usage.in_use_v6)}}},
+      {"conditions",
+       json::array({json{{"type", kConfigConditionValid},
+                         {"status", cond_status},
+                         {"reason", st.valid ? kConfigReasonValid : kConfigReasonInvalid},
+                         {"message", st.message},
+                         {"lastTransitionTime", transition},
+                         {"observedGeneration", st.observed_generation}}})},
+  };
+  if (desired != cur) {
+    json obj = current;
+    obj["status"] = desired;
+    out.object = std::move(obj);
+  }
+  if (!st.valid) {
+    const json* v = Member(cur, "valid");
+    const json* m = Member(cur, "message");
+    const bool same = v && v->is_boolean() && !v->get<bool>() && m && m->is_string() &&
+                      m->get<std::string>() == st.message;
+    if (!same) out.event = EventSpec{true, kEventInvalidConfig, st.message};
+  }
+  return out;
+}
+
+}  // namespace pylon::allocator

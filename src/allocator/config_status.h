@@ -1,0 +1,46 @@
+// The status the allocator writes on ServiceGroups and LoadBalancerClasses (`/status`), built from
+// the validation result and the pool usage, compared with what the object shows so an unchanged
+// status is never written. Pure.
+//
+// Format (integration notes):
+//   status: {observedGeneration, valid, message, warnings: [..],
+//            ipv4: {size: "<decimal>", inUse: "<decimal>"}, ipv6: {...},
+//            conditions: [{type: "Valid", status: "True"|"False", reason, message,
+//                          lastTransitionTime, observedGeneration}]}
+#pragma once
+
+#include <optional>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "allocator/decision.h"
+#include "config/validate.h"
+#include "net/ip.h"
+
+namespace pylon::allocator {
+
+inline constexpr const char* kConfigConditionValid = "Valid";
+inline constexpr const char* kConfigReasonValid = "InForce";
+inline constexpr const char* kConfigReasonInvalid = "Rejected";
+inline constexpr const char* kEventInvalidConfig = "InvalidConfig";
+
+struct PoolUsage {
+  net::Uint128 in_use_v4 = 0;  // distinct addresses held, of the version in force
+  net::Uint128 in_use_v6 = 0;
+};
+
+struct ConfigStatusWrite {
+  // The whole object with its new status for PUT /status; nullopt when unchanged.
+  std::optional<nlohmann::json> object;
+  // A Warning event to record on the object when it has just become (or stays, with a new
+  // message) invalid; nullopt otherwise.
+  std::optional<EventSpec> event;
+};
+
+// `current` is the object as last read; `now` an RFC 3339 Time for lastTransitionTime.
+ConfigStatusWrite PlanConfigStatus(const nlohmann::json& current,
+                                   const config::ObjectStatus& status, const PoolUsage& usage,
+                                   const std::string& now);
+
+}  // namespace pylon::allocator

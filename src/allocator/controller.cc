@@ -1,0 +1,551 @@
+#include "allocator/controller.h"
+
+#include <algorithm>
+
+#include "allocator/config_status.h"
+#include "allocator/service_writes.h"
+#include "common/log.h"
+#include "k8s/time.h"
+#include "model/service.h"
+
+namespace pylon::allocator {
+
+namespace resources {
+const k8s::Resource& ServiceGroups() {
+  static const k8s::Resource r{"purelb.io", "v1", "servicegroups", "ServiceGroup", true};
+  return r;
+}
+const k8s::Resource& LoadBalancerClasses() {
+  static const k8s::Resource r{"lace-cni.io", "v1alpha1", "loadbalancerclasses",
+                               "LoadBalancerClass", false};
+  return r;
+}
+}  // namespace resources
+
+namespace {
+
+constexpr char kConfigKey[] = "config";
+constexpr char kQuarantineNs[] = "pylon.quarantine";
+
+std::string ServiceKeyString(const std::string& ns, const std::string& name) {
+  return ns + "/" + name;
+}
+
+std::string ConfigStatusKey(const config::ObjectKey& k) {
+  return std::string("cs/") + std::string(config::KindName(k.kind)) + "/" + k.namespace_ + "/" +
+         k.name;
+}
+
+// True when an update of a config object changed something other than its status.
+bool ConfigSpecChanged(const k8s::Json& a, const k8s::Json& b) {
+  auto spec = [](const k8s::Json& o) -> k8s::Json {
+    auto it = o.find("spec");
+    return it == o.end() ? k8s::Json() : *it;
+  };
+  auto gen = [](const k8s::Json& o) { return k8s::FindInt(o, {"metadata", "generation"}); };
+  return spec(a) != spec(b) || gen(a) != gen(b) || k8s::Uid(a) != k8s::Uid(b);
+}
+
+}  // namespace
+
+Controller::Controller(k8s::Client& client, k8s::EventRecorder& recorder, AllocatorMetrics& metrics,
+                       ControllerOptions opts, const Clock& clock)
+    : client_(client),
+      recorder_(recorder),
+      metrics_(metrics),
+      opts_(std::move(opts)),
+      clock_(clock),
+      ctx_{opts_.install_namespace},
+      queue_(clock, opts_.rate_limit) {
+  auto make = [&](const k8s::Resource& res, const std::string& ns) {
+    k8s::InformerOptions io;
+    io.resource = res;
+    io.ns = ns;
+    io.min_watch_timeout = opts_.min_watch_timeout;
+    return std::make_unique<k8s::Informer>(client_, io, clock_);
+  };
+  services_ = make(k8s::resources::Services(), "");
+  groups_ = make(resources::ServiceGroups(), opts_.install_namespace);
+  classes_ = make(resources::LoadBalancerClasses(), "");
+
+  services_->AddHandlers({
+      [this](const k8s::Json& o) { EnqueueService(o); },
+      [this](const k8s::Json&, const k8s::Json& o) { EnqueueService(o); },
+      [this](const k8s::Json& o) { EnqueueService(o); },
+  });
+  k8s::EventHandlers config_handlers{
+      [this](const k8s::Json&) { Enqueue(kConfigKey); },
+      [this](const k8s::Json& a, const k8s::Json& b) {
+        if (ConfigSpecChanged(a, b)) Enqueue(kConfigKey);
+      },
+      [this](const k8s::Json&) { Enqueue(kConfigKey); },
+  };
+  groups_->AddHandlers(config_handlers);
+  classes_->AddHandlers(config_handlers);
+}
+
+Controller::~Controller() { Stop(); }
+
+void Controller::StartInformers() {
+  groups_->Start();
+  classes_->Start();
+  services_->Start();
+}
+
+bool Controller::Synced() const {
+  return services_->HasSynced() && groups_->HasSynced() && classes_->HasSynced();
+}
+
+bool Controller::WaitForSync(Duration timeout) const {
+  const SteadyTime deadline = std::chrono::steady_clock::now() + timeout;
+  for (const auto* inf : {groups_.get(), classes_.get(), services_.get()}) {
+    auto left = deadline - std::chrono::steady_clock::now();
+    if (left < Duration::zero() || !inf->WaitForSync(left)) return false;
+  }
+  return true;
+}
+
+void Controller::Enqueue(const std::string& key) {
+  if (!leading_.load()) return;  // Lead() enqueues everything it finds
+  queue_.Add(key);
+}
+
+void Controller::EnqueueService(const k8s::Json& obj) {
+  Enqueue("s/" + ServiceKeyString(k8s::Namespace(obj), k8s::Name(obj)));
+}
+
+void Controller::Lead() {
+  std::lock_guard<std::mutex> life(life_mu_);
+  if (stopping_.load() || leading_.load()) return;
+  log::Info("leading: rebuilding state from Service status");
+  ProcessConfig();
+  Rebuild();
+  leading_.store(true);
+  metrics_.SetLeader(true);
+  // Every Service, already-allocated first, oldest first; then the config statuses.
+  std::vector<k8s::Json> objs = services_->store().List();
+  std::vector<model::Service> views;
+  views.reserve(objs.size());
+  for (const auto& o : objs) {
+    if (auto v = model::ParseService(o)) views.push_back(std::move(*v));
+  }
+  objs.clear();
+  std::vector<const model::Service*> ptrs;
+  for (const auto& v : views) ptrs.push_back(&v);
+  for (const model::Service* s : StartupOrder(ptrs)) queue_.Add("s/" + s->Key());
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (const auto& [k, st] : statuses_) queue_.Add(ConfigStatusKey(k));
+  }
+  queue_.Add(kConfigKey);
+  for (int i = 0; i < std::max(1, opts_.workers); ++i) {
+    workers_.emplace_back([this] { WorkerLoop(); });
+  }
+  log::Info("leading: workers started", {{"services", std::to_string(views.size())}});
+}
+
+void Controller::Rebuild() {
+  std::vector<k8s::Json> objs = services_->store().List();
+  std::vector<model::Service> views;
+  views.reserve(objs.size());
+  for (const auto& o : objs) {
+    if (auto v = model::ParseService(o)) views.push_back(std::move(*v));
+  }
+  objs.clear();
+  std::vector<const model::Service*> ptrs;
+  for (const auto& v : views) ptrs.push_back(&v);
+  std::lock_guard<std::mutex> lock(mu_);
+  auto records = RebuildRecords(StartupOrder(ptrs), config_);
+  auto conflicts = pool_.Rebuild(records);
+  quarantine_.clear();
+  rebuild_conflicts_ = conflicts.size();
+  for (const auto& c : conflicts) {
+    log::Warn("rebuild: address not restored", {{"service", c.record.service.ToString()},
+                                                {"address", c.record.address.ToString()},
+                                                {"error", c.error.message()}});
+  }
+  for (const auto& [pk, obj] : pool_objects_) UpdatePoolMetricsLocked(pk);
+  log::Info("rebuild done", {{"records", std::to_string(records.size())},
+                             {"conflicts", std::to_string(conflicts.size())},
+                             {"addresses", std::to_string(pool_.address_count())}});
+}
+
+void Controller::Stop() {
+  const bool was = stopping_.exchange(true);
+  leading_.store(false);
+  if (!was) metrics_.SetLeader(false);
+  queue_.ShutDown();
+  std::lock_guard<std::mutex> life(life_mu_);
+  for (auto& t : workers_) {
+    if (t.joinable()) t.join();
+  }
+  workers_.clear();
+  if (services_) services_->Stop();
+  if (groups_) groups_->Stop();
+  if (classes_) classes_->Stop();
+}
+
+Controller::Snapshot Controller::snapshot() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return Snapshot{pool_.service_count(), pool_.address_count(), rebuild_conflicts_};
+}
+
+void Controller::WorkerLoop() {
+  while (auto key = queue_.Get()) {
+    if (stopping_.load()) {
+      queue_.Done(*key);
+      continue;
+    }
+    Result_ r = Process(*key);
+    if (r == Result_::kRetry && !stopping_.load()) {
+      queue_.AddRateLimited(*key);
+    } else {
+      queue_.Forget(*key);
+    }
+    queue_.Done(*key);
+    metrics_.SetQueueDepth(queue_.Len() + queue_.WaitingLen());
+  }
+}
+
+Controller::Result_ Controller::Process(const std::string& key) {
+  if (key == kConfigKey) return ProcessConfig();
+  if (key.rfind("cs/", 0) == 0) return ProcessConfigStatus(key);
+  if (key.rfind("s/", 0) == 0) {
+    const std::string rest = key.substr(2);
+    auto slash = rest.find('/');
+    if (slash == std::string::npos) return Result_::kDone;
+    return ProcessService(rest.substr(0, slash), rest.substr(slash + 1));
+  }
+  return Result_::kDone;
+}
+
+std::string Controller::Now() const { return k8s::FormatTime(clock_.WallNow()); }
+
+void Controller::CountApiError(const char* verb, const Error& e) {
+  if (e.code() == ErrorCode::kConflict) {
+    metrics_.Conflict();
+  } else {
+    metrics_.ApiError(verb, ErrorCodeName(e.code()));
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Services
+
+std::optional<k8s::Json> Controller::ServiceObject(const std::string& key) {
+  std::optional<k8s::Json> cached = services_->store().Get(key);
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = written_.find(key);
+  if (it == written_.end()) return cached;
+  if (cached && it->second.superseded.count(k8s::ResourceVersion(*cached))) {
+    return it->second.object;
+  }
+  written_.erase(it);
+  return cached;
+}
+
+void Controller::RememberWrite(const std::string& key, const std::string& rv_before,
+                               const k8s::Json& obj) {
+  std::lock_guard<std::mutex> lock(mu_);
+  Written& w = written_[key];
+  w.superseded.insert(rv_before);
+  w.superseded.erase(k8s::ResourceVersion(obj));
+  w.object = obj;
+}
+
+void Controller::ReleaseQuarantineLocked(const std::string& svc_key, std::set<std::string>* pools) {
+  auto it = quarantine_.find(svc_key);
+  if (it == quarantine_.end()) return;
+  for (const auto& ip : it->second) {
+    auto k = pool::ServiceKey::Make(kQuarantineNs, svc_key + "@" + ip.ToString());
+    if (!k) continue;
+    if (auto p = pool_.PoolOf(*k)) pools->insert(*p);
+    pool_.Release(*k);
+  }
+  quarantine_.erase(it);
+}
+
+void Controller::QuarantineLocked(const std::string& svc_key, const net::IpAddress& ip) {
+  auto match = config_.FindAddress(ip);
+  if (!match || match->group == nullptr) return;
+  auto k = pool::ServiceKey::Make(kQuarantineNs, svc_key + "@" + ip.ToString());
+  if (!k) return;
+  pool::AssignRequest req;
+  req.service = *k;
+  req.pool = PoolKey(match->group->key());
+  req.families = {ip.family()};
+  req.requested.For(ip.family()) = ip;
+  if (pool_.Assign(req)) quarantine_[svc_key].push_back(ip);
+}
+
+void Controller::UpdatePoolMetricsLocked(const std::string& pool_key) {
+  auto it = pool_objects_.find(pool_key);
+  if (it == pool_objects_.end()) return;
+  for (net::Family f : {net::Family::kV4, net::Family::kV6}) {
+    if (auto st = pool_.Stats(pool_key, f)) {
+      metrics_.SetPool(config::KindName(it->second.kind), it->second.name, f, st->size, st->in_use);
+    }
+  }
+}
+
+void Controller::PoolChangedLocked(const std::string& pool_key, bool freed,
+                                   std::vector<std::string>* retry) {
+  if (pool_key.empty()) return;
+  UpdatePoolMetricsLocked(pool_key);
+  auto it = pool_objects_.find(pool_key);
+  if (it != pool_objects_.end()) {
+    queue_.AddAfter(ConfigStatusKey(it->second), opts_.config_status_delay);
+  }
+  if (!freed) return;
+  auto r = refused_.find(pool_key);
+  if (r == refused_.end()) return;
+  for (const auto& k : r->second) retry->push_back(k);
+}
+
+Controller::Result_ Controller::ProcessService(const std::string& ns, const std::string& name) {
+  const std::string key = ServiceKeyString(ns, name);
+  std::optional<k8s::Json> obj = ServiceObject(key);
+  auto skey = pool::ServiceKey::Make(ns, name);
+  if (!skey) return Result_::kDone;
+
+  std::vector<std::string> retry;  // refused Services to retry after a release
+  Decision d;
+  std::optional<model::Service> view;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    std::set<std::string> touched;  // pools whose usage may have changed
+    if (auto p = pool_.PoolOf(*skey)) touched.insert(*p);
+    const std::size_t before = pool_.address_count();
+    ReleaseQuarantineLocked(key, &touched);
+    if (!obj) {
+      d = ReconcileGone(*skey, pool_);
+    } else {
+      auto parsed = model::ParseService(*obj);
+      if (!parsed) {
+        log::Warn("skipping malformed Service",
+                  {{"service", key}, {"error", parsed.error().message()}});
+        return Result_::kDone;
+      }
+      view = std::move(*parsed);
+      ServiceInput in{&*view, CurrentCondition(*obj)};
+      d = Reconcile(in, config_, pool_, ctx_);
+      // What the Service still shows but nobody holds now stays reserved until it is written
+      // away.
+      for (const auto& ip : view->ingress) {
+        if (!pool_.Lookup(ip)) QuarantineLocked(key, ip);
+      }
+    }
+    if (!d.pool_key.empty()) touched.insert(d.pool_key);
+    // Refusal bookkeeping.
+    if (auto rp = refused_pool_.find(key); rp != refused_pool_.end()) {
+      refused_[rp->second].erase(key);
+      refused_pool_.erase(rp);
+    }
+    if (d.outcome == Outcome::kRefused && !d.pool_key.empty()) {
+      refused_[d.pool_key].insert(key);
+      refused_pool_[key] = d.pool_key;
+    }
+    const bool freed = !d.released.empty() || pool_.address_count() < before;
+    const bool changed = freed || !d.acquired.empty() || pool_.address_count() != before;
+    if (changed) {
+      for (const auto& p : touched) PoolChangedLocked(p, freed, &retry);
+    }
+  }
+  if (!d.acquired.empty()) metrics_.Allocation();
+  if (!d.released.empty()) metrics_.Release();
+  if (d.outcome == Outcome::kRefused) metrics_.Rejection(ReasonName(d.reason));
+  for (const auto& k : retry) {
+    if (k != key) queue_.Add("s/" + k);
+  }
+  retry.clear();
+  if (d.outcome != Outcome::kIgnored) {
+    log::Debug("reconciled", {{"service", key},
+                              {"outcome", std::string(OutcomeName(d.outcome))},
+                              {"reason", std::string(ReasonName(d.reason))},
+                              {"message", d.message}});
+  }
+  if (!obj) return Result_::kDone;
+  if (!Writing()) return Result_::kDone;
+
+  ServiceWrites w = PlanServiceWrites(*obj, d, Now());
+  k8s::Json current = *obj;
+  const k8s::ObjectReference ref = k8s::ObjectReference::For(k8s::resources::Services(), *obj);
+  if (w.status) {
+    const std::string rv_before = k8s::ResourceVersion(current);
+    auto r = client_.UpdateStatus(k8s::resources::Services(), *w.status);
+    if (!r) {
+      CountApiError("update_status", r.error());
+      log::Debug("status write failed", {{"service", key}, {"error", r.error().message()}});
+      return Result_::kRetry;
+    }
+    current = std::move(*r);
+    RememberWrite(key, rv_before, current);
+    log::Debug("status written",
+               {{"service", key}, {"outcome", std::string(OutcomeName(d.outcome))}});
+  }
+  if (w.status) {
+    // The status no longer shows what is quarantined for this Service.
+    std::lock_guard<std::mutex> lock(mu_);
+    std::set<std::string> pools;
+    ReleaseQuarantineLocked(key, &pools);
+    for (const auto& p : pools) PoolChangedLocked(p, true, &retry);
+  }
+  for (const auto& k : retry) {
+    if (k != key) queue_.Add("s/" + k);
+  }
+  if (w.status) {
+    for (const auto& e : d.events) {
+      recorder_.Event(ref, e.warning ? k8s::EventLevel::kWarning : k8s::EventLevel::kNormal,
+                      e.reason, e.message);
+    }
+  }
+  if (w.annotations && Writing()) {
+    const std::string rv_before = k8s::ResourceVersion(current);
+    auto r = client_.Patch(k8s::resources::Services(), ns, name, k8s::PatchType::kMerge,
+                           *w.annotations, "");
+    if (!r) {
+      CountApiError("patch", r.error());
+      log::Debug("annotation write failed", {{"service", key}, {"error", r.error().message()}});
+      return Result_::kRetry;
+    }
+    RememberWrite(key, rv_before, *r);
+  }
+  return Result_::kDone;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Config
+
+Controller::Result_ Controller::ProcessConfig() {
+  std::vector<k8s::Json> candidates = groups_->store().List();
+  for (auto& c : classes_->store().List()) candidates.push_back(std::move(c));
+  for (auto& c : candidates) {
+    // List items from the cache may lack kind/apiVersion; the parser checks them when present.
+    if (!c.contains("kind")) {
+      c["kind"] =
+          k8s::FindString(c, {"metadata", "namespace"}) ? "ServiceGroup" : "LoadBalancerClass";
+    }
+  }
+  std::set<std::string> changed_pools;
+  std::vector<std::string> status_keys;
+  std::vector<pool::Eviction> evictions;
+  std::vector<std::string> retry;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    config::ValidationResult vr = config::ValidateConfig(candidates, config_);
+    for (const auto& [k, g] : config_.groups()) {
+      const config::Group* ng = vr.config.Find(k);
+      if (ng == nullptr || !ng->SameContent(g)) changed_pools.insert(PoolKey(k));
+    }
+    for (const auto& [k, g] : vr.config.groups()) {
+      const config::Group* og = config_.Find(k);
+      if (og == nullptr) changed_pools.insert(PoolKey(k));
+    }
+    std::map<config::ObjectKey, config::ObjectStatus> statuses;
+    for (auto& st : vr.statuses) {
+      if (!st.valid) {
+        log::Warn("config rejected", {{"object", st.key.ToString()}, {"message", st.message}});
+      }
+      status_keys.push_back(ConfigStatusKey(st.key));
+      statuses[st.key] = std::move(st);
+    }
+    statuses_ = std::move(statuses);
+    // Pools no longer in force lose their metrics.
+    for (const auto& [pk, ok] : pool_objects_) {
+      if (vr.config.Find(ok) == nullptr) metrics_.RemovePool(config::KindName(ok.kind), ok.name);
+    }
+    config_ = std::move(vr.config);
+    pool_objects_.clear();
+    for (const auto& [k, g] : config_.groups()) pool_objects_[PoolKey(k)] = k;
+    if (!changed_pools.empty()) {
+      auto ev = pool_.SetPools(PoolDefinitions(config_));
+      if (!ev) {
+        log::Error("pool definitions rejected", {{"error", ev.error().message()}});
+      } else {
+        evictions = std::move(*ev);
+      }
+      for (const auto& [pk, ok] : pool_objects_) UpdatePoolMetricsLocked(pk);
+      for (const auto& [pk, keys] : refused_) {
+        for (const auto& k : keys) retry.push_back(k);
+      }
+    }
+  }
+  if (!changed_pools.empty()) {
+    log::Info("config in force changed", {{"changed", std::to_string(changed_pools.size())},
+                                          {"evicted", std::to_string(evictions.size())}});
+  }
+  for (const auto& k : status_keys) queue_.Add(k);
+  if (!leading_.load()) return Result_::kDone;
+  for (const auto& e : evictions) queue_.Add("s/" + e.service.ToString());
+  for (const auto& k : retry) queue_.Add("s/" + k);
+  if (!changed_pools.empty()) {
+    // Services selecting a changed (or new, or removed) group or class. A config change is rare;
+    // per-Service events never come here.
+    for (const auto& o : services_->store().List()) {
+      auto v = model::ParseService(o);
+      if (!v) continue;
+      model::Selection sel = model::SelectOwner(*v);
+      if (sel.owner == model::Owner::kNone) continue;
+      config::ObjectKey k =
+          sel.owner == model::Owner::kServiceGroup
+              ? config::ObjectKey{config::ObjectKind::kServiceGroup, opts_.install_namespace,
+                                  sel.name}
+              : config::ObjectKey{config::ObjectKind::kLoadBalancerClass, "", sel.name};
+      if (changed_pools.count(PoolKey(k))) queue_.Add("s/" + v->Key());
+    }
+  }
+  return Result_::kDone;
+}
+
+Controller::Result_ Controller::ProcessConfigStatus(const std::string& key) {
+  // "cs/<Kind>/<ns>/<name>"
+  const std::string rest = key.substr(3);
+  const auto s1 = rest.find('/');
+  const auto s2 = rest.find('/', s1 + 1);
+  if (s1 == std::string::npos || s2 == std::string::npos) return Result_::kDone;
+  const std::string kind = rest.substr(0, s1);
+  const std::string ns = rest.substr(s1 + 1, s2 - s1 - 1);
+  const std::string name = rest.substr(s2 + 1);
+  const bool is_group = kind == "ServiceGroup";
+  const k8s::Resource& res =
+      is_group ? resources::ServiceGroups() : resources::LoadBalancerClasses();
+  std::optional<k8s::Json> obj =
+      is_group ? groups_->store().Get(ns, name) : classes_->store().Get("", name);
+  if (!obj) return Result_::kDone;
+  config::ObjectKey okey{
+      is_group ? config::ObjectKind::kServiceGroup : config::ObjectKind::kLoadBalancerClass, ns,
+      name};
+  config::ObjectStatus st;
+  PoolUsage usage;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = statuses_.find(okey);
+    if (it == statuses_.end()) return Result_::kDone;
+    st = it->second;
+    if (st.in_force_generation) {
+      const std::string pk = PoolKey(okey);
+      if (auto v4 = pool_.Stats(pk, net::Family::kV4)) usage.in_use_v4 = v4->in_use;
+      if (auto v6 = pool_.Stats(pk, net::Family::kV6)) usage.in_use_v6 = v6->in_use;
+    }
+  }
+  // The status describes the version it was computed from; a newer one is re-validated first.
+  if (k8s::FindInt(*obj, {"metadata", "generation"}).value_or(0) != st.observed_generation) {
+    return Result_::kDone;
+  }
+  if (!Writing()) return Result_::kDone;
+  ConfigStatusWrite w = PlanConfigStatus(*obj, st, usage, Now());
+  if (w.object) {
+    auto r = client_.UpdateStatus(res, *w.object);
+    if (!r) {
+      CountApiError("update_config_status", r.error());
+      return Result_::kRetry;
+    }
+  }
+  if (w.event) {
+    recorder_.Event(k8s::ObjectReference::For(res, *obj), k8s::EventLevel::kWarning,
+                    w.event->reason, w.event->message);
+  }
+  return Result_::kDone;
+}
+
+}  // namespace pylon::allocator

@@ -1,0 +1,146 @@
+// The allocator controller: informers on Services, ServiceGroups and LoadBalancerClasses feed a
+// rate-limited work queue; worker threads run the pure reconcile core (reconcile.h) under one
+// lock and do the API writes outside it. Only the leader processes (Lead()); a follower keeps its
+// caches warm.
+//
+// Work keys: "s/<ns>/<name>" (a Service), "config" (re-validate every config object), and
+// "cs/<kind>/<ns>/<name>" (write one config object's status; delayed to batch usage changes).
+//
+// Restart safety: Lead() processes the config, then rebuilds the pool state from the status of
+// every Pylon Service in the synced cache (already-allocated first, oldest first), and only then
+// starts the workers. Addresses a Service still shows in its status but no longer holds stay
+// reserved ("quarantined") until the status write that removes them has succeeded, so an address
+// is never handed to a second Service while the first still shows it.
+//
+// Writes: status first (PUT /status, conditional on the resourceVersion read), annotations second
+// (merge patch); both only when they change something. 409 and other failures requeue the key with
+// its rate limit. Events are recorded after the status write.
+//
+// Threading: informer handlers only enqueue. Workers serialise on `mu_` for the pure part.
+#pragma once
+
+#include <atomic>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <set>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "allocator/allocator_metrics.h"
+#include "allocator/decision.h"
+#include "allocator/reconcile.h"
+#include "common/clock.h"
+#include "config/validate.h"
+#include "k8s/client.h"
+#include "k8s/event_recorder.h"
+#include "k8s/informer.h"
+#include "k8s/workqueue.h"
+#include "pool/allocator.h"
+
+namespace pylon::allocator {
+
+namespace resources {
+const k8s::Resource& ServiceGroups();        // purelb.io/v1, namespaced
+const k8s::Resource& LoadBalancerClasses();  // lace-cni.io/v1alpha1, cluster-scoped
+}  // namespace resources
+
+struct ControllerOptions {
+  std::string install_namespace = "purelb-system";
+  int workers = 4;
+  // Delay before a config object's status is rewritten after its usage changed (batches bursts).
+  Duration config_status_delay = std::chrono::seconds(1);
+  k8s::RateLimitOptions rate_limit{std::chrono::milliseconds(5), std::chrono::seconds(30)};
+  // Informer watch timeout lower bound (tests may shorten it).
+  Duration min_watch_timeout = std::chrono::minutes(5);
+};
+
+class Controller {
+ public:
+  Controller(k8s::Client& client, k8s::EventRecorder& recorder, AllocatorMetrics& metrics,
+             ControllerOptions opts, const Clock& clock = SystemClock::Instance());
+  ~Controller();
+  Controller(const Controller&) = delete;
+  Controller& operator=(const Controller&) = delete;
+
+  // Starts the informers (caches fill; nothing is processed before Lead()).
+  void StartInformers();
+  bool WaitForSync(Duration timeout) const;
+  bool Synced() const;
+  // Becomes the active controller: config, rebuild, enqueue every Service, start the workers.
+  // Requires synced informers.
+  void Lead();
+  // Stops writing at once (leadership lost or shutdown), then stops workers and informers.
+  void Stop();
+
+  // Introspection for tests and logs.
+  struct Snapshot {
+    std::size_t services_holding = 0;
+    std::size_t addresses = 0;
+    std::size_t rebuild_conflicts = 0;
+  };
+  Snapshot snapshot() const;
+
+ private:
+  enum class Result_ { kDone, kRetry };
+  void Enqueue(const std::string& key);
+  void EnqueueService(const k8s::Json& obj);
+  void WorkerLoop();
+  Result_ Process(const std::string& key);
+  Result_ ProcessService(const std::string& ns, const std::string& name);
+  Result_ ProcessConfig();
+  Result_ ProcessConfigStatus(const std::string& key);
+  void Rebuild();
+
+  // The Service as last known: our own last write if the cache has not caught up with it yet.
+  std::optional<k8s::Json> ServiceObject(const std::string& key);
+  void RememberWrite(const std::string& key, const std::string& rv_before, const k8s::Json& obj);
+  // Under mu_: quarantine helpers.
+  // Frees the Service's quarantined addresses; adds their pool keys to `pools`.
+  void ReleaseQuarantineLocked(const std::string& svc_key, std::set<std::string>* pools);
+  void QuarantineLocked(const std::string& svc_key, const net::IpAddress& ip);
+  // Under mu_: metrics and a delayed status write for a pool whose usage changed; when addresses
+  // were freed there, appends the Services refused in that pool to `retry`.
+  void PoolChangedLocked(const std::string& pool_key, bool freed, std::vector<std::string>* retry);
+  void UpdatePoolMetricsLocked(const std::string& pool_key);
+  std::string Now() const;
+  bool Writing() const { return leading_.load() && !stopping_.load(); }
+  void CountApiError(const char* verb, const Error& e);
+
+  k8s::Client& client_;
+  k8s::EventRecorder& recorder_;
+  AllocatorMetrics& metrics_;
+  const ControllerOptions opts_;
+  const Clock& clock_;
+  const ReconcileContext ctx_;
+
+  k8s::WorkQueue queue_;
+  std::unique_ptr<k8s::Informer> services_;
+  std::unique_ptr<k8s::Informer> groups_;
+  std::unique_ptr<k8s::Informer> classes_;
+  std::vector<std::thread> workers_;
+  std::atomic<bool> leading_{false};
+  std::atomic<bool> stopping_{false};
+
+  std::mutex life_mu_;     // serialises Lead() and Stop() (workers_)
+  mutable std::mutex mu_;  // guards everything below
+  config::InForceConfig config_;
+  std::map<config::ObjectKey, config::ObjectStatus> statuses_;
+  std::map<std::string, config::ObjectKey> pool_objects_;  // pool key -> its object
+  pool::Allocator pool_;
+  // Services refused while their group/class exists, per pool key: retried on a release there.
+  std::map<std::string, std::set<std::string>> refused_;
+  std::map<std::string, std::string> refused_pool_;  // service key -> pool key in refused_
+  // Addresses a Service still shows but no longer holds, reserved under synthetic keys.
+  std::map<std::string, std::vector<net::IpAddress>> quarantine_;
+  struct Written {
+    std::set<std::string> superseded;  // RVs the cache may still show
+    k8s::Json object;
+  };
+  std::map<std::string, Written> written_;
+  std::size_t rebuild_conflicts_ = 0;
+};
+
+}  // namespace pylon::allocator

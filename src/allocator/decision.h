@@ -1,0 +1,91 @@
+// What the allocator wants for one Service: the outcome of a reconcile as plain values (no JSON,
+// no client). The controller turns a Decision into writes (service_writes.h) and events. Pure.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "net/ip.h"
+
+namespace pylon::allocator {
+
+// The outcome of reconciling one Service; an explicit enum, never a bool.
+enum class Outcome {
+  kIgnored,    // not Pylon's and held nothing here: never touched (no write, no event)
+  kAllocated,  // holds one address per selected family: status, annotations, condition True
+  kRefused,    // cannot be allocated: holds nothing, condition False + a Warning event
+  kReleased,   // was Pylon's, no longer is (deleted, left LoadBalancer, other class): freed
+};
+std::string_view OutcomeName(Outcome o);
+
+// Why a Service was refused. The names are the `reason` of the Service condition.
+enum class Reason {
+  kNone,
+  kAddressInUse,       // a requested address is held by another Service that cannot share it
+  kOutsidePools,       // a requested address lies in no range of the group/class
+  kNoSuchClass,        // lace-cni.io/<name> names no valid LoadBalancerClass
+  kNoSuchGroup,        // purelb.io/service-group names no valid ServiceGroup
+  kFamilyUnavailable,  // the ipFamilyPolicy cannot be met by the families the pools offer
+  kPoolExhausted,      // no free address left in a needed family
+  kSharingConflict,    // shares a key with the holder of the address but a port overlaps
+  kInvalidAnnotation,  // requested-address annotation or spec.loadBalancerIP malformed
+  kInvalidService,     // a Service field Pylon needs is malformed (e.g. a port protocol)
+};
+std::string_view ReasonName(Reason r);
+
+// The Service condition Pylon owns (status.conditions, metav1.Condition).
+inline constexpr const char* kConditionType = "purelb.io/AddressAllocated";
+inline constexpr const char* kConditionReasonAllocated = "Allocated";
+
+struct Condition {
+  bool status = false;  // True / False
+  std::string reason;
+  std::string message;
+  friend bool operator==(const Condition&, const Condition&) = default;
+};
+
+// Event reasons and source component (visible in `kubectl describe service`).
+inline constexpr const char* kEventAssigned = "AddressAssigned";
+inline constexpr const char* kEventFailed = "AllocationFailed";
+inline constexpr const char* kEventReleased = "AddressReleased";
+inline constexpr const char* kEventComponent = "purelb-allocator";
+
+struct EventSpec {
+  bool warning = false;  // type Warning, else Normal
+  std::string reason;
+  std::string message;
+  friend bool operator==(const EventSpec&, const EventSpec&) = default;
+};
+
+struct Decision {
+  Outcome outcome = Outcome::kIgnored;
+  Reason reason = Reason::kNone;  // set when kRefused
+  std::string message;            // why (refusal) or what (for logs)
+
+  // Desired status.loadBalancer.ingress IPs, in the Service's ipFamilies order (kAllocated only;
+  // empty otherwise).
+  std::vector<net::IpAddress> ingress;
+  // Desired purelb.io/allocated-by and allocated-from (kAllocated only). For the other outcomes
+  // both annotations are to be removed if present.
+  std::string allocated_by;
+  std::string allocated_from;  // group or class name
+  // kReleased only: remove Pylon's traces (annotations, condition) from the Service. False for a
+  // Service being deleted or of a foreign class (never written to).
+  bool cleanup = false;
+  // Desired condition; nullopt: remove Pylon's condition if present (kReleased) or leave the
+  // status alone (kIgnored).
+  std::optional<Condition> condition;
+  // Events to record once the writes have succeeded.
+  std::vector<EventSpec> events;
+  // Addresses freed in the pool state by this reconcile (for metrics and logs).
+  std::vector<net::IpAddress> released;
+  // Addresses newly held by this Service in the pool state.
+  std::vector<net::IpAddress> acquired;
+  // Pool key (pool::PoolDefinition::key) of the group/class selected (kAllocated; kRefused when
+  // the group or class exists).
+  std::string pool_key;
+};
+
+}  // namespace pylon::allocator

@@ -1,0 +1,407 @@
+#include "allocator/reconcile.h"
+
+#include <algorithm>
+#include <set>
+#include <tuple>
+
+#include "pool/families.h"
+#include "pool/requested.h"
+
+namespace pylon::allocator {
+
+using net::Family;
+using net::IpAddress;
+
+std::string_view OutcomeName(Outcome o) {
+  switch (o) {
+    case Outcome::kIgnored:
+      return "Ignored";
+    case Outcome::kAllocated:
+      return "Allocated";
+    case Outcome::kRefused:
+      return "Refused";
+    case Outcome::kReleased:
+      return "Released";
+  }
+  return "?";
+}
+
+std::string_view ReasonName(Reason r) {
+  switch (r) {
+    case Reason::kNone:
+      return "";
+    case Reason::kAddressInUse:
+      return "AddressInUse";
+    case Reason::kOutsidePools:
+      return "OutsidePools";
+    case Reason::kNoSuchClass:
+      return "NoSuchClass";
+    case Reason::kNoSuchGroup:
+      return "NoSuchServiceGroup";
+    case Reason::kFamilyUnavailable:
+      return "FamilyUnavailable";
+    case Reason::kPoolExhausted:
+      return "PoolExhausted";
+    case Reason::kSharingConflict:
+      return "SharingConflict";
+    case Reason::kInvalidAnnotation:
+      return "InvalidAnnotation";
+    case Reason::kInvalidService:
+      return "InvalidService";
+  }
+  return "?";
+}
+
+namespace {
+
+std::string JoinIps(const std::vector<IpAddress>& ips) {
+  std::string out;
+  for (const auto& ip : ips) {
+    if (!out.empty()) out += ", ";
+    out += ip.ToString();
+  }
+  return out;
+}
+
+// `a` minus `b`, keeping a's order.
+std::vector<IpAddress> Minus(const std::vector<IpAddress>& a, const std::vector<IpAddress>& b) {
+  std::vector<IpAddress> out;
+  for (const auto& x : a) {
+    if (std::find(b.begin(), b.end(), x) == b.end()) out.push_back(x);
+  }
+  return out;
+}
+
+struct Refusal {
+  Reason reason;
+  std::string message;
+};
+
+// Requested addresses: the lace annotation or purelb.io/addresses (both present must agree),
+// else spec.loadBalancerIP.
+Result<pool::RequestedAddresses> RequestedOf(const model::Service& svc) {
+  std::optional<pool::RequestedAddresses> from_annotation;
+  std::string from_name;
+  for (const char* ann : {model::kAnnLaceAddresses, model::kAnnAddresses}) {
+    const std::string* v = svc.Annotation(ann);
+    if (v == nullptr) continue;
+    auto parsed = pool::ParseRequestedAddresses(*v);
+    if (!parsed) return Fail(parsed.error().Wrap(std::string("annotation ") + ann));
+    if (from_annotation && !(*from_annotation == *parsed)) {
+      return Fail(ErrorCode::kInvalidArgument, std::string("annotations ") + from_name + " and " +
+                                                   ann + " request different addresses");
+    }
+    from_annotation = *parsed;
+    from_name = ann;
+  }
+  if (from_annotation) return *from_annotation;
+  if (!svc.load_balancer_ip.empty()) {
+    auto parsed = pool::ParseRequestedAddresses(svc.load_balancer_ip);
+    if (!parsed) return Fail(parsed.error().Wrap("spec.loadBalancerIP"));
+    return *parsed;
+  }
+  return pool::RequestedAddresses{};
+}
+
+Result<std::vector<pool::PortKey>> PortsOf(const model::Service& svc) {
+  std::vector<pool::PortKey> out;
+  for (const auto& p : svc.ports) {
+    auto proto = pool::ParseProtocol(p.protocol);
+    if (!proto) return Fail(proto.error().Wrap("spec.ports"));
+    if (p.port < 1 || p.port > 65535) {
+      return Fail(ErrorCode::kInvalidArgument,
+                  "spec.ports: port " + std::to_string(p.port) + " is not in 1..65535");
+    }
+    out.push_back(pool::PortKey{*proto, static_cast<std::uint16_t>(p.port)});
+  }
+  return out;
+}
+
+// Maps an Assign error to a refusal reason. A conflict on a requested address is a sharing
+// conflict when the holder shares under the Service's own key (so only ports overlap).
+Reason ReasonForAssignError(const Error& e, const pool::RequestedAddresses& requested,
+                            const std::string& sharing_key, const pool::ServiceKey& self,
+                            const pool::Allocator& pool) {
+  switch (e.code()) {
+    case ErrorCode::kOutOfRange:
+      return Reason::kOutsidePools;
+    case ErrorCode::kExhausted:
+      return Reason::kPoolExhausted;
+    case ErrorCode::kConflict:
+      for (const auto& want : {requested.v4, requested.v6}) {
+        if (!want) continue;
+        auto info = pool.Lookup(*want);
+        if (!info) continue;
+        bool others = std::any_of(info->holders.begin(), info->holders.end(),
+                                  [&](const pool::ServiceKey& k) { return !(k == self); });
+        if (!others) continue;
+        if (!sharing_key.empty() && info->sharing_key == sharing_key) {
+          return Reason::kSharingConflict;
+        }
+        return Reason::kAddressInUse;
+      }
+      return Reason::kAddressInUse;
+    case ErrorCode::kUnsupported:
+      return Reason::kFamilyUnavailable;
+    default:
+      return Reason::kInvalidAnnotation;
+  }
+}
+
+Decision Refuse(const model::Service& svc, const pool::ServiceKey& key, const ServiceInput& in,
+                pool::Allocator& pool, Refusal r) {
+  Decision d;
+  d.outcome = Outcome::kRefused;
+  d.reason = r.reason;
+  d.message = r.message;
+  d.released = pool.Release(key);
+  d.condition = Condition{false, std::string(ReasonName(r.reason)), r.message};
+  if (!(in.current_condition == d.condition)) {
+    d.events.push_back({true, kEventFailed, "Failed to allocate address: " + r.message});
+  }
+  if (!svc.ingress.empty()) {
+    d.events.push_back({false, kEventReleased, "Released " + JoinIps(svc.ingress)});
+  }
+  return d;
+}
+
+bool HasOwnTraces(const model::Service& svc, const ServiceInput& in) {
+  return in.current_condition.has_value() || svc.Annotation(model::kAnnAllocatedBy) != nullptr ||
+         svc.Annotation(model::kAnnAllocatedFrom) != nullptr;
+}
+
+}  // namespace
+
+std::string PoolKey(const config::ObjectKey& key) { return key.ToString(); }
+
+std::vector<pool::PoolDefinition> PoolDefinitions(const config::InForceConfig& config) {
+  std::vector<pool::PoolDefinition> out;
+  for (const auto& [key, group] : config.groups()) {
+    if (key.kind == config::ObjectKind::kLBNodeAgent) continue;
+    pool::PoolDefinition def;
+    def.key = PoolKey(key);
+    def.v4 = group.Ranges(Family::kV4);
+    def.v6 = group.Ranges(Family::kV6);
+    out.push_back(std::move(def));
+  }
+  return out;
+}
+
+bool IsPylons(const model::Service& svc) {
+  return !svc.deleting && model::SelectOwner(svc).owner != model::Owner::kNone;
+}
+
+std::vector<const model::Service*> StartupOrder(std::vector<const model::Service*> services) {
+  std::stable_sort(
+      services.begin(), services.end(), [](const model::Service* a, const model::Service* b) {
+        return std::make_tuple(a->ingress.empty(), a->creation_timestamp, a->ns, a->name) <
+               std::make_tuple(b->ingress.empty(), b->creation_timestamp, b->ns, b->name);
+      });
+  return services;
+}
+
+std::vector<pool::ExistingRecord> RebuildRecords(const std::vector<const model::Service*>& ordered,
+                                                 const config::InForceConfig& config) {
+  std::vector<pool::ExistingRecord> out;
+  for (const model::Service* svc : ordered) {
+    // A Service being deleted still shows its addresses: they stay held until it is gone.
+    if (model::SelectOwner(*svc).owner == model::Owner::kNone || svc->ingress.empty()) continue;
+    auto key = pool::ServiceKey::Make(svc->ns, svc->name);
+    if (!key) continue;
+    std::vector<pool::PortKey> ports;
+    if (auto p = PortsOf(*svc)) ports = std::move(*p);
+    const std::string* sharing = svc->Annotation(model::kAnnSharing);
+    bool seen_v4 = false, seen_v6 = false;
+    for (const IpAddress& ip : svc->ingress) {
+      bool& seen = ip.is_v4() ? seen_v4 : seen_v6;
+      if (seen) continue;
+      seen = true;
+      auto match = config.FindAddress(ip);
+      if (!match || match->group == nullptr) continue;  // outside every pool: nothing to hold
+      out.push_back(pool::ExistingRecord{*key, PoolKey(match->group->key()), ip,
+                                         sharing ? *sharing : std::string(), ports});
+    }
+  }
+  return out;
+}
+
+std::string FormatIngressGo(const std::vector<IpAddress>& ips) {
+  std::string out = "{Ingress:[";
+  for (std::size_t i = 0; i < ips.size(); ++i) {
+    if (i > 0) out += ' ';
+    out += "{IP:" + ips[i].ToString() + " Hostname: Ports:[]}";
+  }
+  return out + "]}";
+}
+
+Decision ReconcileGone(const pool::ServiceKey& key, pool::Allocator& pool) {
+  Decision d;
+  d.released = pool.Release(key);
+  d.outcome = d.released.empty() ? Outcome::kIgnored : Outcome::kReleased;
+  return d;
+}
+
+Decision Reconcile(const ServiceInput& in, const config::InForceConfig& config,
+                   pool::Allocator& pool, const ReconcileContext& ctx) {
+  const model::Service& svc = *in.service;
+  auto key_or = pool::ServiceKey::Make(svc.ns, svc.name);
+  if (!key_or) return Decision{};
+  const pool::ServiceKey& key = *key_or;
+
+  const model::Selection sel = model::SelectOwner(svc);
+  if (svc.deleting || sel.owner == model::Owner::kNone) {
+    Decision d;
+    d.released = pool.Release(key);
+    // A foreign-class LoadBalancer Service is never written to; one that left LoadBalancer gets
+    // Pylon's traces removed. A Service being deleted is not written to either.
+    const bool foreign_lb = svc.type == "LoadBalancer";
+    const bool cleanup = !svc.deleting && !foreign_lb && HasOwnTraces(svc, in);
+    if (d.released.empty() && !cleanup) return d;  // kIgnored
+    d.outcome = Outcome::kReleased;
+    d.cleanup = cleanup;
+    d.message = svc.deleting ? "being deleted" : "no longer a Pylon LoadBalancer";
+    if (!d.released.empty() && !svc.deleting) {
+      d.events.push_back({false, kEventReleased, "Released " + JoinIps(d.released)});
+    }
+    return d;
+  }
+
+  // The group or class.
+  const config::Group* group = nullptr;
+  if (sel.owner == model::Owner::kServiceGroup) {
+    group = config.FindServiceGroup(ctx.install_namespace, sel.name);
+    if (group == nullptr) {
+      return Refuse(svc, key, in, pool,
+                    {Reason::kNoSuchGroup, "ServiceGroup " + ctx.install_namespace + "/" +
+                                               sel.name + " does not exist or is not valid"});
+    }
+  } else {
+    group = config.FindClass(sel.name);
+    if (group == nullptr) {
+      return Refuse(svc, key, in, pool,
+                    {Reason::kNoSuchClass, "LoadBalancerClass \"" + sel.name + "\" (class " +
+                                               *svc.load_balancer_class +
+                                               ") does not exist or is not valid"});
+    }
+  }
+  const std::string pool_key = PoolKey(group->key());
+  auto refuse = [&](Refusal r) {
+    Decision d = Refuse(svc, key, in, pool, std::move(r));
+    d.pool_key = pool_key;
+    return d;
+  };
+  const std::string group_word =
+      (sel.owner == model::Owner::kServiceGroup ? "ServiceGroup " : "LoadBalancerClass ") +
+      sel.name;
+
+  auto requested = RequestedOf(svc);
+  if (!requested) {
+    return refuse({Reason::kInvalidAnnotation, requested.error().message()});
+  }
+  auto policy = pool::ParseIpFamilyPolicy(svc.ip_family_policy);
+  if (!policy) {
+    return refuse({Reason::kInvalidService, "spec.ipFamilyPolicy: " + policy.error().message()});
+  }
+  auto ports = PortsOf(svc);
+  if (!ports) return refuse({Reason::kInvalidService, ports.error().message()});
+
+  std::vector<Family> offered;
+  for (Family f : {Family::kV4, Family::kV6}) {
+    if (group->HasFamily(f)) offered.push_back(f);
+  }
+  pool::FamilySelection fs;
+  fs.service_families = svc.ip_families;
+  fs.policy = *policy;
+  fs.offered = offered;
+  fs.pool_name = group_word;
+  auto families = pool::SelectFamilies(fs);
+  if (!families) {
+    Reason r = families.error().code() == ErrorCode::kUnsupported ? Reason::kFamilyUnavailable
+                                                                  : Reason::kInvalidService;
+    return refuse({r, families.error().message()});
+  }
+  // A requested address of a family the pools lack is outside them; one of an offered family the
+  // Service does not get is a contradiction in the Service.
+  for (const auto& want : {requested->v4, requested->v6}) {
+    if (want && !group->HasFamily(want->family())) {
+      return Refuse(
+          svc, key, in, pool,
+          {Reason::kOutsidePools, "requested " + want->ToString() + " is outside " + group_word +
+                                      ", which has no " +
+                                      std::string(net::FamilyName(want->family())) + " pool"});
+    }
+  }
+  if (auto ok = pool::CheckRequestedFamilies(*requested, *families); !ok) {
+    return refuse({Reason::kInvalidAnnotation, ok.error().message()});
+  }
+
+  const std::string* sharing_ann = svc.Annotation(model::kAnnSharing);
+  const std::string sharing_key = sharing_ann ? *sharing_ann : std::string();
+  const std::string* by = svc.Annotation(model::kAnnAllocatedBy);
+  const bool purelb_branded = by != nullptr && *by == model::kAllocatedByPureLB;
+
+  // Adoption of a PureLB-branded Service: PureLB ignored the policy, so a PreferDualStack
+  // Service it gave one family keeps exactly the families its status shows instead of growing a
+  // second address.
+  std::vector<Family> fams = *families;
+  if (purelb_branded && *policy == pool::IpFamilyPolicy::kPreferDualStack) {
+    std::vector<Family> held;
+    for (const auto& ip : svc.ingress) {
+      if (std::find(fams.begin(), fams.end(), ip.family()) != fams.end()) {
+        held.push_back(ip.family());
+      }
+    }
+    if (!held.empty()) {
+      std::vector<Family> ordered;
+      for (Family f : fams) {
+        if (std::find(held.begin(), held.end(), f) != held.end()) ordered.push_back(f);
+      }
+      fams = ordered;
+    }
+  }
+
+  pool::AssignRequest req{key, pool_key, fams, *requested, sharing_key, *ports};
+  Result<pool::AssignOutcome> result = Fail(ErrorCode::kInternal, "not assigned");
+  // Keep what the status shows when nothing is held here yet and nothing specific is requested
+  // (restart without a rebuild record, a status written by PureLB, a record lost to a conflict
+  // that has since gone away). Falls back to a fresh assignment if not possible.
+  if (requested->empty() && pool.AddressesOf(key).empty() && !svc.ingress.empty()) {
+    pool::AssignRequest keep = req;
+    for (const IpAddress& ip : svc.ingress) {
+      if (std::find(fams.begin(), fams.end(), ip.family()) == fams.end()) continue;
+      if (!keep.requested.For(ip.family())) keep.requested.For(ip.family()) = ip;
+    }
+    if (!keep.requested.empty()) {
+      auto kept = pool.Assign(keep);
+      if (kept && kept->addresses.size() == fams.size()) result = std::move(kept);
+      // A partial keep holds every family already (Assign covers all of `fams`); any error
+      // leaves the state unchanged.
+    }
+  }
+  if (!result) result = pool.Assign(req);
+  if (!result) {
+    Reason r = ReasonForAssignError(result.error(), *requested, sharing_key, key, pool);
+    return refuse({r, result.error().message()});
+  }
+
+  Decision d;
+  d.outcome = Outcome::kAllocated;
+  d.ingress = result->addresses;
+  d.acquired = result->acquired;
+  d.released = result->released;
+  d.pool_key = pool_key;
+  d.allocated_by = purelb_branded ? model::kAllocatedByPureLB : model::kAllocatedByPylon;
+  d.allocated_from = sel.name;
+  d.message = "Assigned " + JoinIps(d.ingress) + " from " + group_word;
+  d.condition = Condition{true, kConditionReasonAllocated, d.message};
+  const auto gone = Minus(svc.ingress, d.ingress);
+  const auto added = Minus(d.ingress, svc.ingress);
+  if (!gone.empty()) d.events.push_back({false, kEventReleased, "Released " + JoinIps(gone)});
+  if (!added.empty()) {
+    d.events.push_back({false, kEventAssigned,
+                        "Assigned " + FormatIngressGo(d.ingress) + " from pool " + sel.name});
+  }
+  return d;
+}
+
+}  // namespace pylon::allocator

@@ -1,0 +1,132 @@
+#include "heartbeat/config.h"
+
+#include <charconv>
+#include <cmath>
+
+namespace pylon::heartbeat {
+
+namespace {
+
+struct Var {
+  const char* flag;
+  const char* env;
+};
+constexpr Var kVars[] = {
+    {"heartbeat-key-file", "PYLON_HEARTBEAT_KEY_FILE"},
+    {"heartbeat-interval", "PYLON_HEARTBEAT_INTERVAL"},
+    {"heartbeat-miss-count", "PYLON_HEARTBEAT_MISS_COUNT"},
+    {"heartbeat-port", "PYLON_HEARTBEAT_PORT"},
+    {"heartbeat-interface", "PYLON_HEARTBEAT_INTERFACE"},
+};
+
+Result<long> ParseInt(std::string_view text, long lo, long hi, std::string_view what) {
+  long v = 0;
+  auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
+  if (text.empty() || ec != std::errc() || end != text.data() + text.size() || v < lo || v > hi) {
+    return Fail(ErrorCode::kInvalidArgument, std::string(what) + " \"" + std::string(text) +
+                                                 "\": expected an integer in " +
+                                                 std::to_string(lo) + ".." + std::to_string(hi));
+  }
+  return v;
+}
+
+}  // namespace
+
+Result<Duration> ParseDuration(std::string_view text) {
+  auto bad = [&] {
+    return Fail(ErrorCode::kInvalidArgument,
+                "duration \"" + std::string(text) + "\": expected e.g. 100ms, 1s, 1.5s");
+  };
+  std::size_t i = 0;
+  while (i < text.size() && ((text[i] >= '0' && text[i] <= '9') || text[i] == '.')) ++i;
+  const std::string_view number = text.substr(0, i);
+  const std::string_view unit = text.substr(i);
+  if (number.empty() || number == "." || number.find('.') != number.rfind('.')) return bad();
+  double scale = 0;
+  if (unit == "ns") {
+    scale = 1;
+  } else if (unit == "us" || unit == "µs") {
+    scale = 1e3;
+  } else if (unit == "ms") {
+    scale = 1e6;
+  } else if (unit == "s") {
+    scale = 1e9;
+  } else {
+    return bad();
+  }
+  double value = 0;
+  auto [end, ec] = std::from_chars(number.data(), number.data() + number.size(), value);
+  if (ec != std::errc() || end != number.data() + number.size()) return bad();
+  const double ns = value * scale;
+  if (!std::isfinite(ns) || ns > 1e15) return bad();
+  return Duration(static_cast<std::int64_t>(std::llround(ns)));
+}
+
+Result<bool> ApplyHeartbeatFlag(std::string_view name, std::string_view value,
+                                HeartbeatConfig& config) {
+  if (name == "heartbeat-key-file") {
+    if (value.empty()) return Fail(ErrorCode::kInvalidArgument, "--heartbeat-key-file is empty");
+    config.key_file = std::string(value);
+  } else if (name == "heartbeat-interval") {
+    auto d = ParseDuration(value);
+    if (!d) return Fail(d.error().Wrap("--heartbeat-interval"));
+    config.interval = *d;
+  } else if (name == "heartbeat-miss-count") {
+    auto n = ParseInt(value, 1, 1000, "--heartbeat-miss-count");
+    if (!n) return Fail(n.error());
+    config.miss_count = static_cast<int>(*n);
+  } else if (name == "heartbeat-port") {
+    auto n = ParseInt(value, 1, 65535, "--heartbeat-port");
+    if (!n) return Fail(n.error());
+    config.port = static_cast<std::uint16_t>(*n);
+  } else if (name == "heartbeat-interface") {
+    config.interface = std::string(value);
+  } else {
+    return false;
+  }
+  return true;
+}
+
+Status ApplyHeartbeatEnv(const EnvFn& env, HeartbeatConfig& config) {
+  for (const auto& v : kVars) {
+    auto value = env(v.env);
+    if (!value) continue;
+    auto applied = ApplyHeartbeatFlag(v.flag, *value, config);
+    if (!applied) return Fail(applied.error().Wrap(v.env));
+  }
+  return Ok();
+}
+
+Status ValidateHeartbeatConfig(const HeartbeatConfig& c) {
+  using std::chrono::milliseconds;
+  using std::chrono::seconds;
+  if (c.interval < milliseconds(10) || c.interval > seconds(10)) {
+    return Fail(ErrorCode::kInvalidArgument, "heartbeat interval must be 10ms..10s");
+  }
+  if (c.interval % milliseconds(1) != Duration::zero()) {
+    return Fail(ErrorCode::kInvalidArgument,
+                "heartbeat interval must be whole milliseconds (it is sent in ms)");
+  }
+  if (c.miss_count < 2 || c.miss_count > 20) {
+    return Fail(ErrorCode::kInvalidArgument,
+                "heartbeat miss count must be 2..20 (1 would declare a peer dead on one lost "
+                "datagram)");
+  }
+  if (c.port == 0) return Fail(ErrorCode::kInvalidArgument, "heartbeat port must be 1..65535");
+  if (c.max_datagram_bytes < 256 || c.max_datagram_bytes > 65507) {
+    return Fail(ErrorCode::kInvalidArgument, "heartbeat datagram limit must be 256..65507 bytes");
+  }
+  return Ok();
+}
+
+const char* HeartbeatUsage() {
+  return "  --heartbeat-key-file FILE  shared key(s), one per line (a mounted Secret); without it\n"
+         "                             heartbeats are off and failover follows the leases alone\n"
+         "  --heartbeat-interval D     heartbeat period (100ms; 10ms..10s)\n"
+         "  --heartbeat-miss-count N   missed intervals before a peer is dead (3; 2..20)\n"
+         "  --heartbeat-port P         UDP port (7934)\n"
+         "  --heartbeat-interface IF   interface to send on (the announcing interface)\n"
+         "  environment: PYLON_HEARTBEAT_KEY_FILE, _INTERVAL, _MISS_COUNT, _PORT, _INTERFACE\n";
+}
+
+}  // namespace pylon::heartbeat

@@ -1,0 +1,62 @@
+// Configuration of the heartbeat failure detector: flags and environment of `pylon agent`.
+//
+//   flag                      environment                      default
+//   --heartbeat-key-file F    PYLON_HEARTBEAT_KEY_FILE         (none: heartbeats disabled)
+//   --heartbeat-interval D    PYLON_HEARTBEAT_INTERVAL         100ms   (10ms..10s)
+//   --heartbeat-miss-count N  PYLON_HEARTBEAT_MISS_COUNT       3       (2..20)
+//   --heartbeat-port P        PYLON_HEARTBEAT_PORT             7934
+//   --heartbeat-interface I   PYLON_HEARTBEAT_INTERFACE        (the announcing interface)
+// Flags override the environment. No key file: heartbeats are off and the agent behaves exactly
+// as with leases alone (failover after the lease duration; addresses withdrawn when renewals fail
+// for RENEW_DEADLINE). A key file that is given but missing or invalid is an error at start: a
+// typo must not silently turn fast failover off.
+// Pure parsing; no I/O.
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "common/clock.h"
+#include "common/result.h"
+
+namespace pylon::heartbeat {
+
+struct HeartbeatConfig {
+  std::string key_file;
+  Duration interval = std::chrono::milliseconds(100);
+  int miss_count = 3;
+  std::uint16_t port = 7934;
+  std::string interface;  // empty: the interface the agent announces on
+  // Datagrams stay below this many bytes (no IP fragmentation on a 1500-byte MTU); longer
+  // address lists are sent in rotating windows flagged kPartialAddresses.
+  std::size_t max_datagram_bytes = 1400;
+
+  bool enabled() const { return !key_file.empty(); }
+  // How long a silent peer stays alive: miss_count x interval.
+  Duration bound() const { return interval * miss_count; }
+};
+
+// Parses "100ms", "1s", "1.5s", "250us", "2500000ns" (a Go-style duration with one unit).
+Result<Duration> ParseDuration(std::string_view text);
+
+// Applies one flag (`name` without the leading dashes, e.g. "heartbeat-port"). Returns false if
+// the flag is not a heartbeat flag, an error if the value is bad.
+Result<bool> ApplyHeartbeatFlag(std::string_view name, std::string_view value,
+                                HeartbeatConfig& config);
+
+using EnvFn = std::function<std::optional<std::string>(const std::string&)>;
+// Applies the PYLON_HEARTBEAT_* variables that are set.
+Status ApplyHeartbeatEnv(const EnvFn& env, HeartbeatConfig& config);
+
+// Range checks (see the table above).
+Status ValidateHeartbeatConfig(const HeartbeatConfig& config);
+
+// Usage text for the flags above, for `pylon agent --help`.
+const char* HeartbeatUsage();
+
+}  // namespace pylon::heartbeat

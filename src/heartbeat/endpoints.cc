@@ -1,0 +1,106 @@
+#include "heartbeat/endpoints.h"
+
+#include <algorithm>
+#include <charconv>
+
+namespace pylon::heartbeat {
+
+namespace {
+
+std::string_view Trim(std::string_view s) {
+  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
+  while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) s.remove_suffix(1);
+  return s;
+}
+
+bool ParsePort(std::string_view text, std::uint16_t& port) {
+  if (text.empty() || text.size() > 5) return false;
+  unsigned value = 0;
+  auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+  if (ec != std::errc() || end != text.data() + text.size()) return false;
+  if (value == 0 || value > 65535) return false;
+  port = static_cast<std::uint16_t>(value);
+  return true;
+}
+
+// Returns the reason the entry is bad, or an empty string.
+std::string ParseEntry(std::string_view entry, Endpoint& out) {
+  std::string_view host, port;
+  if (entry.front() == '[') {
+    const std::size_t close = entry.find(']');
+    if (close == std::string_view::npos) return "missing ']'";
+    host = entry.substr(1, close - 1);
+    std::string_view rest = entry.substr(close + 1);
+    if (rest.empty() || rest.front() != ':') return "missing \":port\"";
+    port = rest.substr(1);
+    auto a = net::IpAddress::Parse(host);
+    if (!a || !a->is_v6()) return "not an IPv6 address inside [ ]";
+    out.address = *a;
+  } else {
+    const std::size_t colon = entry.rfind(':');
+    if (colon == std::string_view::npos) return "missing \":port\"";
+    host = entry.substr(0, colon);
+    port = entry.substr(colon + 1);
+    if (host.find(':') != std::string_view::npos) return "IPv6 addresses must be in [ ]";
+    auto a = net::IpAddress::Parse(host);
+    if (!a || !a->is_v4()) return "not an IPv4 address";
+    out.address = *a;
+  }
+  if (!ParsePort(port, out.port)) return "port must be 1..65535";
+  return {};
+}
+
+void Canonicalize(std::vector<Endpoint>& v) {
+  std::sort(v.begin(), v.end());
+  v.erase(std::unique(v.begin(), v.end()), v.end());
+}
+
+}  // namespace
+
+std::string Endpoint::ToString() const {
+  if (address.is_v4()) return address.ToString() + ":" + std::to_string(port);
+  return "[" + address.ToString() + "]:" + std::to_string(port);
+}
+
+ParsedEndpoints ParseEndpoints(std::string_view value) {
+  ParsedEndpoints out;
+  std::size_t index = 0;
+  std::size_t skipped_over_limit = 0;
+  while (true) {
+    const std::size_t comma = value.find(',');
+    std::string_view entry = Trim(value.substr(0, comma));
+    if (!entry.empty()) {
+      ++index;
+      Endpoint e;
+      std::string reason = ParseEntry(entry, e);
+      if (!reason.empty()) {
+        out.issues.push_back("entry " + std::to_string(index) + " \"" + std::string(entry) +
+                             "\": " + reason);
+      } else if (out.endpoints.size() >= kMaxEndpoints) {
+        ++skipped_over_limit;
+      } else {
+        out.endpoints.push_back(e);
+      }
+    }
+    if (comma == std::string_view::npos) break;
+    value.remove_prefix(comma + 1);
+  }
+  if (skipped_over_limit > 0) {
+    out.issues.push_back(std::to_string(skipped_over_limit) + " endpoints beyond the first " +
+                         std::to_string(kMaxEndpoints) + " ignored");
+  }
+  Canonicalize(out.endpoints);
+  return out;
+}
+
+std::string FormatEndpoints(std::vector<Endpoint> endpoints) {
+  Canonicalize(endpoints);
+  std::string out;
+  for (const auto& e : endpoints) {
+    if (!out.empty()) out += ',';
+    out += e.ToString();
+  }
+  return out;
+}
+
+}  // namespace pylon::heartbeat

@@ -1,0 +1,235 @@
+#include "heartbeat/wire.h"
+
+#include <algorithm>
+#include <string>
+
+namespace pylon::heartbeat {
+
+namespace {
+
+class Writer {
+ public:
+  explicit Writer(std::size_t reserve) { out_.reserve(reserve); }
+  void U8(std::uint8_t v) { out_.push_back(v); }
+  void U16(std::uint16_t v) {
+    U8(static_cast<std::uint8_t>(v >> 8));
+    U8(static_cast<std::uint8_t>(v));
+  }
+  void U32(std::uint32_t v) {
+    U16(static_cast<std::uint16_t>(v >> 16));
+    U16(static_cast<std::uint16_t>(v));
+  }
+  void U64(std::uint64_t v) {
+    U32(static_cast<std::uint32_t>(v >> 32));
+    U32(static_cast<std::uint32_t>(v));
+  }
+  void Bytes(const std::uint8_t* p, std::size_t n) { out_.insert(out_.end(), p, p + n); }
+  std::vector<std::uint8_t>& out() { return out_; }
+
+ private:
+  std::vector<std::uint8_t> out_;
+};
+
+// Bounds-checked big-endian reader; every read fails softly past the end.
+class Reader {
+ public:
+  explicit Reader(std::span<const std::uint8_t> in) : in_(in) {}
+  bool Has(std::size_t n) const { return in_.size() - pos_ >= n; }
+  std::size_t remaining() const { return in_.size() - pos_; }
+  bool U8(std::uint8_t& v) {
+    if (!Has(1)) return false;
+    v = in_[pos_++];
+    return true;
+  }
+  bool U16(std::uint16_t& v) {
+    if (!Has(2)) return false;
+    v = static_cast<std::uint16_t>((in_[pos_] << 8) | in_[pos_ + 1]);
+    pos_ += 2;
+    return true;
+  }
+  bool U32(std::uint32_t& v) {
+    std::uint16_t hi = 0, lo = 0;
+    if (!Has(4)) return false;
+    U16(hi);
+    U16(lo);
+    v = (std::uint32_t{hi} << 16) | lo;
+    return true;
+  }
+  bool U64(std::uint64_t& v) {
+    std::uint32_t hi = 0, lo = 0;
+    if (!Has(8)) return false;
+    U32(hi);
+    U32(lo);
+    v = (std::uint64_t{hi} << 32) | lo;
+    return true;
+  }
+  bool Span(std::size_t n, std::span<const std::uint8_t>& out) {
+    if (!Has(n)) return false;
+    out = in_.subspan(pos_, n);
+    pos_ += n;
+    return true;
+  }
+
+ private:
+  std::span<const std::uint8_t> in_;
+  std::size_t pos_ = 0;
+};
+
+tl::unexpected<DecodeError> Drop(DropReason r, std::string detail) {
+  return tl::unexpected<DecodeError>(DecodeError{r, std::move(detail)});
+}
+
+}  // namespace
+
+const char* DropReasonName(DropReason r) {
+  switch (r) {
+    case DropReason::kTooShort:
+      return "too_short";
+    case DropReason::kTooLong:
+      return "too_long";
+    case DropReason::kBadMagic:
+      return "bad_magic";
+    case DropReason::kBadVersion:
+      return "bad_version";
+    case DropReason::kBadMac:
+      return "bad_mac";
+    case DropReason::kMalformed:
+      return "malformed";
+    case DropReason::kReplay:
+      return "replay";
+    case DropReason::kDuplicate:
+      return "duplicate";
+    case DropReason::kUnknownSender:
+      return "unknown_sender";
+    case DropReason::kSelf:
+      return "self";
+  }
+  return "unknown";
+}
+
+bool ValidWireNodeName(std::string_view name) {
+  if (name.empty() || name.size() > kMaxNodeNameBytes) return false;
+  return std::all_of(name.begin(), name.end(), [](char c) {
+    return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '.' || c == '-';
+  });
+}
+
+std::size_t EncodedSize(const Heartbeat& hb) {
+  std::size_t n = kFixedBytes + hb.node.str().size();
+  for (const auto& a : hb.addresses) n += a.is_v4() ? 4 : 16;
+  return n;
+}
+
+Result<std::vector<std::uint8_t>> Encode(const Heartbeat& hb, const KeyRing& keys) {
+  const std::string& name = hb.node.str();
+  if (!ValidWireNodeName(name)) {
+    return Fail(ErrorCode::kInvalidArgument,
+                "heartbeat node name \"" + name + "\" is not 1..253 characters of [a-z0-9.-]");
+  }
+  if (hb.interval_ms == 0 || hb.interval_ms > kMaxIntervalMs) {
+    return Fail(ErrorCode::kInvalidArgument,
+                "heartbeat interval " + std::to_string(hb.interval_ms) + " ms out of 1..60000");
+  }
+  if (hb.windows == 0 || hb.window >= hb.windows) {
+    return Fail(ErrorCode::kInvalidArgument, "heartbeat window " + std::to_string(hb.window) +
+                                                 " of " + std::to_string(hb.windows));
+  }
+  std::size_t v4 = 0, v6 = 0;
+  for (const auto& a : hb.addresses) (a.is_v4() ? v4 : v6)++;
+  if (v4 > 0xffff || v6 > 0xffff) {
+    return Fail(ErrorCode::kInvalidArgument, "more than 65535 addresses of one family");
+  }
+  const std::size_t size = EncodedSize(hb);
+  if (size > kMaxDatagramBytes) {
+    return Fail(ErrorCode::kInvalidArgument, "heartbeat of " + std::to_string(size) +
+                                                 " bytes exceeds " +
+                                                 std::to_string(kMaxDatagramBytes));
+  }
+  Writer w(size);
+  w.Bytes(kMagic, sizeof(kMagic));
+  w.U8(kVersion);
+  w.U8(hb.flags & flags::kKnown);
+  w.U8(static_cast<std::uint8_t>(name.size()));
+  w.Bytes(reinterpret_cast<const std::uint8_t*>(name.data()), name.size());
+  w.U64(hb.boot_id);
+  w.U64(hb.sequence);
+  w.U32(hb.interval_ms);
+  w.U8(hb.window);
+  w.U8(hb.windows);
+  w.U16(static_cast<std::uint16_t>(v4));
+  for (const auto& a : hb.addresses) {
+    if (a.is_v4()) w.Bytes(a.bytes().data(), 4);
+  }
+  w.U16(static_cast<std::uint16_t>(v6));
+  for (const auto& a : hb.addresses) {
+    if (a.is_v6()) w.Bytes(a.bytes().data(), 16);
+  }
+  const Mac mac = keys.Compute(w.out());
+  w.Bytes(mac.data(), mac.size());
+  return std::move(w.out());
+}
+
+tl::expected<Heartbeat, DecodeError> Decode(std::span<const std::uint8_t> datagram,
+                                            const KeyRing& keys) {
+  if (datagram.size() < kMinDatagramBytes) {
+    return Drop(DropReason::kTooShort, std::to_string(datagram.size()) + " bytes");
+  }
+  if (datagram.size() > kMaxDatagramBytes) {
+    return Drop(DropReason::kTooLong, std::to_string(datagram.size()) + " bytes");
+  }
+  if (!std::equal(std::begin(kMagic), std::end(kMagic), datagram.begin())) {
+    return Drop(DropReason::kBadMagic, "not a heartbeat");
+  }
+  if (datagram[4] != kVersion) {
+    return Drop(DropReason::kBadVersion, "version " + std::to_string(datagram[4]));
+  }
+  const auto body = datagram.first(datagram.size() - kMacBytes);
+  if (!keys.Verify(body, datagram.last(kMacBytes))) {
+    return Drop(DropReason::kBadMac, "authentication failed (wrong key or altered datagram)");
+  }
+
+  Reader r(body.subspan(5));
+  Heartbeat hb;
+  std::uint8_t name_len = 0;
+  std::span<const std::uint8_t> name;
+  std::uint16_t n4 = 0, n6 = 0;
+  r.U8(hb.flags);  // cannot fail: the size check above covers the fixed part
+  hb.flags &= flags::kKnown;
+  if (!r.U8(name_len) || name_len == 0 || !r.Span(name_len, name)) {
+    return Drop(DropReason::kMalformed, "node name length");
+  }
+  std::string name_text(name.begin(), name.end());
+  if (!ValidWireNodeName(name_text)) return Drop(DropReason::kMalformed, "node name characters");
+  hb.node = election::NodeName(std::move(name_text));
+  if (!r.U64(hb.boot_id) || !r.U64(hb.sequence) || !r.U32(hb.interval_ms)) {
+    return Drop(DropReason::kMalformed, "truncated header");
+  }
+  if (hb.interval_ms == 0 || hb.interval_ms > kMaxIntervalMs) {
+    return Drop(DropReason::kMalformed, "interval " + std::to_string(hb.interval_ms) + " ms");
+  }
+  if (!r.U8(hb.window) || !r.U8(hb.windows) || hb.windows == 0 || hb.window >= hb.windows) {
+    return Drop(DropReason::kMalformed,
+                "window " + std::to_string(hb.window) + " of " + std::to_string(hb.windows));
+  }
+  if (!r.U16(n4) || !r.Has(std::size_t{n4} * 4)) {
+    return Drop(DropReason::kMalformed, "IPv4 address count");
+  }
+  hb.addresses.reserve(n4);
+  for (std::uint16_t i = 0; i < n4; ++i) {
+    std::span<const std::uint8_t> b;
+    r.Span(4, b);
+    hb.addresses.push_back(net::IpAddress::FromBytes(net::Family::kV4, b.data()));
+  }
+  if (!r.U16(n6) || r.remaining() != std::size_t{n6} * 16) {
+    return Drop(DropReason::kMalformed, "IPv6 address count does not match the length");
+  }
+  hb.addresses.reserve(std::size_t{n4} + n6);
+  for (std::uint16_t i = 0; i < n6; ++i) {
+    std::span<const std::uint8_t> b;
+    r.Span(16, b);
+    hb.addresses.push_back(net::IpAddress::FromBytes(net::Family::kV6, b.data()));
+  }
+  return hb;
+}
+
+}  // namespace pylon::heartbeat

@@ -1,0 +1,329 @@
+// Needs root: three real agents in node namespaces on a bridge, a client namespace, and
+// `pylon apiserver` on the host (kubectl over loopback TCP, the agents over its unix socket, which
+// every namespace reaches). The test writes the
+// ServiceGroup, the Service and its status ingress itself, then checks that exactly one node holds
+// each address, that the client's neighbour table names the winner's MAC, and that the address
+// and the client's neighbour entry move when the winner is stopped with SIGTERM and with SIGKILL.
+#include <signal.h>
+#include <unistd.h>
+
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <memory>
+#include <optional>
+#include <set>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "lab/process.h"
+#include "lab/topology.h"
+
+namespace pylon::agent {
+namespace {
+
+using nlohmann::json;
+using std::chrono::milliseconds;
+using std::chrono::seconds;
+using Clock = std::chrono::steady_clock;
+
+constexpr const char* kV4 = "192.0.2.100";
+constexpr const char* kV6 = "2001:db8:1::100";
+
+// Polls `pred` every 100 ms until it holds or `timeout` passes.
+template <typename F>
+bool Eventually(F pred, std::chrono::milliseconds timeout) {
+  const auto deadline = Clock::now() + timeout;
+  while (Clock::now() < deadline) {
+    if (pred()) return true;
+    std::this_thread::sleep_for(milliseconds(100));
+  }
+  return pred();
+}
+
+std::string Output(const std::vector<std::string>& argv, const std::string& netns = "") {
+  std::string out;
+  auto rc = lab::RunCommand(argv, &out, netns, /*merge_stderr=*/false);
+  return rc && *rc == 0 ? out : std::string();
+}
+
+class AgentNetnsTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (geteuid() != 0) GTEST_SKIP() << "needs root";
+    if (!std::filesystem::exists(PYLON_BINARY)) GTEST_SKIP() << "pylon binary not built";
+    name_ = "ag" + std::to_string(getpid() % 100000);
+    dir_ = std::filesystem::temp_directory_path() / ("pylon-agent-test-" + name_);
+    std::filesystem::create_directories(dir_);
+    topo_ = std::make_unique<lab::Topology>(name_, 3);
+    auto up = topo_->Up();
+    ASSERT_TRUE(up) << up.error().message();
+  }
+  void TearDown() override {
+    agents_.clear();
+    apiserver_.reset();
+    if (topo_) (void)topo_->Down();
+    if (!HasFailure() && !std::getenv("PYLON_KEEP_LOGS")) std::filesystem::remove_all(dir_);
+  }
+
+  std::string Kubeconfig() const { return (dir_ / "kubeconfig").string(); }
+
+  void StartApiserver() {
+    // On the host: kubectl uses TCP on loopback; the agents, inside their namespaces, the unix
+    // socket (unix sockets are not network-namespaced).
+    auto p = lab::Process::Spawn(
+        {{PYLON_BINARY, "apiserver", "--listen", "127.0.0.1:0", "--kubeconfig-out", Kubeconfig(),
+          "--listen-unix", (dir_ / "api.sock").string(), "--kubeconfig-unix-out", UnixKubeconfig()},
+         "",
+         (dir_ / "apiserver.log").string(),
+         {}});
+    ASSERT_TRUE(p) << p.error().message();
+    apiserver_ = std::make_unique<lab::Process>(std::move(*p));
+    ASSERT_TRUE(Eventually(
+        [&] {
+          return !Kubectl({"get", "namespaces"}).empty();
+        },
+        seconds(20)))
+        << "the API server did not come up; see " << (dir_ / "apiserver.log");
+    ASSERT_TRUE(std::filesystem::exists(UnixKubeconfig()));
+  }
+  std::string UnixKubeconfig() const { return (dir_ / "kubeconfig-unix").string(); }
+
+  std::string Kubectl(std::vector<std::string> args) {
+    args.insert(args.begin(), {"kubectl", "--kubeconfig", Kubeconfig()});
+    return Output(args);
+  }
+  void KubectlApply(const json& obj) {
+    auto path = dir_ / ("obj-" + std::to_string(applied_++) + ".json");
+    std::ofstream(path) << obj.dump();
+    std::string out;
+    auto rc = lab::RunCommand(
+        {"kubectl", "--kubeconfig", Kubeconfig(), "apply", "--validate=false", "-f", path.string()},
+        &out);
+    ASSERT_TRUE(rc && *rc == 0) << out;
+  }
+
+  void StartAgent(int i) {
+    const auto& node = topo_->nodes()[static_cast<std::size_t>(i)];
+    auto p = lab::Process::Spawn(
+        {{PYLON_BINARY, "agent", "--kubeconfig", UnixKubeconfig(), "--node-name", node.name,
+          "--namespace", "purelb-system", "--metrics-addr", "127.0.0.1:7473", "--state-file",
+          (dir_ / ("state-" + node.name)).string(), "--garp-interval", "200ms"},
+         node.netns,
+         (dir_ / ("agent-" + node.name + ".log")).string(),
+         {"PURELB_LEASE_DURATION=2s", "PURELB_RENEW_DEADLINE=1500ms",
+          "PURELB_RETRY_PERIOD=500ms"}});
+    ASSERT_TRUE(p) << p.error().message();
+    agents_[static_cast<std::size_t>(i)] = std::make_unique<lab::Process>(std::move(*p));
+  }
+
+  // Nodes whose eth0 holds `ip` (any prefix length).
+  std::vector<int> Holders(const std::string& ip) {
+    std::vector<int> out;
+    for (std::size_t i = 0; i < topo_->nodes().size(); ++i) {
+      std::string text =
+          Output({"ip", "-j", "addr", "show", "dev", "eth0"}, topo_->nodes()[i].netns);
+      auto j = json::parse(text, nullptr, false);
+      if (!j.is_array()) continue;
+      for (const auto& link : j) {
+        for (const auto& a : link.value("addr_info", json::array())) {
+          if (a.value("local", "") == ip) out.push_back(static_cast<int>(i));
+        }
+      }
+    }
+    return out;
+  }
+  std::string Mac(int i) {
+    auto j = json::parse(Output({"ip", "-j", "link", "show", "dev", "eth0"},
+                                topo_->nodes()[static_cast<std::size_t>(i)].netns),
+                         nullptr, false);
+    if (!j.is_array() || j.empty()) return "";
+    return j[0].value("address", "");
+  }
+  // The client's neighbour entry for `ip`: its MAC, or "" when none.
+  std::string ClientNeighbour(const std::string& ip) {
+    auto j = json::parse(Output({"ip", "-j", "neigh", "show", ip}, topo_->ClientNetns()), nullptr,
+                         false);
+    if (!j.is_array() || j.empty()) return "";
+    return j[0].value("lladdr", "");
+  }
+  bool ClientPings(const std::string& ip) {
+    std::string out;
+    auto rc = lab::RunCommand({"ping", "-c1", "-W1", ip}, &out, topo_->ClientNetns());
+    return rc && *rc == 0;
+  }
+  std::string Annotation(const std::string& key) {
+    auto j = json::parse(Kubectl({"get", "service", "web", "-n", "default", "-o", "json"}), nullptr,
+                         false);
+    if (!j.is_object()) return "";
+    return j["metadata"].value("annotations", json::object()).value(key, "");
+  }
+  // The single holder of `ip`, once there is exactly one; -1 if that does not happen in time.
+  int SoleHolder(const std::string& ip, const std::set<int>& among) {
+    int holder = -1;
+    Eventually(
+        [&] {
+          auto h = Holders(ip);
+          holder = h.size() == 1 && among.count(h[0]) ? h[0] : -1;
+          return holder >= 0;
+        },
+        seconds(20));
+    return holder;
+  }
+  void ExpectHostAddressesIntact() {
+    for (const auto& n : topo_->nodes()) {
+      std::string text = Output({"ip", "addr", "show", "dev", "eth0"}, n.netns);
+      EXPECT_NE(text.find(n.ipv4 + "/24"), std::string::npos) << n.name << "\n" << text;
+      EXPECT_NE(text.find(n.ipv4_b + "/24"), std::string::npos) << n.name;
+      EXPECT_NE(text.find(n.ipv6 + "/128"), std::string::npos) << n.name;
+      EXPECT_NE(text.find(n.ipv6_b + "/64"), std::string::npos) << n.name;
+      std::string routes = Output({"ip", "-6", "route", "show", "proto", "ra"}, n.netns);
+      EXPECT_NE(routes.find("2001:db8:1::/64"), std::string::npos) << n.name << ": " << routes;
+    }
+  }
+
+  // Checks that the client reaches `ip` and its neighbour entry names node `holder`'s MAC.
+  void ExpectClientReaches(const std::string& ip, int holder) {
+    const std::string mac = Mac(holder);
+    ASSERT_FALSE(mac.empty());
+    EXPECT_TRUE(Eventually([&] { return ClientPings(ip); }, seconds(10))) << ip;
+    EXPECT_TRUE(Eventually([&] { return ClientNeighbour(ip) == mac; }, seconds(5)))
+        << ip << ": client has " << ClientNeighbour(ip) << ", holder node" << holder + 1 << " has "
+        << mac;
+  }
+
+  std::string name_;
+  std::filesystem::path dir_;
+  std::unique_ptr<lab::Topology> topo_;
+  std::unique_ptr<lab::Process> apiserver_;
+  std::map<std::size_t, std::unique_ptr<lab::Process>> agents_;
+  int applied_ = 0;
+};
+
+TEST_F(AgentNetnsTest, ElectsAnnouncesAndFailsOver) {
+  StartApiserver();
+  for (const auto& entry : std::filesystem::directory_iterator(PYLON_SOURCE_DIR "/deploy/crds")) {
+    std::string out;
+    auto rc = lab::RunCommand({"kubectl", "--kubeconfig", Kubeconfig(), "apply", "--validate=false",
+                               "-f", entry.path().string()},
+                              &out);
+    ASSERT_TRUE(rc && *rc == 0) << out;
+  }
+  KubectlApply(
+      {{"apiVersion", "v1"}, {"kind", "Namespace"}, {"metadata", {{"name", "purelb-system"}}}});
+  KubectlApply({{"apiVersion", "purelb.io/v1"},
+                {"kind", "ServiceGroup"},
+                {"metadata", {{"name", "default"}, {"namespace", "purelb-system"}}},
+                {"spec",
+                 {{"local",
+                   {{"v4pools", json::array({{{"pool", "192.0.2.100-192.0.2.120"},
+                                              {"subnet", "192.0.2.0/24"},
+                                              {"aggregation", "default"}}})},
+                    {"v6pools", json::array({{{"pool", "2001:db8:1::100-2001:db8:1::1ff"},
+                                              {"subnet", "2001:db8:1::/64"},
+                                              {"aggregation", "default"}}})}}}}}});
+  KubectlApply({{"apiVersion", "v1"},
+                {"kind", "Service"},
+                {"metadata", {{"name", "web"}, {"namespace", "default"}}},
+                {"spec",
+                 {{"type", "LoadBalancer"},
+                  {"ipFamilyPolicy", "PreferDualStack"},
+                  {"ipFamilies", json::array({"IPv4", "IPv6"})},
+                  {"ports", json::array({{{"port", 80}, {"protocol", "TCP"}}})}}}});
+  const json status = {{"status",
+                        {{"loadBalancer",
+                          {{"ingress", json::array({{{"ip", kV4}, {"ipMode", "VIP"}},
+                                                    {{"ip", kV6}, {"ipMode", "VIP"}}})}}}}}};
+  ASSERT_FALSE(Kubectl({"patch", "service", "web", "-n", "default", "--subresource=status",
+                        "--type=merge", "-p", status.dump()})
+                   .empty());
+
+  for (int i = 0; i < 3; ++i) StartAgent(i);
+
+  // Exactly one holder per family; the Service names it; the client reaches it at its MAC.
+  const int w4 = SoleHolder(kV4, {0, 1, 2});
+  const int w6 = SoleHolder(kV6, {0, 1, 2});
+  ASSERT_GE(w4, 0) << "no single IPv4 holder; logs in " << dir_;
+  ASSERT_GE(w6, 0) << "no single IPv6 holder; logs in " << dir_;
+  EXPECT_TRUE(Eventually(
+      [&] {
+        return Annotation("purelb.io/announcing-IPv4") ==
+               topo_->nodes()[static_cast<std::size_t>(w4)].name + ",eth0";
+      },
+      seconds(10)))
+      << Annotation("purelb.io/announcing-IPv4");
+  EXPECT_TRUE(Eventually(
+      [&] {
+        return Annotation("purelb.io/announcing-IPv6") ==
+               topo_->nodes()[static_cast<std::size_t>(w6)].name + ",eth0";
+      },
+      seconds(10)));
+  ExpectClientReaches(kV4, w4);
+  ExpectClientReaches(kV6, w6);
+  // The winner's /metrics (served inside its namespace).
+  std::string metrics;
+  EXPECT_TRUE(Eventually(
+      [&] {
+        metrics = Output({"curl", "-sf", "http://127.0.0.1:7473/metrics"},
+                         topo_->nodes()[static_cast<std::size_t>(w4)].netns);
+        return metrics.find("purelb_election_member_count 3") != std::string::npos;
+      },
+      seconds(5)))
+      << metrics;
+  EXPECT_NE(metrics.find("purelb_election_lease_healthy 1"), std::string::npos) << metrics;
+  EXPECT_NE(metrics.find("purelb_garp_sent_total{family=\"IPv4\"}"), std::string::npos) << metrics;
+  EXPECT_NE(Output({"curl", "-sf", "http://127.0.0.1:7473/readyz"},
+                   topo_->nodes()[static_cast<std::size_t>(w4)].netns),
+            "");
+  EXPECT_NE(Kubectl({"get", "events", "-n", "default"}).find("AnnouncingLocal"), std::string::npos);
+  ExpectHostAddressesIntact();
+
+  // SIGTERM: the winner withdraws, deletes its lease; another node takes over, the client's
+  // neighbour entry follows the gratuitous ARP / unsolicited NA without the client asking.
+  const int first = w4;
+  std::set<int> rest;
+  for (int i = 0; i < 3; ++i) {
+    if (i != first) rest.insert(i);
+  }
+  ASSERT_TRUE(agents_[static_cast<std::size_t>(first)]->Signal(SIGTERM));
+  auto exited = agents_[static_cast<std::size_t>(first)]->Wait(milliseconds(10000));
+  ASSERT_TRUE(exited) << "agent did not stop on SIGTERM";
+  EXPECT_TRUE(WIFEXITED(*exited) && WEXITSTATUS(*exited) == 0);
+  EXPECT_TRUE(Holders(kV4).empty() || Holders(kV4)[0] != first);
+  EXPECT_EQ(Kubectl({"get", "lease", "-n", "purelb-system",
+                     "purelb-node-" + topo_->nodes()[static_cast<std::size_t>(first)].name}),
+            "");
+  const int second = SoleHolder(kV4, rest);
+  ASSERT_GE(second, 0);
+  EXPECT_TRUE(Eventually([&] { return ClientNeighbour(kV4) == Mac(second); }, seconds(5)))
+      << "client neighbour " << ClientNeighbour(kV4) << " vs new holder " << Mac(second);
+  EXPECT_TRUE(ClientPings(kV4));
+  const int v6_after = SoleHolder(kV6, rest);
+  ASSERT_GE(v6_after, 0);
+  ExpectClientReaches(kV6, v6_after);
+
+  // SIGKILL: nothing is withdrawn; peers take over when the lease expires, and the dead node's
+  // address goes away by its valid lifetime.
+  std::set<int> last;
+  for (int i : rest) {
+    if (i != second) last.insert(i);
+  }
+  ASSERT_TRUE(agents_[static_cast<std::size_t>(second)]->Signal(SIGKILL));
+  (void)agents_[static_cast<std::size_t>(second)]->Wait(milliseconds(5000));
+  const int third = SoleHolder(kV4, last);
+  ASSERT_GE(third, 0) << "holders: " << Holders(kV4).size();
+  EXPECT_TRUE(Eventually([&] { return ClientNeighbour(kV4) == Mac(third); }, seconds(5)));
+  EXPECT_TRUE(ClientPings(kV4));
+  ExpectClientReaches(kV6, SoleHolder(kV6, last));
+  ExpectHostAddressesIntact();
+}
+
+}  // namespace
+}  // namespace pylon::agent

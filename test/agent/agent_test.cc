@@ -1,0 +1,259 @@
+// The whole agent runtime in process, without root: informers, lease keeper and writer against
+// k8s::FakeClient, the kernel as FakeNetlink, announcements into FakeAnnouncer. Real threads run,
+// so conditions are polled with deadlines.
+#include "agent/agent.h"
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <chrono>
+#include <mutex>
+#include <thread>
+
+#include "agent/agent_metrics.h"
+#include "election/node_name.h"
+#include "k8s/event_recorder.h"
+#include "k8s/fake_client.h"
+#include "k8s/resource.h"
+#include "netlink/fake_netlink.h"
+#include "netlink/message.h"
+#include "packet/announcer.h"
+
+namespace pylon::agent {
+namespace {
+
+using nlohmann::json;
+using std::chrono::milliseconds;
+using std::chrono::seconds;
+
+template <typename F>
+bool Eventually(F pred, Duration timeout = seconds(10)) {
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  while (std::chrono::steady_clock::now() < deadline) {
+    if (pred()) return true;
+    std::this_thread::sleep_for(milliseconds(20));
+  }
+  return pred();
+}
+
+// FakeNetlink is single-threaded; the agent loop and the test thread share it through this.
+class LockedNetlink final : public netlink::Netlink {
+ public:
+  explicit LockedNetlink(netlink::FakeNetlink& inner) : inner_(inner) {}
+  template <typename F>
+  auto With(F f) {
+    std::lock_guard<std::mutex> lock(mu_);
+    return f(inner_);
+  }
+#define PYLON_LOCKED(call)               \
+  std::lock_guard<std::mutex> lock(mu_); \
+  return inner_.call
+  Result<std::vector<netlink::LinkInfo>> ListLinks() override { PYLON_LOCKED(ListLinks()); }
+  Result<netlink::LinkInfo> GetLink(std::string_view n) override { PYLON_LOCKED(GetLink(n)); }
+  Result<std::vector<netlink::AddressInfo>> ListAddresses(std::optional<net::Family> f) override {
+    PYLON_LOCKED(ListAddresses(f));
+  }
+  Result<std::vector<netlink::RouteInfo>> ListRoutes(net::Family f) override {
+    PYLON_LOCKED(ListRoutes(f));
+  }
+  Status AddAddress(const netlink::AddressSpec& s) override { PYLON_LOCKED(AddAddress(s)); }
+  Status RemoveAddress(int i, const net::Prefix& p) override { PYLON_LOCKED(RemoveAddress(i, p)); }
+  Result<netlink::LinkInfo> CreateLink(std::string_view n, std::string_view k) override {
+    PYLON_LOCKED(CreateLink(n, k));
+  }
+  Status SetLinkUp(int i, bool up) override { PYLON_LOCKED(SetLinkUp(i, up)); }
+  Status DeleteLink(int i) override { PYLON_LOCKED(DeleteLink(i)); }
+  Result<std::string> ReadSysctl(const netlink::SysctlKey& k) override {
+    PYLON_LOCKED(ReadSysctl(k));
+  }
+  Status WriteSysctl(const netlink::SysctlKey& k, std::string_view v) override {
+    PYLON_LOCKED(WriteSysctl(k, v));
+  }
+  Result<std::unique_ptr<netlink::EventSource>> Subscribe() override { PYLON_LOCKED(Subscribe()); }
+  bool SupportsAddressProto() const override { return true; }
+#undef PYLON_LOCKED
+
+ private:
+  std::mutex mu_;
+  netlink::FakeNetlink& inner_;
+};
+
+// Records, at the moment the node lease is deleted, how many of our addresses the kernel holds.
+class ObservingClient final : public k8s::Client {
+ public:
+  ObservingClient(k8s::Client& inner, LockedNetlink& nl) : inner_(inner), nl_(nl) {}
+  Result<k8s::Json> Get(const k8s::Resource& r, std::string_view ns, std::string_view n) override {
+    return inner_.Get(r, ns, n);
+  }
+  Result<k8s::ObjectList> List(const k8s::Resource& r, std::string_view ns,
+                               const k8s::ListOptions& o) override {
+    return inner_.List(r, ns, o);
+  }
+  Result<k8s::Json> Create(const k8s::Resource& r, const k8s::Json& o) override {
+    return inner_.Create(r, o);
+  }
+  Result<k8s::Json> Update(const k8s::Resource& r, const k8s::Json& o) override {
+    return inner_.Update(r, o);
+  }
+  Result<k8s::Json> UpdateStatus(const k8s::Resource& r, const k8s::Json& o) override {
+    return inner_.UpdateStatus(r, o);
+  }
+  Result<k8s::Json> Patch(const k8s::Resource& r, std::string_view ns, std::string_view n,
+                          k8s::PatchType t, const k8s::Json& p, std::string_view sub) override {
+    return inner_.Patch(r, ns, n, t, p, sub);
+  }
+  Status Delete(const k8s::Resource& r, std::string_view ns, std::string_view n,
+                const k8s::DeleteOptions& o) override {
+    if (r.plural == "leases") {
+      held_at_lease_delete = nl_.With([](netlink::FakeNetlink& f) {
+        int n_ours = 0;
+        auto all = f.ListAddresses(std::nullopt);
+        if (!all) return -1;
+        for (const auto& a : *all) {
+          if (a.proto == netlink::kPylonAddressProto) ++n_ours;
+        }
+        return n_ours;
+      });
+    }
+    return inner_.Delete(r, ns, n, o);
+  }
+  Status Watch(const k8s::Resource& r, std::string_view ns, const k8s::WatchOptions& o,
+               const k8s::WatchHandler& h, k8s::Canceller* c) override {
+    return inner_.Watch(r, ns, o, h, c);
+  }
+  std::atomic<int> held_at_lease_delete{-1};
+
+ private:
+  k8s::Client& inner_;
+  LockedNetlink& nl_;
+};
+
+class AgentRuntimeTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    eth0_ = fake_.AddTestLink("eth0", "veth");
+    netlink::AddressSpec host;
+    host.ifindex = eth0_;
+    host.address = *net::Prefix::Parse("192.0.2.11/24");
+    ASSERT_TRUE(fake_.AddAddress(host));
+    netlink::RouteInfo def;
+    def.family = net::Family::kV4;
+    def.dst = *net::Prefix::Parse("0.0.0.0/0");
+    def.table = netlink::kMainTable;
+    def.type = 1;
+    def.nexthops = {netlink::Nexthop{eth0_, *net::IpAddress::Parse("192.0.2.1"), 0, 1}};
+    fake_.AddTestRoute(def);
+
+    ASSERT_TRUE(
+        client_.Create(k8s::resources::Namespaces(), {{"metadata", {{"name", "purelb-system"}}}}));
+    json sg = {{"apiVersion", "purelb.io/v1"},
+               {"kind", "ServiceGroup"},
+               {"metadata", {{"name", "default"}, {"namespace", "purelb-system"}}},
+               {"spec",
+                {{"local",
+                  {{"v4pools", json::array({{{"pool", "192.0.2.100-192.0.2.120"},
+                                             {"subnet", "192.0.2.0/24"},
+                                             {"aggregation", "default"}}})}}}}}};
+    ASSERT_TRUE(client_.Create(crd::ServiceGroups(), sg));
+    json svc = {{"apiVersion", "v1"},
+                {"kind", "Service"},
+                {"metadata", {{"name", "web"}, {"namespace", "default"}}},
+                {"spec", {{"type", "LoadBalancer"}, {"ports", json::array({{{"port", 80}}})}}}};
+    auto created = client_.Create(k8s::resources::Services(), svc);
+    ASSERT_TRUE(created);
+    json with_status = *created;
+    with_status["status"] = {
+        {"loadBalancer", {{"ingress", json::array({{{"ip", "192.0.2.100"}, {"ipMode", "VIP"}}})}}}};
+    ASSERT_TRUE(client_.UpdateStatus(k8s::resources::Services(), with_status));
+
+    AgentOptions o;
+    o.node_name = "node1";
+    o.ns = "purelb-system";
+    o.timing = LeaseTiming{seconds(2), milliseconds(1500), milliseconds(200)};
+    o.garp.interval = milliseconds(10);
+    AgentDeps d;
+    d.client = &observing_;
+    d.recorder = &recorder_;
+    d.netlink = &nl_;
+    d.announcer = &announcer_;
+    d.ownership = &store_;
+    d.metrics = &metrics_;
+    d.clock = &SystemClock::Instance();
+    auto agent = Agent::Create(o, d);
+    ASSERT_TRUE(agent);
+    agent_ = std::move(*agent);
+    auto st = agent_->Start(seconds(10));
+    ASSERT_TRUE(st) << st.error().message();
+    loop_ = std::thread([this] { agent_->Run(); });
+  }
+  void TearDown() override {
+    if (agent_) agent_->RequestStop();
+    if (loop_.joinable()) loop_.join();
+  }
+
+  bool Holds(const std::string& prefix) {
+    auto want = *net::Prefix::Parse(prefix);
+    return nl_.With([&](netlink::FakeNetlink& f) {
+      auto all = f.ListAddresses(std::nullopt);
+      if (!all) return false;
+      for (const auto& a : *all) {
+        if (a.prefix == want) return true;
+      }
+      return false;
+    });
+  }
+  std::string ServiceAnnotation(const std::string& key) {
+    auto s = client_.Get(k8s::resources::Services(), "default", "web");
+    return s ? k8s::Annotation(*s, key) : "";
+  }
+
+  netlink::FakeNetlink fake_{SystemClock::Instance()};
+  LockedNetlink nl_{fake_};
+  int eth0_ = 0;
+  k8s::FakeClient client_;
+  ObservingClient observing_{client_, nl_};
+  k8s::FakeEventRecorder recorder_;
+  packet::FakeAnnouncer announcer_;
+  MemoryOwnershipStore store_;
+  metrics::Registry metrics_;
+  std::unique_ptr<Agent> agent_;
+  std::thread loop_;
+};
+
+TEST_F(AgentRuntimeTest, AnnouncesThenShutsDownWithdrawingBeforeDeletingTheLease) {
+  ASSERT_TRUE(Eventually([&] { return Holds("192.0.2.100/24"); }));
+  EXPECT_TRUE(
+      Eventually([&] { return ServiceAnnotation("purelb.io/announcing-IPv4") == "node1,eth0"; }));
+  auto lease = client_.Get(k8s::resources::Leases(), "purelb-system", "purelb-node-node1");
+  ASSERT_TRUE(lease);
+  EXPECT_EQ(k8s::Annotation(*lease, "purelb.io/subnets"), "192.0.2.0/24");
+  EXPECT_EQ(k8s::FindString(*lease, {"spec", "holderIdentity"}).value_or(""), "node1");
+  EXPECT_EQ(k8s::FindInt(*lease, {"spec", "leaseDurationSeconds"}).value_or(0), 2);
+  EXPECT_TRUE(Eventually([&] { return metrics_.Get(kMetricLeaseHealthy, {}) == 1; }));
+  EXPECT_TRUE(Eventually([&] { return agent_->Ready(); }));
+
+  agent_->RequestStop();
+  loop_.join();
+  EXPECT_FALSE(Holds("192.0.2.100/24"));
+  EXPECT_TRUE(Holds("192.0.2.11/24"));  // the host's own
+  EXPECT_EQ(observing_.held_at_lease_delete.load(), 0) << "lease deleted before withdrawal";
+  EXPECT_FALSE(client_.Get(k8s::resources::Leases(), "purelb-system", "purelb-node-node1"));
+}
+
+TEST_F(AgentRuntimeTest, LeaseRenewalsFailingForTheDeadlineWithdrawLocalAddresses) {
+  ASSERT_TRUE(Eventually([&] { return Holds("192.0.2.100/24"); }));
+  // The API server refuses every lease read and write from now on.
+  client_.FailNext(k8s::Verb::kUpdate, Error(ErrorCode::kUnavailable, "injected"), 1000000);
+  client_.FailNext(k8s::Verb::kGet, Error(ErrorCode::kUnavailable, "injected"), 1000000);
+  EXPECT_TRUE(Eventually([&] { return !Holds("192.0.2.100/24"); }, seconds(10)));
+  EXPECT_EQ(metrics_.Get(kMetricLeaseHealthy, {}), 0);
+}
+
+TEST_F(AgentRuntimeTest, DepartedServiceIsWithdrawn) {
+  ASSERT_TRUE(Eventually([&] { return Holds("192.0.2.100/24"); }));
+  ASSERT_TRUE(client_.Delete(k8s::resources::Services(), "default", "web", {}));
+  EXPECT_TRUE(Eventually([&] { return !Holds("192.0.2.100/24"); }));
+}
+
+}  // namespace
+}  // namespace pylon::agent

@@ -1,0 +1,284 @@
+// A hermetic world for the agent core: FakeClock, FakeNetlink (eth0 on 192.0.2.0/24 and
+// 2001:db8:1::/64 the way the lab shapes it, kube-lb0 as a bridge), a Membership of three nodes,
+// one ServiceGroup with a local and a virtual pool, one LoadBalancerClass, and helpers to build
+// Services and EndpointSlices as the API server serialises them.
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "agent/address_sync.h"
+#include "agent/garp.h"
+#include "agent/ownership.h"
+#include "agent/planner.h"
+#include "agent/reconciler.h"
+#include "agent/writer.h"
+#include "config/validate.h"
+#include "election/hash.h"
+#include "election/membership.h"
+#include "election/subnets_annotation.h"
+#include "metrics/registry.h"
+#include "netlink/fake_netlink.h"
+#include "netlink/message.h"
+#include "packet/announcer.h"
+
+namespace pylon::agent::testing {
+
+using nlohmann::json;
+
+inline net::IpAddress Ip(const std::string& s) { return *net::IpAddress::Parse(s); }
+inline net::Prefix Pfx(const std::string& s) { return *net::Prefix::Parse(s); }
+
+struct SvcOpts {
+  std::vector<std::string> ips;
+  std::string etp = "Cluster";
+  std::optional<std::string> lb_class;
+  std::map<std::string, std::string> annotations;
+  std::string type = "LoadBalancer";
+  bool deleting = false;
+};
+
+inline json ServiceJson(const std::string& ns, const std::string& name, const SvcOpts& o) {
+  json s = {{"apiVersion", "v1"},
+            {"kind", "Service"},
+            {"metadata",
+             {{"namespace", ns},
+              {"name", name},
+              {"uid", "uid-" + name},
+              {"resourceVersion", "1"},
+              {"annotations", o.annotations}}},
+            {"spec",
+             {{"type", o.type},
+              {"externalTrafficPolicy", o.etp},
+              {"ports", json::array({{{"port", 80}, {"protocol", "TCP"}}})}}},
+            {"status", {{"loadBalancer", json::object()}}}};
+  if (o.deleting) s["metadata"]["deletionTimestamp"] = "2026-01-01T00:00:00Z";
+  if (o.lb_class) s["spec"]["loadBalancerClass"] = *o.lb_class;
+  json ingress = json::array();
+  for (const auto& ip : o.ips) ingress.push_back({{"ip", ip}, {"ipMode", "VIP"}});
+  if (!o.ips.empty()) s["status"]["loadBalancer"]["ingress"] = ingress;
+  return s;
+}
+
+// Endpoints: node -> ready.
+inline model::EndpointSlice Slice(const std::string& ns, const std::string& svc,
+                                  const std::map<std::string, bool>& nodes) {
+  model::EndpointSlice es;
+  es.ns = ns;
+  es.name = svc + "-abc";
+  es.service_name = svc;
+  for (const auto& [n, ready] : nodes) {
+    model::Endpoint e;
+    e.node_name = n;
+    e.ready = ready;
+    e.serving = ready;
+    es.endpoints.push_back(e);
+  }
+  return es;
+}
+
+inline ServiceInput Svc(const std::string& name, const SvcOpts& o,
+                        std::vector<model::EndpointSlice> slices = {}) {
+  auto parsed = model::ParseService(ServiceJson("default", name, o));
+  EXPECT_TRUE(parsed.has_value()) << (parsed ? "" : parsed.error().message());
+  ServiceInput in;
+  in.service = *parsed;
+  in.owner = model::SelectOwner(in.service);
+  in.slices = std::move(slices);
+  return in;
+}
+
+inline config::InForceConfig TestConfig() {
+  json sg = {{"apiVersion", "purelb.io/v1"},
+             {"kind", "ServiceGroup"},
+             {"metadata",
+              {{"namespace", "purelb-system"},
+               {"name", "default"},
+               {"generation", 1},
+               {"creationTimestamp", "2026-01-01T00:00:00Z"}}},
+             {"spec",
+              {{"local",
+                {{"v4pools", json::array({{{"pool", "192.0.2.100-192.0.2.120"},
+                                           {"subnet", "192.0.2.0/24"},
+                                           {"aggregation", "default"}},
+                                          {{"pool", "203.0.113.0/26"},
+                                           {"subnet", "203.0.113.0/24"},
+                                           {"aggregation", "default"}}})},
+                 {"v6pools", json::array({{{"pool", "2001:db8:1::100-2001:db8:1::1ff"},
+                                           {"subnet", "2001:db8:1::/64"},
+                                           {"aggregation", "default"}},
+                                          {{"pool", "2001:db8:beef::/120"},
+                                           {"subnet", "2001:db8:beef::/64"},
+                                           {"aggregation", "/120"}}})}}}}}};
+  json cls = {
+      {"apiVersion", "lace-cni.io/v1alpha1"},
+      {"kind", "LoadBalancerClass"},
+      {"metadata",
+       {{"name", "public"}, {"generation", 1}, {"creationTimestamp", "2026-01-01T00:00:01Z"}}},
+      {"spec",
+       {{"mode", "l2"},
+        {"ipv4Pools", json::array({{{"start", "192.0.2.200"}, {"end", "192.0.2.210"}},
+                                   {{"cidr", "198.51.100.0/24"}}})}}}};
+  std::vector<json> candidates = {sg, cls};
+  auto result = config::ValidateConfig(candidates, config::InForceConfig{});
+  for (const auto& st : result.statuses) EXPECT_TRUE(st.valid) << st.message;
+  return result.config;
+}
+
+// The node with the lowest SHA-256(node#address) among `nodes`: the election rule, computed
+// independently of the elector.
+inline std::string HashWinner(const std::vector<std::string>& nodes, const net::IpAddress& a) {
+  std::string best;
+  election::Digest best_digest{};
+  for (const auto& n : nodes) {
+    auto d = *election::ElectionDigest(n, a.ToString());
+    if (best.empty() || d < best_digest) {
+      best = n;
+      best_digest = d;
+    }
+  }
+  return best;
+}
+
+inline std::string SomeLoser(const std::vector<std::string>& nodes, const std::string& winner) {
+  for (const auto& n : nodes) {
+    if (n != winner) return n;
+  }
+  return "";
+}
+
+// One agent (node `self`) in a three-node cluster.
+class AgentWorld {
+ public:
+  explicit AgentWorld(std::string self, EtpLocalMode mode = EtpLocalMode::kReset,
+                      bool proto_support = true)
+      : self_(std::move(self)), nl_(clock_), config_(TestConfig()) {
+    nl_.SetSupportsAddressProto(proto_support);
+    eth0_ = nl_.AddTestLink("eth0", "veth");
+    lb0_ = nl_.AddTestLink("kube-lb0", "bridge");
+    // The host's own addresses, which the agent must never touch.
+    int n = NodeIndex(self_);
+    Host(eth0_, "192.0.2." + std::to_string(10 + n) + "/24");
+    Host(eth0_, "2001:db8:1::" + std::to_string(10 + n) + "/128");
+    network_.interfaces.push_back(
+        LocalInterface{"eth0", eth0_, {Pfx("192.0.2.0/24"), Pfx("2001:db8:1::/64")}});
+    network_.virtual_ifindex = lb0_;
+    auto planner =
+        Planner::Create(PlannerOptions{NodeName(self_), mode, election::Stickiness::kSticky});
+    EXPECT_TRUE(planner.has_value()) << (planner ? "" : planner.error().message());
+    planner_ = std::make_unique<Planner>(std::move(*planner));
+    sync_ = std::make_unique<AddressSync>(nl_, store_, clock_);
+    EXPECT_TRUE(sync_->Load().has_value());
+    reconciler_ = std::make_unique<Reconciler>(ReconcilerDeps{
+        planner_.get(), sync_.get(), &garp_, &announcer_, &nl_, &writer_, &metrics_, &clock_});
+    for (const auto& node : nodes_) Renew(node);
+  }
+
+  static int NodeIndex(const std::string& node) { return node.back() - '0'; }
+
+  void Host(int ifindex, const std::string& prefix) {
+    netlink::AddressSpec s;
+    s.ifindex = ifindex;
+    s.address = Pfx(prefix);
+    if (s.address.family() == net::Family::kV6) s.dad = netlink::Dad::kSkip;
+    auto st = nl_.AddAddress(s);
+    ASSERT_TRUE(st.has_value()) << st.error().message();
+  }
+
+  // A lease observation for `node` (a renewal, or a subnet change).
+  void Renew(const std::string& node, std::string subnets = "192.0.2.0/24,2001:db8:1::/64") {
+    election::LeaseObservation o;
+    o.node = NodeName(node);
+    o.holder_identity = node;
+    o.lease_duration_seconds = 10;
+    o.renew_time = std::to_string(++renewals_);
+    o.subnets_annotation = std::move(subnets);
+    membership_.Observe(o, clock_.Now());
+  }
+  void DeleteLease(const std::string& node) {
+    election::LeaseObservation o;
+    o.node = NodeName(node);
+    o.deleted = true;
+    membership_.Observe(o, clock_.Now());
+  }
+  // Keeps every node in `live` renewed while time passes.
+  void Advance(Duration d, const std::vector<std::string>& live) {
+    clock_.Advance(d);
+    for (const auto& n : live) Renew(n);
+  }
+
+  PassResult Pass() {
+    PlanInputs in;
+    in.network = &network_;
+    in.config = &config_;
+    in.services = &services_;
+    in.l2advertisements = &l2advs_;
+    in.healthy = healthy_;
+    in.shutting_down = shutting_down_;
+    in.hold_off = hold_off_;
+    in.excluded_nodes = &excluded_;
+    return reconciler_->Run(in, membership_);
+  }
+
+  // The addresses on `ifindex` that the agent added (tagged or recorded), as "addr/len".
+  std::vector<std::string> OwnAddresses(int ifindex) {
+    std::vector<std::string> out;
+    for (const auto& o : sync_->owned()) {
+      if (o.interface == (ifindex == eth0_ ? "eth0" : "kube-lb0"))
+        out.push_back(o.address.ToString());
+    }
+    return out;
+  }
+  // Every address on `ifindex` as the kernel holds it.
+  std::vector<netlink::AddressInfo> KernelAddresses(int ifindex) {
+    std::vector<netlink::AddressInfo> out;
+    auto all = nl_.ListAddresses(std::nullopt);
+    EXPECT_TRUE(all.has_value());
+    if (!all) return out;
+    for (auto& a : *all) {
+      if (a.ifindex == ifindex) out.push_back(a);
+    }
+    return out;
+  }
+  bool KernelHas(int ifindex, const std::string& prefix) {
+    auto want = Pfx(prefix);
+    auto all = KernelAddresses(ifindex);
+    return std::any_of(all.begin(), all.end(),
+                       [&](const netlink::AddressInfo& a) { return a.prefix == want; });
+  }
+
+  std::string self_;
+  std::vector<std::string> nodes_ = {"node1", "node2", "node3"};
+  FakeClock clock_;
+  netlink::FakeNetlink nl_;
+  int eth0_ = 0;
+  int lb0_ = 0;
+  NodeNetwork network_;
+  config::InForceConfig config_;
+  std::vector<ServiceInput> services_;
+  std::vector<L2Advertisement> l2advs_;
+  bool healthy_ = true;
+  bool shutting_down_ = false;
+  bool hold_off_ = false;
+  std::vector<NodeName> excluded_;
+  election::Membership membership_;
+  MemoryOwnershipStore store_;
+  GarpScheduler garp_;
+  packet::FakeAnnouncer announcer_;
+  RecordingWriter writer_;
+  metrics::Registry metrics_;
+  std::unique_ptr<Planner> planner_;
+  std::unique_ptr<AddressSync> sync_;
+  std::unique_ptr<Reconciler> reconciler_;
+  int renewals_ = 0;
+};
+
+}  // namespace pylon::agent::testing

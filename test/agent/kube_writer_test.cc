@@ -1,0 +1,125 @@
+// KubeWriter against k8s::FakeClient: the writes land as merge patches / creates / deletes, and
+// repeated identical writes are not sent again (the write-storm trap).
+#include "agent/kube_writer.h"
+
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <thread>
+
+#include "common/clock.h"
+
+#include "k8s/event_recorder.h"
+#include "k8s/fake_client.h"
+#include "k8s/resource.h"
+
+namespace pylon::agent {
+namespace {
+
+using nlohmann::json;
+
+template <typename F>
+bool Eventually(F pred) {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+  while (std::chrono::steady_clock::now() < deadline) {
+    if (pred()) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  return pred();
+}
+
+class KubeWriterTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    json svc = {{"metadata", {{"name", "web"}, {"namespace", "default"}}},
+                {"spec", {{"type", "LoadBalancer"}, {"externalTrafficPolicy", "Local"}}}};
+    ASSERT_TRUE(client_.Create(k8s::resources::Services(), svc));
+    writer_.Start();
+  }
+  void TearDown() override { writer_.Stop(); }
+  // Waits until the worker has nothing queued.
+  void Drain() {
+    writer_.Stop();
+    writer_.Start();
+  }
+
+  k8s::FakeClient client_;
+  k8s::FakeEventRecorder recorder_;
+  FakeClock clock_;
+  KubeWriter writer_{client_, recorder_, KubeWriterOptions{"purelb-system", "node1"}, clock_};
+};
+
+TEST_F(KubeWriterTest, AnnotationPatchIsSentOnceForTheSameValue) {
+  AnnotationPatch p{{"default", "web"}, {{"purelb.io/announcing-IPv4", "node1,eth0"}}};
+  writer_.PatchAnnotations(p);
+  Drain();
+  const int patches = client_.calls(k8s::Verb::kPatch);
+  EXPECT_EQ(patches, 1);
+  auto svc = client_.Get(k8s::resources::Services(), "default", "web");
+  ASSERT_TRUE(svc);
+  EXPECT_EQ(k8s::Annotation(*svc, "purelb.io/announcing-IPv4"), "node1,eth0");
+  for (int i = 0; i < 5; ++i) writer_.PatchAnnotations(p);  // every pass asks again
+  Drain();
+  EXPECT_EQ(client_.calls(k8s::Verb::kPatch), patches)
+      << writer_.writes() << " " << writer_.failures();
+  // After the dedup window a still-wanted write is sent again (self-healing), once.
+  clock_.Advance(std::chrono::seconds(31));
+  writer_.PatchAnnotations(p);
+  Drain();
+  EXPECT_EQ(client_.calls(k8s::Verb::kPatch), patches + 1);
+  // Removal.
+  writer_.PatchAnnotations({{"default", "web"}, {{"purelb.io/announcing-IPv4", std::nullopt}}});
+  Drain();
+  svc = client_.Get(k8s::resources::Services(), "default", "web");
+  EXPECT_EQ(k8s::Annotation(*svc, "purelb.io/announcing-IPv4"), "");
+}
+
+TEST_F(KubeWriterTest, FailedWriteIsRetriedOnTheNextRequest) {
+  client_.FailNext(k8s::Verb::kPatch, Error(ErrorCode::kUnavailable, "injected"));
+  AnnotationPatch p{{"default", "web"}, {{"purelb.io/announcing-IPv6", "node1,eth0"}}};
+  writer_.PatchAnnotations(p);
+  Drain();
+  EXPECT_EQ(writer_.failures(), 1);
+  writer_.PatchAnnotations(p);
+  Drain();
+  auto svc = client_.Get(k8s::resources::Services(), "default", "web");
+  EXPECT_EQ(k8s::Annotation(*svc, "purelb.io/announcing-IPv6"), "node1,eth0");
+}
+
+TEST_F(KubeWriterTest, TrafficPolicyResetWithEvent) {
+  writer_.ResetTrafficPolicy({"default", "web"});
+  Drain();
+  auto svc = client_.Get(k8s::resources::Services(), "default", "web");
+  EXPECT_EQ(k8s::FindString(*svc, {"spec", "externalTrafficPolicy"}).value_or(""), "Cluster");
+  auto events = recorder_.Events();
+  ASSERT_EQ(events.size(), 1u);
+  EXPECT_NE(events[0].find("ExternalTrafficPolicy"), std::string::npos) << events[0];
+  EXPECT_NE(events[0].find("Local -> Cluster"), std::string::npos) << events[0];
+}
+
+TEST_F(KubeWriterTest, L2AdvertisementCreateUpdateDelete) {
+  L2Advertisement l2{"ipv4-192-0-2-201",
+                     *net::IpAddress::Parse("192.0.2.201"),
+                     "default",
+                     "web",
+                     "lace-cni.io/public",
+                     "node1",
+                     "eth0"};
+  writer_.UpsertL2Advertisement(l2);
+  Drain();
+  auto obj = client_.Get(crd::L2Advertisements(), "", l2.name);
+  ASSERT_TRUE(obj);
+  auto parsed = ParseL2Advertisement(*obj);
+  ASSERT_TRUE(parsed);
+  EXPECT_EQ(*parsed, l2);
+  l2.node = "node2";
+  writer_.UpsertL2Advertisement(l2);
+  Drain();
+  EXPECT_EQ(*ParseL2Advertisement(*client_.Get(crd::L2Advertisements(), "", l2.name)), l2);
+  writer_.DeleteL2Advertisement(l2.name);
+  Drain();
+  EXPECT_FALSE(client_.Get(crd::L2Advertisements(), "", l2.name));
+}
+
+}  // namespace
+}  // namespace pylon::agent

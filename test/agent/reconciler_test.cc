@@ -1,0 +1,539 @@
+// Scenario tests of the agent core: planner + address sync + announcements over FakeNetlink and
+// fake inputs.
+#include "agent/reconciler.h"
+
+#include <gtest/gtest.h>
+
+#include "agent/agent_metrics.h"
+#include "agent_world.h"
+
+// Scenario rows name only the Service fields they care about (designated initializers).
+#pragma GCC diagnostic ignored "-Wmissing-field-initializers"
+
+namespace pylon::agent::testing {
+namespace {
+
+using std::chrono::milliseconds;
+using std::chrono::seconds;
+
+const std::vector<std::string> kNodes = {"node1", "node2", "node3"};
+
+// --- Local addresses: only the hash winner holds them --------------------------------------
+
+struct LocalCase {
+  std::string ip;
+  std::string expect_prefix;  // with the subnet's prefix length
+};
+
+class LocalWinnerTest : public ::testing::TestWithParam<LocalCase> {};
+
+TEST_P(LocalWinnerTest, OnlyTheHashWinnerHoldsTheAddress) {
+  const LocalCase& c = GetParam();
+  const std::string winner = HashWinner(kNodes, Ip(c.ip));
+  for (const auto& self : kNodes) {
+    SCOPED_TRACE(self);
+    AgentWorld w(self);
+    w.services_.push_back(Svc("web", {.ips = {c.ip}}));
+    auto r = w.Pass();
+    if (self != winner) {
+      EXPECT_FALSE(w.KernelHas(w.eth0_, c.expect_prefix));
+      EXPECT_TRUE(w.writer_.patches.empty());
+      EXPECT_TRUE(w.writer_.events.empty());
+      EXPECT_TRUE(w.announcer_.sent().empty());
+      continue;
+    }
+    ASSERT_TRUE(w.KernelHas(w.eth0_, c.expect_prefix));
+    for (const auto& a : w.KernelAddresses(w.eth0_)) {
+      if (a.prefix != Pfx(c.expect_prefix)) continue;
+      EXPECT_EQ(a.proto, netlink::kPylonAddressProto);
+      EXPECT_NE(a.lifetimes.valid, netlink::kForever);  // dead-man switch
+      if (a.family() == net::Family::kV6) {
+        EXPECT_TRUE(a.has_flag(netlink::addr_flags::kNoDad));
+        EXPECT_EQ(a.lifetimes.preferred, netlink::Seconds{0});  // never a source address
+      }
+    }
+    const std::string fam = Ip(c.ip).is_v4() ? model::kAnnAnnouncingV4 : model::kAnnAnnouncingV6;
+    ASSERT_EQ(w.writer_.patches.size(), 1u);
+    EXPECT_EQ(w.writer_.patches[0].annotations.at(fam), self + ",eth0");
+    ASSERT_EQ(w.writer_.events.size(), 1u);
+    EXPECT_EQ(w.writer_.events[0].reason, "AnnouncingLocal");
+    EXPECT_EQ(w.writer_.events[0].message,
+              "Node " + self + " announcing " + c.ip + " on interface eth0");
+    // The announcement burst: one now, then spaced; nothing more after the third.
+    EXPECT_EQ(w.announcer_.sent().size(), 1u);
+    for (int i = 0; i < 4; ++i) {
+      w.clock_.Advance(milliseconds(300));
+      w.reconciler_->SendDueAnnouncements();
+    }
+    ASSERT_EQ(w.announcer_.sent().size(), 3u);
+    EXPECT_EQ(w.announcer_.sent()[0].address, Ip(c.ip));
+    EXPECT_EQ(w.announcer_.sent()[0].iface.ifindex, w.eth0_);
+    EXPECT_EQ(w.metrics_.Get(kMetricGarpSent, {{"family", Ip(c.ip).is_v4() ? "IPv4" : "IPv6"}}), 3);
+    EXPECT_EQ(w.metrics_.Get(kMetricAnnounced,
+                             {{"kind", "local"}, {"family", Ip(c.ip).is_v4() ? "IPv4" : "IPv6"}}),
+              1);
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Addresses, LocalWinnerTest,
+                         ::testing::Values(LocalCase{"192.0.2.100", "192.0.2.100/24"},
+                                           LocalCase{"192.0.2.101", "192.0.2.101/24"},
+                                           LocalCase{"192.0.2.117", "192.0.2.117/24"},
+                                           LocalCase{"2001:db8:1::100", "2001:db8:1::100/64"},
+                                           LocalCase{"2001:db8:1::1a7", "2001:db8:1::1a7/64"}));
+
+TEST(ReconcilerTest, DualStackFamiliesAreElectedIndependently) {
+  const std::string v4 = "192.0.2.103", v6 = "2001:db8:1::105";
+  for (const auto& self : kNodes) {
+    AgentWorld w(self);
+    w.services_.push_back(Svc("dual", {.ips = {v4, v6}}));
+    w.Pass();
+    EXPECT_EQ(w.KernelHas(w.eth0_, v4 + "/24"), self == HashWinner(kNodes, Ip(v4))) << self;
+    EXPECT_EQ(w.KernelHas(w.eth0_, v6 + "/64"), self == HashWinner(kNodes, Ip(v6))) << self;
+  }
+}
+
+TEST(ReconcilerTest, UnchangedAnnotationIsNeverRewritten) {
+  const std::string ip = "192.0.2.100";
+  const std::string self = HashWinner(kNodes, Ip(ip));
+  AgentWorld w(self);
+  w.services_.push_back(
+      Svc("web", {.ips = {ip}, .annotations = {{model::kAnnAnnouncingV4, self + ",eth0"}}}));
+  w.Pass();
+  w.Pass();
+  EXPECT_TRUE(w.KernelHas(w.eth0_, ip + "/24"));
+  EXPECT_TRUE(w.writer_.patches.empty());
+}
+
+// --- Virtual addresses ----------------------------------------------------------------------
+
+TEST(ReconcilerTest, VirtualAddressOnEveryNodeWithAggregationLength) {
+  for (const auto& self : kNodes) {
+    AgentWorld w(self);
+    w.services_.push_back(Svc("v", {.ips = {"203.0.113.5", "2001:db8:beef::5"}}));
+    auto r = w.Pass();
+    EXPECT_TRUE(w.KernelHas(w.lb0_, "203.0.113.5/24")) << self;  // default: the subnet's length
+    EXPECT_TRUE(w.KernelHas(w.lb0_, "2001:db8:beef::5/120")) << self;  // aggregation /120
+    EXPECT_FALSE(w.KernelHas(w.eth0_, "203.0.113.5/24"));
+    EXPECT_TRUE(r.plan.virtual_in_use);
+    EXPECT_EQ(*w.nl_.ReadSysctl(netlink::ArpIgnore("eth0")), "1");
+    EXPECT_EQ(*w.nl_.ReadSysctl(netlink::ArpAnnounce("eth0")), "2");
+    EXPECT_TRUE(w.writer_.patches.empty());  // no announcing annotation for virtual addresses
+    EXPECT_TRUE(w.announcer_.sent().empty());
+    EXPECT_TRUE(w.writer_.events.empty());  // no event per node for virtual addresses
+  }
+}
+
+TEST(ReconcilerTest, NoStrictArpWithoutVirtualAddresses) {
+  AgentWorld w("node1");
+  w.services_.push_back(Svc("web", {.ips = {"192.0.2.100"}}));
+  w.Pass();
+  auto v = w.nl_.ReadSysctl(netlink::ArpIgnore("eth0"));
+  EXPECT_TRUE(!v || *v != "1");
+}
+
+struct EtpVirtualCase {
+  std::string name;
+  std::map<std::string, bool> endpoints;  // node -> ready
+  bool terminating_serving_on_self = false;
+  bool expect_held;
+};
+
+class EtpLocalVirtualTest : public ::testing::TestWithParam<EtpVirtualCase> {};
+
+TEST_P(EtpLocalVirtualTest, HeldOnlyWithAUsableLocalEndpoint) {
+  const auto& c = GetParam();
+  AgentWorld w("node2");
+  auto slice = Slice("default", "v", c.endpoints);
+  if (c.terminating_serving_on_self) {
+    model::Endpoint e;
+    e.node_name = "node2";
+    e.ready = false;
+    e.serving = true;
+    e.terminating = true;
+    slice.endpoints.push_back(e);
+  }
+  w.services_.push_back(Svc("v", {.ips = {"203.0.113.9"}, .etp = "Local"}, {slice}));
+  w.Pass();
+  EXPECT_EQ(w.KernelHas(w.lb0_, "203.0.113.9/24"), c.expect_held);
+  EXPECT_TRUE(w.writer_.etp_resets.empty());  // virtual addresses honour Local
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Cases, EtpLocalVirtualTest,
+    ::testing::Values(EtpVirtualCase{"ready_here", {{"node2", true}}, false, true},
+                      EtpVirtualCase{"ready_elsewhere", {{"node1", true}}, false, false},
+                      EtpVirtualCase{"not_ready_here", {{"node2", false}}, false, false},
+                      EtpVirtualCase{"terminating_serving_here", {}, true, true},
+                      EtpVirtualCase{"none", {}, false, false}),
+    [](const auto& p) { return p.param.name; });
+
+TEST(ReconcilerTest, EtpLocalVirtualFollowsEndpoints) {
+  AgentWorld w("node2");
+  w.services_.push_back(Svc("v", {.ips = {"203.0.113.9"}, .etp = "Local"},
+                            {Slice("default", "v", {{"node2", true}})}));
+  w.Pass();
+  EXPECT_TRUE(w.KernelHas(w.lb0_, "203.0.113.9/24"));
+  w.services_[0].slices = {Slice("default", "v", {{"node3", true}})};  // the pod moved
+  w.Pass();
+  EXPECT_FALSE(w.KernelHas(w.lb0_, "203.0.113.9/24"));
+}
+
+// --- externalTrafficPolicy Local on local addresses -----------------------------------------
+
+TEST(ReconcilerTest, EtpLocalResetByTheWinnerOnly) {
+  const std::string ip = "192.0.2.104";
+  const std::string winner = HashWinner(kNodes, Ip(ip));
+  for (const auto& self : kNodes) {
+    AgentWorld w(self, EtpLocalMode::kReset);
+    w.services_.push_back(Svc("web", {.ips = {ip}, .etp = "Local"}));
+    w.Pass();
+    if (self == winner) {
+      ASSERT_EQ(w.writer_.etp_resets.size(), 1u);
+      EXPECT_EQ(w.writer_.etp_resets[0].name, "web");
+      EXPECT_TRUE(w.KernelHas(w.eth0_, ip + "/24"));
+    } else {
+      EXPECT_TRUE(w.writer_.etp_resets.empty());
+    }
+  }
+}
+
+TEST(ReconcilerTest, EtpLocalElectAmongNodesWithReadyEndpoints) {
+  const std::string ip = "192.0.2.104";
+  const std::string hash_winner = HashWinner(kNodes, Ip(ip));
+  const std::string with_pod = SomeLoser(kNodes, hash_winner);
+  for (const auto& self : kNodes) {
+    SCOPED_TRACE(self);
+    AgentWorld w(self, EtpLocalMode::kElect);
+    w.services_.push_back(
+        Svc("web", {.ips = {ip}, .etp = "Local"}, {Slice("default", "web", {{with_pod, true}})}));
+    w.Pass();
+    EXPECT_EQ(w.KernelHas(w.eth0_, ip + "/24"), self == with_pod);
+    EXPECT_TRUE(w.writer_.etp_resets.empty());  // the Service is left as written
+  }
+  // No ready endpoint anywhere: nobody announces.
+  AgentWorld w(hash_winner, EtpLocalMode::kElect);
+  w.services_.push_back(
+      Svc("web", {.ips = {ip}, .etp = "Local"}, {Slice("default", "web", {{with_pod, false}})}));
+  w.Pass();
+  EXPECT_FALSE(w.KernelHas(w.eth0_, ip + "/24"));
+}
+
+// --- Failover, stickiness, membership -------------------------------------------------------
+
+TEST(ReconcilerTest, TakesOverWhenTheWinnerLeavesAndIsSticky) {
+  const std::string ip = "192.0.2.106";
+  const std::string first = HashWinner(kNodes, Ip(ip));
+  std::vector<std::string> rest;
+  for (const auto& n : kNodes) {
+    if (n != first) rest.push_back(n);
+  }
+  const std::string second = HashWinner(rest, Ip(ip));
+  AgentWorld w(second);
+  w.services_.push_back(
+      Svc("web", {.ips = {ip}, .annotations = {{model::kAnnAnnouncingV4, first + ",eth0"}}}));
+  w.Pass();
+  EXPECT_FALSE(w.KernelHas(w.eth0_, ip + "/24"));
+
+  // Graceful: the winner deletes its lease -> taken over at once.
+  w.DeleteLease(first);
+  w.Pass();
+  EXPECT_TRUE(w.KernelHas(w.eth0_, ip + "/24"));
+  EXPECT_EQ(w.metrics_.Get(kMetricWinnerChanges, {}), 1);
+  EXPECT_EQ(w.metrics_.Get(kMetricMemberCount, {}), 2);
+  w.services_[0].service.annotations[model::kAnnAnnouncingV4] = second + ",eth0";
+
+  // The preferred node returns: sticky, the current announcer keeps the address.
+  w.Renew(first);
+  w.Pass();
+  EXPECT_TRUE(w.KernelHas(w.eth0_, ip + "/24"));
+}
+
+TEST(ReconcilerTest, TakesOverWhenTheWinnersLeaseExpires) {
+  const std::string ip = "192.0.2.107";
+  const std::string first = HashWinner(kNodes, Ip(ip));
+  const std::string self = SomeLoser(kNodes, first);
+  std::vector<std::string> live;
+  for (const auto& n : kNodes) {
+    if (n != first) live.push_back(n);
+  }
+  AgentWorld w(self);
+  w.services_.push_back(Svc("web", {.ips = {ip}}));
+  w.Pass();
+  EXPECT_FALSE(w.KernelHas(w.eth0_, ip + "/24"));
+  w.Advance(seconds(5), live);
+  w.Pass();
+  // Still inside the winner's lease: nobody takes over yet.
+  EXPECT_FALSE(w.KernelHas(w.eth0_, ip + "/24"));
+  w.Advance(seconds(6), live);  // 11 s without a renewal from `first`
+  w.Pass();
+  EXPECT_EQ(w.KernelHas(w.eth0_, ip + "/24"), self == HashWinner(live, Ip(ip)));
+}
+
+TEST(ReconcilerTest, NodeBeingDeletedStopsAnnouncing) {
+  const std::string ip = "192.0.2.118";
+  const std::string first = HashWinner(kNodes, Ip(ip));
+  for (const auto& self : kNodes) {
+    AgentWorld w(self);
+    w.services_.push_back(Svc("web", {.ips = {ip}}));
+    w.Pass();
+    EXPECT_EQ(w.KernelHas(w.eth0_, ip + "/24"), self == first);
+    w.excluded_ = {NodeName(first)};  // e.g. deletionTimestamp set on the winner's Node
+    w.Pass();
+    std::vector<std::string> rest;
+    for (const auto& n : kNodes) {
+      if (n != first) rest.push_back(n);
+    }
+    EXPECT_EQ(w.KernelHas(w.eth0_, ip + "/24"), self == HashWinner(rest, Ip(ip))) << self;
+  }
+}
+
+TEST(ReconcilerTest, SubnetChangeWithdraws) {
+  const std::string ip = "192.0.2.108";
+  const std::string self = HashWinner(kNodes, Ip(ip));
+  AgentWorld w(self);
+  w.services_.push_back(Svc("web", {.ips = {ip}}));
+  w.Pass();
+  ASSERT_TRUE(w.KernelHas(w.eth0_, ip + "/24"));
+  // This node moves to another subnet: its interface and its lease say so.
+  w.network_.interfaces[0].subnets = {Pfx("198.51.100.0/24")};
+  w.Renew(self, "198.51.100.0/24");
+  w.Pass();
+  EXPECT_FALSE(w.KernelHas(w.eth0_, ip + "/24"));
+  EXPECT_FALSE(w.KernelHas(w.lb0_, ip + "/24"));  // still local for the others: never virtual here
+}
+
+// --- Ownership: sweep, foreign addresses --------------------------------------------------
+
+struct SweepCase {
+  std::string name;
+  bool proto_support;  // false: only the ownership record marks ours
+};
+
+class SweepTest : public ::testing::TestWithParam<SweepCase> {};
+
+TEST_P(SweepTest, RemovesStaleOwnAddressesOnlyAndNeverForeignOnes) {
+  const auto& c = GetParam();
+  AgentWorld w("node1", EtpLocalMode::kReset, c.proto_support);
+  // Left behind by a previous run of this agent.
+  netlink::AddressSpec stale = netlink::VipAddressSpec(
+      w.eth0_, Pfx("192.0.2.115/24"), netlink::Seconds{30},
+      c.proto_support ? std::optional<std::uint8_t>(netlink::kPylonAddressProto) : std::nullopt);
+  ASSERT_TRUE(w.nl_.AddAddress(stale).has_value());
+  ASSERT_TRUE(w.nl_
+                  .AddAddress(netlink::VipAddressSpec(
+                      w.lb0_, Pfx("203.0.113.20/24"), netlink::Seconds{30},
+                      c.proto_support ? std::optional<std::uint8_t>(netlink::kPylonAddressProto)
+                                      : std::nullopt))
+                  .has_value());
+  MemoryOwnershipStore record;
+  if (!c.proto_support) {
+    ASSERT_TRUE(record
+                    .Save({OwnedAddress{"eth0", Pfx("192.0.2.115/24")},
+                           OwnedAddress{"kube-lb0", Pfx("203.0.113.20/24")}})
+                    .has_value());
+  }
+  // Somebody else's addresses, in our pools and not.
+  w.Host(w.eth0_, "192.0.2.116/24");
+  w.Host(w.lb0_, "203.0.113.21/24");
+  AddressSync sync(w.nl_, record, w.clock_);
+  ASSERT_TRUE(sync.Load().has_value());
+  auto report = sync.Apply({});
+  EXPECT_EQ(report.removed.size(), 2u);
+  EXPECT_FALSE(w.KernelHas(w.eth0_, "192.0.2.115/24"));
+  EXPECT_FALSE(w.KernelHas(w.lb0_, "203.0.113.20/24"));
+  EXPECT_TRUE(w.KernelHas(w.eth0_, "192.0.2.116/24"));
+  EXPECT_TRUE(w.KernelHas(w.lb0_, "203.0.113.21/24"));
+  EXPECT_TRUE(w.KernelHas(w.eth0_, "192.0.2.11/24"));  // the host's own
+  EXPECT_TRUE(w.KernelHas(w.eth0_, "2001:db8:1::11/128"));
+  EXPECT_TRUE(sync.owned().empty());
+  EXPECT_TRUE(record.Load()->empty());
+}
+
+INSTANTIATE_TEST_SUITE_P(Marks, SweepTest,
+                         ::testing::Values(SweepCase{"ifa_proto", true},
+                                           SweepCase{"state_record", false}),
+                         [](const auto& p) { return p.param.name; });
+
+TEST(ReconcilerTest, RecordIsWrittenBeforeTheAddressIsAdded) {
+  const std::string ip = "192.0.2.109";
+  const std::string self = HashWinner(kNodes, Ip(ip));
+  AgentWorld x(self, EtpLocalMode::kReset, false);
+  x.services_.push_back(Svc("web", {.ips = {ip}}));
+  x.nl_.FailNext("AddAddress", Error(ErrorCode::kSystem, "injected"));
+  x.Pass();
+  // The add failed: the record does not keep the address.
+  EXPECT_TRUE(x.store_.Load()->empty());
+  x.Pass();
+  EXPECT_TRUE(x.KernelHas(x.eth0_, ip + "/24"));
+  EXPECT_EQ(x.store_.Load()->count(OwnedAddress{"eth0", Pfx(ip + "/24")}), 1u);
+}
+
+TEST(ReconcilerTest, ForeignHolderOfADesiredAddressIsLeftAlone) {
+  const std::string ip = "192.0.2.110";
+  const std::string self = HashWinner(kNodes, Ip(ip));
+  AgentWorld w(self);
+  w.Host(w.eth0_, ip + "/24");  // the admin put it there by hand
+  w.services_.push_back(Svc("web", {.ips = {ip}}));
+  auto r = w.Pass();
+  EXPECT_EQ(r.sync.conflicts.size(), 1u);
+  EXPECT_EQ(w.writer_.node_events.size(), 1u);
+  EXPECT_TRUE(w.OwnAddresses(w.eth0_).empty());
+  w.services_.clear();
+  w.Pass();
+  EXPECT_TRUE(w.KernelHas(w.eth0_, ip + "/24"));  // not ours: never removed
+  EXPECT_EQ(w.writer_.node_events.size(), 1u);    // reported once
+}
+
+// --- Health, shutdown, departures ----------------------------------------------------------
+
+TEST(ReconcilerTest, UnhealthyLeaseWithdrawsLocalKeepsVirtual) {
+  const std::string ip = "192.0.2.111";
+  const std::string self = HashWinner(kNodes, Ip(ip));
+  AgentWorld w(self);
+  w.services_.push_back(Svc("web", {.ips = {ip}}));
+  w.services_.push_back(Svc("v", {.ips = {"203.0.113.7"}}));
+  w.Pass();
+  ASSERT_TRUE(w.KernelHas(w.eth0_, ip + "/24"));
+  w.healthy_ = false;
+  w.writer_.Clear();
+  w.Pass();
+  EXPECT_FALSE(w.KernelHas(w.eth0_, ip + "/24"));
+  EXPECT_TRUE(w.KernelHas(w.lb0_, "203.0.113.7/24"));
+  EXPECT_TRUE(w.writer_.patches.empty());  // no writes while unhealthy
+  w.healthy_ = true;
+  w.Pass();
+  EXPECT_TRUE(w.KernelHas(w.eth0_, ip + "/24"));
+}
+
+TEST(ReconcilerTest, ShutdownWithdrawsEverythingOfOursOnly) {
+  const std::string ip = "192.0.2.112";
+  const std::string self = HashWinner(kNodes, Ip(ip));
+  AgentWorld w(self);
+  w.services_.push_back(Svc("web", {.ips = {ip}}));
+  w.services_.push_back(Svc("v", {.ips = {"203.0.113.8"}}));
+  w.Pass();
+  w.shutting_down_ = true;
+  w.Pass();
+  EXPECT_TRUE(w.OwnAddresses(w.eth0_).empty());
+  EXPECT_TRUE(w.OwnAddresses(w.lb0_).empty());
+  EXPECT_FALSE(w.KernelHas(w.eth0_, ip + "/24"));
+  EXPECT_FALSE(w.KernelHas(w.lb0_, "203.0.113.8/24"));
+  EXPECT_EQ(w.KernelAddresses(w.eth0_).size(), 2u);  // the host's two addresses
+}
+
+TEST(ReconcilerTest, StartupHoldOffTakesNoNewAddressButKeepsHeldOnes) {
+  const std::string a = "192.0.2.115", b = "192.0.2.116";
+  const std::string self = HashWinner(kNodes, Ip(a));
+  AgentWorld w(self);
+  w.services_.push_back(Svc("a", {.ips = {a}}));
+  w.Pass();
+  ASSERT_TRUE(w.KernelHas(w.eth0_, a + "/24"));
+  // A restart: the agent holds `a` already; `b` is new. Neither is withdrawn nor taken.
+  w.hold_off_ = true;
+  w.services_.push_back(Svc("b", {.ips = {b}}));
+  w.writer_.Clear();
+  w.Pass();
+  EXPECT_TRUE(w.KernelHas(w.eth0_, a + "/24"));
+  EXPECT_FALSE(w.KernelHas(w.eth0_, b + "/24"));
+  for (const auto& p : w.writer_.patches) EXPECT_NE(p.service.name, "b");
+  w.hold_off_ = false;
+  w.Pass();
+  EXPECT_EQ(w.KernelHas(w.eth0_, b + "/24"), self == HashWinner(kNodes, Ip(b)));
+}
+
+TEST(ReconcilerTest, DepartedServiceWithdrawsAtOnceAndClearsItsAnnotation) {
+  const std::string ip = "192.0.2.113";
+  const std::string self = HashWinner(kNodes, Ip(ip));
+  AgentWorld w(self);
+  w.services_.push_back(Svc("web", {.ips = {ip}}));
+  w.Pass();
+  ASSERT_TRUE(w.KernelHas(w.eth0_, ip + "/24"));
+  // The allocator released the address; our annotation is still on the Service.
+  w.services_[0] =
+      Svc("web", {.ips = {}, .annotations = {{model::kAnnAnnouncingV4, self + ",eth0"}}});
+  w.writer_.Clear();
+  w.Pass();
+  EXPECT_FALSE(w.KernelHas(w.eth0_, ip + "/24"));
+  ASSERT_EQ(w.writer_.patches.size(), 1u);
+  EXPECT_FALSE(w.writer_.patches[0].annotations.at(model::kAnnAnnouncingV4).has_value());
+  // Deleted altogether.
+  w.services_.clear();
+  w.Pass();
+  EXPECT_TRUE(w.OwnAddresses(w.eth0_).empty());
+}
+
+TEST(ReconcilerTest, DeadManSwitchRenewalKeepsTheAddress) {
+  const std::string ip = "192.0.2.114";
+  const std::string self = HashWinner(kNodes, Ip(ip));
+  AgentWorld w(self);
+  w.services_.push_back(Svc("web", {.ips = {ip}}));
+  w.Pass();
+  for (int i = 0; i < 6; ++i) {  // a minute of passes every 10 s
+    w.Advance(seconds(10), kNodes);
+    w.Pass();
+  }
+  EXPECT_TRUE(w.KernelHas(w.eth0_, ip + "/24"));
+  // The agent dies: nothing renews; the kernel drops the address by itself.
+  w.clock_.Advance(seconds(31));
+  EXPECT_FALSE(w.KernelHas(w.eth0_, ip + "/24"));
+}
+
+// --- Lace classes ---------------------------------------------------------------------------
+
+TEST(ReconcilerTest, LaceWinnerKeepsItsL2AdvertisementCurrent) {
+  const std::string ip = "192.0.2.201";
+  const std::string self = HashWinner(kNodes, Ip(ip));
+  AgentWorld w(self);
+  w.services_.push_back(Svc("lace", {.ips = {ip}, .lb_class = "lace-cni.io/public"}));
+  w.Pass();
+  EXPECT_TRUE(w.KernelHas(w.eth0_, ip + "/24"));
+  ASSERT_EQ(w.writer_.l2_upserts.size(), 1u);
+  const L2Advertisement& l2 = w.writer_.l2_upserts[0];
+  EXPECT_EQ(l2.name, "ipv4-192-0-2-201");
+  EXPECT_EQ(l2.node, self);
+  EXPECT_EQ(l2.interface, "eth0");
+  EXPECT_EQ(l2.load_balancer_class, "lace-cni.io/public");
+  EXPECT_EQ(l2.service_namespace, "default");
+  EXPECT_EQ(l2.service_name, "lace");
+  // Observed as written: not written again.
+  w.l2advs_ = {l2};
+  w.writer_.Clear();
+  w.Pass();
+  EXPECT_TRUE(w.writer_.l2_upserts.empty());
+  // The Service goes away: the winner deletes the advertisement.
+  w.services_.clear();
+  w.Pass();
+  EXPECT_EQ(w.writer_.l2_deletes, std::vector<std::string>{"ipv4-192-0-2-201"});
+}
+
+TEST(ReconcilerTest, LaceAddressOffEverySubnetIsAnErrorNeverVirtual) {
+  for (const auto& self : kNodes) {
+    AgentWorld w(self);
+    w.services_.push_back(Svc("lace", {.ips = {"198.51.100.9"}, .lb_class = "lace-cni.io/public"}));
+    w.Pass();
+    w.Pass();
+    EXPECT_TRUE(w.OwnAddresses(w.lb0_).empty());
+    EXPECT_TRUE(w.OwnAddresses(w.eth0_).empty());
+    if (self == "node1") {  // the reporter: the live member with the lowest name, once
+      ASSERT_EQ(w.writer_.events.size(), 1u);
+      EXPECT_TRUE(w.writer_.events[0].warning);
+      EXPECT_EQ(w.writer_.events[0].reason, "NoNodeOnSubnet");
+    } else {
+      EXPECT_TRUE(w.writer_.events.empty());
+    }
+  }
+}
+
+TEST(ReconcilerTest, ServicesOfOtherClassesAreIgnored) {
+  AgentWorld w("node1");
+  const int before = w.nl_.mutation_count();
+  w.services_.push_back(Svc("other", {.ips = {"192.0.2.100"}, .lb_class = "example.com/lb"}));
+  w.services_.push_back(Svc("np", {.ips = {"192.0.2.101"}, .type = "NodePort"}));
+  w.Pass();
+  EXPECT_TRUE(w.OwnAddresses(w.eth0_).empty());
+  EXPECT_EQ(w.nl_.mutation_count(), before);
+}
+
+}  // namespace
+}  // namespace pylon::agent::testing

@@ -1,0 +1,189 @@
+// Restart safety and leader election of `pylon allocator` against `pylon apiserver`:
+//  - a crash between the status write and the annotation write (the API server's fault injection
+//    fails every annotation patch, then the allocator is killed) never leads to a reused address;
+//  - two replicas: only the leader writes; killing it hands over within the lease duration;
+//  - 10^4 Services, the allocator killed with SIGKILL mid-burst and restarted: no Service changes
+//    address and no address is held twice.
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <map>
+#include <thread>
+
+#include "harness.h"
+#include "k8s/lease.h"
+
+namespace pylon::allocator::e2e {
+namespace {
+
+// Service name -> ingress IPs, read with one paginated list (never faulted: the fault regex of
+// the tests only matches single-object paths).
+std::map<std::string, std::vector<std::string>> AllIngress(Cluster& c, const std::string& ns) {
+  std::map<std::string, std::vector<std::string>> out;
+  auto l = c.client().List(k8s::resources::Services(), ns, {});
+  if (!l) return out;
+  for (const auto& s : l->items) {
+    std::vector<std::string> ips;
+    if (const json* lb = k8s::Find(s, {"status", "loadBalancer"}); lb && lb->contains("ingress")) {
+      for (const auto& e : (*lb)["ingress"]) ips.push_back(e.value("ip", ""));
+    }
+    out[k8s::Name(s)] = ips;
+  }
+  return out;
+}
+
+std::string AnnotationViaList(Cluster& c, const std::string& name, const std::string& key) {
+  k8s::ListOptions lo;
+  lo.field_selector = "metadata.name=" + name;
+  auto l = c.client().List(k8s::resources::Services(), "default", lo);
+  if (!l || l->items.empty()) return "";
+  return k8s::Annotation(l->items[0], key);
+}
+
+std::string LeaseHolder(Cluster& c) {
+  auto l = c.client().Get(k8s::resources::Leases(), "purelb-system", "pylon-allocator");
+  if (!l) return "";
+  auto spec = k8s::ParseLeaseSpec(*l);
+  return spec ? spec->holder_identity : "";
+}
+
+void ApplyGroup(Cluster& c, const std::string& name, const std::string& local_yaml) {
+  auto r = c.Apply("apiVersion: purelb.io/v1\nkind: ServiceGroup\nmetadata:\n  name: " + name +
+                   "\n  namespace: purelb-system\nspec:\n  local:\n" + local_yaml);
+  ASSERT_TRUE(r.has_value()) << r.error().message();
+}
+
+TEST(AllocatorRestart, CrashBetweenStatusAndAnnotationWrites) {
+  Cluster c("crash");
+  ApplyGroup(c, "default",
+             "    v4pools:\n    - pool: 192.0.2.10-192.0.2.12\n      subnet: 192.0.2.0/24\n");
+  // Every write to a single Service object fails (the annotation patch); /status and
+  // collections are untouched.
+  ASSERT_TRUE(c.Faults("/pylon/faults", R"({"error_rate":1.0,"error_code":500,
+      "paths":"^/api/v1/namespaces/[^/]+/services/[^/]+$"})")
+                  .has_value());
+  int a = c.StartAllocator("a");
+  ASSERT_TRUE(c.client().Create(k8s::resources::Services(), Svc{"first"}.ToJson()).has_value());
+  ASSERT_TRUE(Eventually([&] {
+    return AllIngress(c, "default")["first"] == std::vector<std::string>{"192.0.2.10"};
+  })) << c.AllocatorLog(a);
+  // The status is written, the annotations cannot be: die right here.
+  EXPECT_EQ(AnnotationViaList(c, "first", "purelb.io/allocated-by"), "");
+  ASSERT_TRUE(c.allocator(a).Signal(SIGKILL).has_value());
+  (void)c.allocator(a).Wait(std::chrono::milliseconds(5000));
+  ASSERT_TRUE(c.Faults("/pylon/faults", "{}").has_value());
+  ASSERT_TRUE(c.client().Create(k8s::resources::Services(), Svc{"second"}.ToJson()).has_value());
+  int b = c.StartAllocator("b");
+  ASSERT_TRUE(c.WaitIngress("second", {"192.0.2.11"}, 15s))
+      << ::testing::PrintToString(c.Ingress("second")) << c.AllocatorLog(b);
+  EXPECT_EQ(c.Ingress("first"), std::vector<std::string>{"192.0.2.10"});
+  EXPECT_TRUE(
+      Eventually([&] { return c.Annotation("first", "purelb.io/allocated-by") == "Pylon"; }));
+}
+
+TEST(AllocatorRestart, TwoReplicasLeaderElection) {
+  Cluster c("leader");
+  ApplyGroup(c, "default",
+             "    v4pools:\n    - pool: 192.0.2.20-192.0.2.29\n      subnet: 192.0.2.0/24\n");
+  int ra = c.StartAllocator("replica-a");
+  int rb = c.StartAllocator("replica-b");
+  std::string leader;
+  ASSERT_TRUE(Eventually([&] { return !(leader = LeaseHolder(c)).empty(); }, 15s));
+  ASSERT_TRUE(c.client().Create(k8s::resources::Services(), Svc{"one"}.ToJson()).has_value());
+  ASSERT_TRUE(c.WaitIngress("one", {"192.0.2.20"}));
+  const int lead = leader == "replica-a" ? ra : rb;
+  const int follow = lead == ra ? rb : ra;
+  // Only the leader writes.
+  EXPECT_NE(c.AllocatorLog(lead).find("status written"), std::string::npos);
+  EXPECT_EQ(c.AllocatorLog(follow).find("status written"), std::string::npos);
+  EXPECT_EQ(c.AllocatorLog(follow).find("became leader"), std::string::npos);
+  EXPECT_NE(c.AllocatorLog(follow).find("informers synced"), std::string::npos);
+
+  // Kill the leader; the follower takes over within the lease duration (2 s here).
+  const auto killed = std::chrono::steady_clock::now();
+  ASSERT_TRUE(c.allocator(lead).Signal(SIGKILL).has_value());
+  ASSERT_TRUE(c.client().Create(k8s::resources::Services(), Svc{"two"}.ToJson()).has_value());
+  const std::string other = lead == ra ? "replica-b" : "replica-a";
+  ASSERT_TRUE(Eventually([&] { return LeaseHolder(c) == other; }, 15s));
+  const auto took_over = std::chrono::steady_clock::now();
+  ASSERT_TRUE(c.WaitIngress("two", {"192.0.2.21"}, 15s)) << c.AllocatorLog(follow);
+  const auto allocated = std::chrono::steady_clock::now();
+  EXPECT_EQ(c.Ingress("one"), std::vector<std::string>{"192.0.2.20"});
+  std::printf(
+      "takeover: lease acquired %lld ms after SIGKILL, new Service allocated after %lld "
+      "ms (lease duration 2000 ms)\n",
+      static_cast<long long>(
+          std::chrono::duration_cast<std::chrono::milliseconds>(took_over - killed).count()),
+      static_cast<long long>(
+          std::chrono::duration_cast<std::chrono::milliseconds>(allocated - killed).count()));
+}
+
+TEST(AllocatorRestart, TenThousandServicesKilledMidBurst) {
+  constexpr int kServices = 10000;
+  Cluster c("burst", {"--history", "200000"});
+  ApplyGroup(c, "default",
+             "    v4pools:\n    - pool: 198.18.0.0/16\n      subnet: 198.18.0.0/16\n");
+  const std::vector<std::string> flags = {"--log-level",      "info", "--lease-duration", "4s",
+                                          "--renew-deadline", "3s",   "--retry-period",   "500ms"};
+  int a = c.StartAllocator("first", flags);
+  std::atomic<int> created{0};
+  std::atomic<bool> stop{false};
+  std::vector<std::thread> creators;
+  for (int t = 0; t < 8; ++t) {
+    creators.emplace_back([&, t] {
+      for (int i = t; i < kServices && !stop.load(); i += 8) {
+        Svc s{"s" + std::to_string(i)};
+        for (int attempt = 0; attempt < 5; ++attempt) {
+          if (c.client().Create(k8s::resources::Services(), s.ToJson())) break;
+        }
+        created.fetch_add(1);
+      }
+    });
+  }
+  // Kill -9 once a good part is allocated, while Services are still being created.
+  ASSERT_TRUE(Eventually(
+      [&] {
+        auto all = AllIngress(c, "default");
+        int with = 0;
+        for (const auto& [n, ips] : all) with += ips.empty() ? 0 : 1;
+        return with >= 2500;
+      },
+      120s));
+  ASSERT_TRUE(c.allocator(a).Signal(SIGKILL).has_value());
+  (void)c.allocator(a).Wait(std::chrono::milliseconds(5000));
+  const auto before = AllIngress(c, "default");
+  int had = 0;
+  for (const auto& [n, ips] : before) had += ips.empty() ? 0 : 1;
+  std::printf("killed with %d of %d created Services allocated (%d created so far)\n", had,
+              static_cast<int>(before.size()), created.load());
+  int b = c.StartAllocator("second", flags);
+  for (auto& t : creators) t.join();
+  std::map<std::string, std::vector<std::string>> after;
+  ASSERT_TRUE(Eventually(
+      [&] {
+        after = AllIngress(c, "default");
+        if (static_cast<int>(after.size()) < kServices) return false;
+        for (const auto& [n, ips] : after) {
+          if (ips.empty()) return false;
+        }
+        return true;
+      },
+      180s))
+      << "allocated " << after.size() << "\n"
+      << c.AllocatorLog(b).substr(0, 4000);
+  int changed = 0;
+  for (const auto& [n, ips] : before) {
+    if (!ips.empty() && after[n] != ips) ++changed;
+  }
+  EXPECT_EQ(changed, 0);
+  std::set<std::string> seen;
+  int duplicates = 0;
+  for (const auto& [n, ips] : after) {
+    for (const auto& ip : ips) duplicates += seen.insert(ip).second ? 0 : 1;
+  }
+  EXPECT_EQ(duplicates, 0);
+  EXPECT_EQ(static_cast<int>(seen.size()), kServices);
+}
+
+}  // namespace
+}  // namespace pylon::allocator::e2e

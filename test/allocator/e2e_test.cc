@@ -1,0 +1,421 @@
+// `pylon allocator` against `pylon apiserver`, driven with kubectl and the client: the seed
+// examples, every refusal, edits, release, class changes, sharing and the config status figures.
+// One API server and one allocator replica are shared by the tests of this binary; each test uses
+// its own ServiceGroups / classes and Service names.
+#include <gtest/gtest.h>
+
+#include "harness.h"
+
+namespace pylon::allocator::e2e {
+namespace {
+
+class AllocatorE2E : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    cluster_ = new Cluster("e2e");
+    replica_ = cluster_->StartAllocator("solo");
+  }
+  static void TearDownTestSuite() {
+    delete cluster_;
+    cluster_ = nullptr;
+  }
+  void TearDown() override {
+    if (HasFailure()) {
+      std::fprintf(stderr, "---- allocator log (tail) ----\n%s\n",
+                   Tail(cluster_->AllocatorLog(replica_)).c_str());
+    }
+  }
+  static std::string Tail(const std::string& s) {
+    return s.size() > 6000 ? s.substr(s.size() - 6000) : s;
+  }
+  Cluster& c() { return *cluster_; }
+  void Create(const Svc& s) {
+    auto r = c().client().Create(k8s::resources::Services(), s.ToJson());
+    ASSERT_TRUE(r.has_value()) << r.error().message();
+  }
+  void MergePatch(const std::string& name, const json& patch) {
+    auto r = c().client().Patch(k8s::resources::Services(), "default", name, k8s::PatchType::kMerge,
+                                patch, "");
+    ASSERT_TRUE(r.has_value()) << r.error().message();
+  }
+  void ApplyGroup(const std::string& name, const std::string& local_yaml) {
+    auto r = c().Apply("apiVersion: purelb.io/v1\nkind: ServiceGroup\nmetadata:\n  name: " + name +
+                       "\n  namespace: purelb-system\nspec:\n  local:\n" + local_yaml);
+    ASSERT_TRUE(r.has_value()) << r.error().message();
+  }
+  json ConfigStatus(const k8s::Resource& res, const std::string& ns, const std::string& name) {
+    auto o = c().client().Get(res, ns, name);
+    if (!o || !o->contains("status")) return nullptr;
+    return (*o)["status"];
+  }
+  // Waits for a config object's status field to equal `want`.
+  bool WaitStatus(const k8s::Resource& res, const std::string& ns, const std::string& name,
+                  const std::function<bool(const json&)>& pred) {
+    return Eventually([&] {
+      json st = ConfigStatus(res, ns, name);
+      return st.is_object() && pred(st);
+    });
+  }
+
+  static Cluster* cluster_;
+  static int replica_;
+};
+Cluster* AllocatorE2E::cluster_ = nullptr;
+int AllocatorE2E::replica_ = -1;
+
+TEST_F(AllocatorE2E, SeedExamples) {
+  // Seed 000: the localdual ServiceGroup and a RequireDualStack Service.
+  ASSERT_TRUE(c().Apply(R"(apiVersion: purelb.io/v1
+kind: ServiceGroup
+metadata:
+  name: localdual
+  namespace: purelb-system
+spec:
+  local:
+    v4pools:
+    - aggregation: default
+      pool: 192.168.10.225-192.168.10.229
+      subnet: 192.168.10.0/24
+    v6pools:
+    - aggregation: default
+      pool: fc00:270:154:0:8000::4/126
+      subnet: fc00:270:154:0::/64
+)")
+                  .has_value());
+  // Seed 002: the public LoadBalancerClass.
+  ASSERT_TRUE(c().Apply(R"(apiVersion: lace-cni.io/v1alpha1
+kind: LoadBalancerClass
+metadata:
+  name: public
+spec:
+  mode: l2
+  ipv4Pools:
+  - cidr: 198.51.100.0/24
+  - start: 203.0.113.10
+    end: 203.0.113.20
+  ipv6Pools:
+  - cidr: 2001:db8:f00d::/64
+)")
+                  .has_value());
+  // Seed 003's Service, in seed 000's group.
+  auto applied = c().Apply(R"(apiVersion: v1
+kind: Service
+metadata:
+  name: kuard-svc-dual-remote
+  namespace: default
+  annotations:
+    purelb.io/service-group: localdual
+spec:
+  allocateLoadBalancerNodePorts: false
+  externalTrafficPolicy: Cluster
+  internalTrafficPolicy: Cluster
+  ipFamilies:
+  - IPv4
+  - IPv6
+  ipFamilyPolicy: RequireDualStack
+  ports:
+  - port: 80
+    protocol: TCP
+    targetPort: 8080
+  selector:
+    app: kuard
+  sessionAffinity: None
+  type: LoadBalancer
+)");
+  ASSERT_TRUE(applied.has_value()) << applied.error().message();
+  ASSERT_TRUE(
+      c().WaitIngress("kuard-svc-dual-remote", {"192.168.10.225", "fc00:270:154:0:8000::4"}))
+      << ::testing::PrintToString(c().Ingress("kuard-svc-dual-remote"));
+  EXPECT_TRUE(Eventually([&] {
+    return c().Annotation("kuard-svc-dual-remote", "purelb.io/allocated-from") == "localdual";
+  }));
+  EXPECT_EQ(c().Annotation("kuard-svc-dual-remote", "purelb.io/allocated-by"), "Pylon");
+  json cond = c().Condition("kuard-svc-dual-remote");
+  ASSERT_TRUE(cond.is_object());
+  EXPECT_EQ(cond["status"], "True");
+  const std::string assigned =
+      "Assigned {Ingress:[{IP:192.168.10.225 Hostname: Ports:[]} {IP:fc00:270:154:0:8000::4 "
+      "Hostname: Ports:[]}]} from pool localdual";
+  ASSERT_TRUE(c().WaitEvent("Service", "kuard-svc-dual-remote", assigned));
+  auto describe = c().Kubectl({"describe", "service", "kuard-svc-dual-remote"});
+  ASSERT_TRUE(describe.has_value()) << describe.error().message();
+  EXPECT_NE(describe->find("AddressAssigned"), std::string::npos) << *describe;
+  EXPECT_NE(describe->find("purelb-allocator"), std::string::npos) << *describe;
+  EXPECT_NE(describe->find(assigned), std::string::npos) << *describe;
+  EXPECT_NE(describe->find("192.168.10.225"), std::string::npos) << *describe;
+
+  // Seed 002's Service: exactly the requested addresses.
+  Svc web{"web",
+          "default",
+          "lace-cni.io/public",
+          {{"loadbalancer.lace-cni.io/loadBalancerIPs", "198.51.100.7,2001:db8:f00d::7"}},
+          {"IPv4", "IPv6"},
+          "PreferDualStack"};
+  Create(web);
+  EXPECT_TRUE(c().WaitIngress("web", {"198.51.100.7", "2001:db8:f00d::7"}))
+      << ::testing::PrintToString(c().Ingress("web"));
+  EXPECT_TRUE(
+      Eventually([&] { return c().Annotation("web", "purelb.io/allocated-from") == "public"; }));
+
+  // The group's status figures: 5 + 4 addresses, one of each in use.
+  EXPECT_TRUE(WaitStatus(ServiceGroupsRes(), "purelb-system", "localdual", [](const json& st) {
+    return st.value("valid", false) && st["ipv4"]["size"] == "5" && st["ipv4"]["inUse"] == "1" &&
+           st["ipv6"]["size"] == "4" && st["ipv6"]["inUse"] == "1";
+  })) << ConfigStatus(ServiceGroupsRes(), "purelb-system", "localdual").dump();
+  // The class: 254 + 11 IPv4 (network and broadcast excluded), a /64 minus the anycast address.
+  EXPECT_TRUE(WaitStatus(ClassesRes(), "", "public", [](const json& st) {
+    return st.value("valid", false) && st["ipv4"]["size"] == "265" && st["ipv4"]["inUse"] == "1" &&
+           st["ipv6"]["size"] == "18446744073709551615" && st["ipv6"]["inUse"] == "1" &&
+           st["conditions"][0]["type"] == "Valid" && st["conditions"][0]["status"] == "True";
+  })) << ConfigStatus(ClassesRes(), "", "public").dump();
+}
+
+TEST_F(AllocatorE2E, Refusals) {
+  ApplyGroup("ref-v4",
+             "    v4pools:\n    - pool: 192.0.2.50-192.0.2.51\n      subnet: 192.0.2.0/24\n");
+  ApplyGroup("ref-tiny", "    v4pools:\n    - pool: 192.0.2.60/32\n      subnet: 192.0.2.0/24\n");
+  ASSERT_TRUE(c().Apply(R"(apiVersion: lace-cni.io/v1alpha1
+kind: LoadBalancerClass
+metadata:
+  name: refclass
+spec:
+  ipv4Pools:
+  - start: 203.0.113.200
+    end: 203.0.113.209
+  ipv6Pools:
+  - cidr: 2001:db8:aaaa::/120
+)")
+                  .has_value());
+  struct Case {
+    Svc svc;
+    std::string reason;
+  };
+  auto in_group = [](std::string name, std::string group) {
+    Svc s;
+    s.name = std::move(name);
+    s.annotations = {{"purelb.io/service-group", std::move(group)}};
+    return s;
+  };
+  Svc holder{"ref-holder",
+             "default",
+             "lace-cni.io/refclass",
+             {{"loadbalancer.lace-cni.io/loadBalancerIPs", "203.0.113.205"}}};
+  Create(holder);
+  ASSERT_TRUE(c().WaitIngress("ref-holder", {"203.0.113.205"}));
+  Svc tiny1 = in_group("ref-tiny1", "ref-tiny");
+  Create(tiny1);
+  ASSERT_TRUE(c().WaitIngress("ref-tiny1", {"192.0.2.60"}));
+  Svc share1 = in_group("ref-share1", "ref-v4");
+  share1.annotations.push_back({"purelb.io/allow-shared-ip", "k"});
+  share1.annotations.push_back({"purelb.io/addresses", "192.0.2.51"});
+  Create(share1);
+  ASSERT_TRUE(c().WaitIngress("ref-share1", {"192.0.2.51"}));
+
+  std::vector<Case> cases;
+  cases.push_back({Svc{"ref-nosuch", "default", "lace-cni.io/nosuch"}, "NoSuchClass"});
+  cases.push_back({in_group("ref-nogroup", "does-not-exist"), "NoSuchServiceGroup"});
+  cases.push_back({Svc{"ref-inuse",
+                       "default",
+                       "lace-cni.io/refclass",
+                       {{"loadbalancer.lace-cni.io/loadBalancerIPs", "203.0.113.205"}}},
+                   "AddressInUse"});
+  cases.push_back({Svc{"ref-outside",
+                       "default",
+                       "lace-cni.io/refclass",
+                       {{"loadbalancer.lace-cni.io/loadBalancerIPs", "10.9.9.9"}}},
+                   "OutsidePools"});
+  Svc dual = in_group("ref-dual", "ref-v4");
+  dual.families = {"IPv4", "IPv6"};
+  dual.policy = "RequireDualStack";
+  cases.push_back({dual, "FamilyUnavailable"});
+  cases.push_back({in_group("ref-tiny2", "ref-tiny"), "PoolExhausted"});
+  Svc share2 = in_group("ref-share2", "ref-v4");
+  share2.annotations.push_back({"purelb.io/allow-shared-ip", "k"});
+  share2.annotations.push_back({"purelb.io/addresses", "192.0.2.51"});
+  cases.push_back({share2, "SharingConflict"});  // same key, same port 80
+  Svc bad = in_group("ref-bad", "ref-v4");
+  bad.annotations.push_back({"purelb.io/addresses", "192.0.2.300"});
+  cases.push_back({bad, "InvalidAnnotation"});
+
+  for (const auto& cs : cases) Create(cs.svc);
+  for (const auto& cs : cases) {
+    SCOPED_TRACE(cs.svc.name);
+    EXPECT_TRUE(c().WaitReason(cs.svc.name, cs.reason)) << c().Condition(cs.svc.name).dump();
+    json cond = c().Condition(cs.svc.name);
+    EXPECT_EQ(cond.value("status", ""), "False");
+    EXPECT_TRUE(c().Ingress(cs.svc.name).empty());  // no half-allocation
+    EXPECT_EQ(c().Annotation(cs.svc.name, "purelb.io/allocated-by"), "");
+    EXPECT_TRUE(c().WaitEvent("Service", cs.svc.name, "Warning AllocationFailed purelb-allocator"));
+  }
+  // The holder of the tiny pool goes away: the refused Service gets the address.
+  ASSERT_TRUE(c().client().Delete(k8s::resources::Services(), "default", "ref-tiny1").has_value());
+  EXPECT_TRUE(c().WaitIngress("ref-tiny2", {"192.0.2.60"}));
+  EXPECT_TRUE(Eventually([&] { return c().Condition("ref-tiny2").value("status", "") == "True"; }));
+  // The missing group appears: the Service waiting for it is allocated.
+  ApplyGroup("does-not-exist",
+             "    v4pools:\n    - pool: 192.0.2.70-192.0.2.71\n      subnet: 192.0.2.0/24\n");
+  EXPECT_TRUE(c().WaitIngress("ref-nogroup", {"192.0.2.70"}));
+}
+
+TEST_F(AllocatorE2E, EditsReleaseAndClassChange) {
+  ApplyGroup("ed-a",
+             "    v4pools:\n    - pool: 192.0.2.100-192.0.2.109\n      subnet: 192.0.2.0/24\n"
+             "    v6pools:\n    - pool: 2001:db8:ed::/124\n      subnet: 2001:db8:ed::/64\n");
+  ApplyGroup(
+      "ed-b",
+      "    v4pools:\n    - pool: 203.0.113.100-203.0.113.109\n      subnet: 203.0.113.0/24\n");
+  ASSERT_TRUE(c().Apply(R"(apiVersion: lace-cni.io/v1alpha1
+kind: LoadBalancerClass
+metadata:
+  name: edclass
+spec:
+  ipv4Pools:
+  - start: 198.18.50.10
+    end: 198.18.50.19
+)")
+                  .has_value());
+  Svc s{"ed", "default", std::nullopt, {{"purelb.io/service-group", "ed-a"}}};
+  Create(s);
+  ASSERT_TRUE(c().WaitIngress("ed", {"192.0.2.100"}));
+  // Requested address edit (kubectl annotate, as a user would).
+  ASSERT_TRUE(
+      c().Kubectl({"annotate", "--overwrite", "service", "ed", "purelb.io/addresses=192.0.2.105"})
+          .has_value());
+  ASSERT_TRUE(c().WaitIngress("ed", {"192.0.2.105"}));
+  EXPECT_TRUE(c().WaitEvent("Service", "ed", "AddressReleased"));
+  // Group edit.
+  ASSERT_TRUE(c().Kubectl({"annotate", "service", "ed", "purelb.io/addresses-"}).has_value());
+  ASSERT_TRUE(
+      c().Kubectl({"annotate", "--overwrite", "service", "ed", "purelb.io/service-group=ed-b"})
+          .has_value());
+  ASSERT_TRUE(c().WaitIngress("ed", {"203.0.113.100"}));
+  EXPECT_TRUE(WaitStatus(ServiceGroupsRes(), "purelb-system", "ed-a",
+                         [](const json& st) { return st["ipv4"]["inUse"] == "0"; }));
+  // Families edit: back to ed-a, dual-stack.
+  MergePatch("ed",
+             {{"metadata", {{"annotations", {{"purelb.io/service-group", "ed-a"}}}}},
+              {"spec", {{"ipFamilyPolicy", "PreferDualStack"}, {"ipFamilies", {"IPv4", "IPv6"}}}}});
+  ASSERT_TRUE(c().WaitIngress("ed", {"192.0.2.101", "2001:db8:ed::1"}))
+      << ::testing::PrintToString(c().Ingress("ed"));
+  // Sharing key edit keeps the addresses (nothing else shares them).
+  ASSERT_TRUE(
+      c().Kubectl({"annotate", "--overwrite", "service", "ed", "purelb.io/allow-shared-ip=key1"})
+          .has_value());
+  EXPECT_TRUE(Eventually([&] {
+    return c().Condition("ed").value("status", "") == "True" &&
+           c().Ingress("ed") == std::vector<std::string>{"192.0.2.101", "2001:db8:ed::1"};
+  }));
+  // Leaving LoadBalancer: the server clears the status; Pylon releases and removes its traces.
+  MergePatch("ed", {{"spec", {{"type", "ClusterIP"}}}});
+  EXPECT_TRUE(Eventually([&] {
+    return c().Annotation("ed", "purelb.io/allocated-by").empty() &&
+           c().Condition("ed").is_null() && c().Ingress("ed").empty();
+  }));
+  EXPECT_TRUE(WaitStatus(ServiceGroupsRes(), "purelb-system", "ed-a", [](const json& st) {
+    return st["ipv4"]["inUse"] == "0" && st["ipv6"]["inUse"] == "0";
+  }));
+  // Back to LoadBalancer with a Lace class: a class change releases and re-allocates.
+  MergePatch("ed",
+             {{"spec", {{"type", "LoadBalancer"}, {"loadBalancerClass", "lace-cni.io/edclass"}}}});
+  ASSERT_TRUE(c().WaitIngress("ed", {"198.18.50.10"}))
+      << ::testing::PrintToString(c().Ingress("ed")) << c().Condition("ed").dump();
+  EXPECT_TRUE(
+      Eventually([&] { return c().Annotation("ed", "purelb.io/allocated-from") == "edclass"; }));
+  // Delete releases.
+  ASSERT_TRUE(c().Kubectl({"delete", "service", "ed"}).has_value());
+  EXPECT_TRUE(WaitStatus(ClassesRes(), "", "edclass",
+                         [](const json& st) { return st["ipv4"]["inUse"] == "0"; }));
+}
+
+TEST_F(AllocatorE2E, SharingAndForeignClass) {
+  ApplyGroup("sh",
+             "    v4pools:\n    - pool: 192.0.2.150-192.0.2.152\n      subnet: 192.0.2.0/24\n");
+  auto shared = [](std::string name, std::vector<std::pair<std::string, int>> ports) {
+    Svc s;
+    s.name = std::move(name);
+    s.annotations = {{"purelb.io/service-group", "sh"}, {"purelb.io/allow-shared-ip", "k"}};
+    s.ports = std::move(ports);
+    return s;
+  };
+  Svc foreign{"sh-foreign", "default", "example.com/other"};
+  Create(foreign);
+  Create(shared("sh-a", {{"TCP", 80}}));
+  ASSERT_TRUE(c().WaitIngress("sh-a", {"192.0.2.150"}));
+  Create(shared("sh-b", {{"TCP", 443}, {"UDP", 53}}));
+  EXPECT_TRUE(c().WaitIngress("sh-b", {"192.0.2.150"}));  // distinct ports: shared
+  Svc conflict = shared("sh-c", {{"TCP", 80}});
+  conflict.annotations.push_back({"purelb.io/addresses", "192.0.2.150"});
+  Create(conflict);
+  EXPECT_TRUE(c().WaitReason("sh-c", "SharingConflict"));
+  // Without a request an overlapping port gets an address of its own.
+  Create(shared("sh-d", {{"TCP", 80}}));
+  EXPECT_TRUE(c().WaitIngress("sh-d", {"192.0.2.151"}));
+  EXPECT_TRUE(WaitStatus(ServiceGroupsRes(), "purelb-system", "sh",
+                         [](const json& st) { return st["ipv4"]["inUse"] == "2"; }));
+  // The foreign-class Service was never touched (it was created before everything above).
+  auto f = c().GetService("sh-foreign");
+  ASSERT_TRUE(f.has_value());
+  EXPECT_EQ(k8s::Annotation(*f, "purelb.io/allocated-by"), "");
+  EXPECT_TRUE(c().Condition("sh-foreign").is_null());
+  EXPECT_TRUE(c().Ingress("sh-foreign").empty());
+  EXPECT_TRUE(c().Events("Service", "sh-foreign").empty());
+}
+
+TEST_F(AllocatorE2E, InvalidConfigKeepsLastValid) {
+  ApplyGroup("cfg-a",
+             "    v4pools:\n    - pool: 192.0.2.200-192.0.2.203\n      subnet: 192.0.2.0/24\n");
+  ASSERT_TRUE(WaitStatus(ServiceGroupsRes(), "purelb-system", "cfg-a", [](const json& st) {
+    return st.value("valid", false) && st["ipv4"]["size"] == "4";
+  }));
+  // An edit that puts the pool outside its subnet is rejected; generation 1 stays in force.
+  ApplyGroup("cfg-a", "    v4pools:\n    - pool: 10.0.0.1-10.0.0.9\n      subnet: 192.0.2.0/24\n");
+  EXPECT_TRUE(WaitStatus(ServiceGroupsRes(), "purelb-system", "cfg-a", [](const json& st) {
+    return !st.value("valid", true) && st["ipv4"]["size"] == "4" &&
+           st["conditions"][0]["status"] == "False";
+  })) << ConfigStatus(ServiceGroupsRes(), "purelb-system", "cfg-a").dump();
+  EXPECT_TRUE(c().WaitEvent("ServiceGroup", "cfg-a", "Warning InvalidConfig purelb-allocator",
+                            "purelb-system"));
+  Svc s{"cfg-svc", "default", std::nullopt, {{"purelb.io/service-group", "cfg-a"}}};
+  Create(s);
+  EXPECT_TRUE(c().WaitIngress("cfg-svc", {"192.0.2.200"}));
+  // A new group overlapping cfg-a is rejected as a whole.
+  ApplyGroup("cfg-b",
+             "    v4pools:\n    - pool: 192.0.2.202-192.0.2.210\n      subnet: 192.0.2.0/24\n");
+  EXPECT_TRUE(WaitStatus(ServiceGroupsRes(), "purelb-system", "cfg-b", [](const json& st) {
+    return !st.value("valid", true) && st["ipv4"]["size"] == "0";
+  })) << ConfigStatus(ServiceGroupsRes(), "purelb-system", "cfg-b").dump();
+  // Fixing the edit applies without a restart.
+  ApplyGroup("cfg-a",
+             "    v4pools:\n    - pool: 192.0.2.220-192.0.2.221\n      subnet: 192.0.2.0/24\n");
+  EXPECT_TRUE(c().WaitIngress("cfg-svc", {"192.0.2.220"}))
+      << ::testing::PrintToString(c().Ingress("cfg-svc"));
+  EXPECT_TRUE(WaitStatus(ServiceGroupsRes(), "purelb-system", "cfg-a", [](const json& st) {
+    return st.value("valid", false) && st["ipv4"]["size"] == "2" && st["ipv4"]["inUse"] == "1";
+  }));
+}
+
+TEST_F(AllocatorE2E, MetricsAndHealth) {
+  const std::string url = c().MetricsUrl(replica_);
+  ASSERT_FALSE(url.empty());
+  EXPECT_EQ(c().HttpGet(url + "/healthz"), "ok\n");
+  EXPECT_TRUE(Eventually([&] { return c().HttpGet(url + "/readyz") == "ok\n"; }));
+  ApplyGroup("met",
+             "    v4pools:\n    - pool: 192.0.2.240-192.0.2.241\n      subnet: 192.0.2.0/24\n");
+  Svc s{"met-svc", "default", std::nullopt, {{"purelb.io/service-group", "met"}}};
+  Create(s);
+  ASSERT_TRUE(c().WaitIngress("met-svc", {"192.0.2.240"}));
+  EXPECT_TRUE(Eventually([&] {
+    std::string m = c().HttpGet(url + "/metrics");
+    return m.find(
+               "purelb_address_pool_size{family=\"IPv4\",kind=\"ServiceGroup\",pool=\"met\"} 2") !=
+               std::string::npos &&
+           m.find(
+               "purelb_address_pool_addresses_in_use{family=\"IPv4\",kind=\"ServiceGroup\","
+               "pool=\"met\"} 1") != std::string::npos &&
+           m.find("purelb_allocator_is_leader 1") != std::string::npos &&
+           m.find("purelb_allocator_allocations_total") != std::string::npos;
+  })) << c().HttpGet(url + "/metrics");
+}
+
+}  // namespace
+}  // namespace pylon::allocator::e2e

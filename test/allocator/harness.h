@@ -1,0 +1,338 @@
+// Integration harness: a real `pylon apiserver` and `pylon allocator` as child processes, driven
+// with kubectl and the Kubernetes client as a user would. Waiting is polling with a deadline.
+#pragma once
+
+#include <signal.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <regex>
+#include <set>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include "k8s/client.h"
+#include "k8s/client_impl.h"
+#include "k8s/curl_transport.h"
+#include "k8s/rest_config.h"
+#include "lab/process.h"
+
+namespace pylon::allocator::e2e {
+
+using json = nlohmann::json;
+using namespace std::chrono_literals;
+
+inline const k8s::Resource& ServiceGroupsRes() {
+  static const k8s::Resource r{"purelb.io", "v1", "servicegroups", "ServiceGroup", true};
+  return r;
+}
+inline const k8s::Resource& ClassesRes() {
+  static const k8s::Resource r{"lace-cni.io", "v1alpha1", "loadbalancerclasses",
+                               "LoadBalancerClass", false};
+  return r;
+}
+
+// Polls `pred` every 20 ms until it holds or `timeout` passes.
+inline bool Eventually(const std::function<bool()>& pred, std::chrono::milliseconds timeout = 10s) {
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  while (true) {
+    if (pred()) return true;
+    if (std::chrono::steady_clock::now() > deadline) return false;
+    std::this_thread::sleep_for(20ms);
+  }
+}
+
+// The `pylon` binary under test: $PYLON_TEST_BINARY if set, else the build's.
+inline std::string PylonBinary() {
+  const char* env = std::getenv("PYLON_TEST_BINARY");
+  return env && *env ? std::string(env) : std::string(PYLON_BINARY);
+}
+
+inline std::string MakeTempDir(const std::string& tag) {
+  std::string templ = "/tmp/pylon-alloc-" + tag + "-XXXXXX";
+  char* d = mkdtemp(templ.data());
+  return d ? std::string(d) : std::string("/tmp");
+}
+
+inline std::string ReadAll(const std::string& path) {
+  std::ifstream f(path);
+  std::stringstream ss;
+  ss << f.rdbuf();
+  return ss.str();
+}
+
+class Cluster {
+ public:
+  // Starts the API server (extra flags appended) and installs the CRDs.
+  explicit Cluster(const std::string& tag, std::vector<std::string> extra = {}) {
+    dir_ = MakeTempDir(tag);
+    kubeconfig_ = dir_ + "/kubeconfig";
+    std::vector<std::string> argv = {PylonBinary(), "apiserver",        "--listen",
+                                     "127.0.0.1:0", "--kubeconfig-out", kubeconfig_};
+    for (auto& e : extra) argv.push_back(e);
+    auto p = lab::Process::Spawn({argv, "", dir_ + "/apiserver.log", {}, true});
+    if (!p) {
+      ADD_FAILURE() << p.error().message();
+      return;
+    }
+    apiserver_ = std::move(*p);
+    if (!Eventually([&] { return std::filesystem::exists(kubeconfig_); }, 10s)) {
+      ADD_FAILURE() << "apiserver did not start:\n" << ReadAll(dir_ + "/apiserver.log");
+      return;
+    }
+    auto rc = k8s::LoadKubeconfig(kubeconfig_);
+    if (!rc) {
+      ADD_FAILURE() << rc.error().message();
+      return;
+    }
+    rest_ = *rc;
+    auto c = k8s::NewClient(*rc, "pylon-allocator-test/0");
+    if (!c) {
+      ADD_FAILURE() << c.error().message();
+      return;
+    }
+    client_ = std::move(*c);
+    auto out = Kubectl(
+        {"apply", "--validate=false", "-f", std::string(PYLON_SOURCE_DIR) + "/deploy/crds/"});
+    EXPECT_TRUE(out.has_value()) << (out ? "" : out.error().message());
+    for (const char* crd : {"servicegroups.purelb.io", "loadbalancerclasses.lace-cni.io"}) {
+      auto w = Kubectl(
+          {"wait", "--for=condition=Established", "--timeout=20s", std::string("crd/") + crd});
+      EXPECT_TRUE(w.has_value()) << (w ? "" : w.error().message());
+    }
+  }
+  ~Cluster() {
+    allocators_.clear();
+    apiserver_.Stop(std::chrono::milliseconds(2000));
+    if (!::testing::Test::HasFailure()) std::filesystem::remove_all(dir_);
+  }
+
+  const std::string& dir() const { return dir_; }
+  const std::string& kubeconfig() const { return kubeconfig_; }
+  k8s::Client& client() { return *client_; }
+
+  Result<std::string> Kubectl(std::vector<std::string> args) {
+    std::vector<std::string> argv = {"kubectl", "--kubeconfig", kubeconfig_, "--cache-dir",
+                                     dir_ + "/kubectl-cache"};
+    for (auto& a : args) argv.push_back(a);
+    return lab::RunCommandChecked(argv);
+  }
+  // `kubectl apply -f` of a YAML/JSON document.
+  Result<std::string> Apply(const std::string& doc) {
+    const std::string file = dir_ + "/apply-" + std::to_string(++files_) + ".yaml";
+    std::ofstream(file) << doc;
+    return Kubectl({"apply", "--validate=false", "-f", file});
+  }
+
+  // POST /pylon/faults (or a sub-path) on the API server.
+  Status Faults(const std::string& path, const std::string& body) {
+    auto t = k8s::CurlTransport::Create(rest_);
+    if (!t) return Fail(t.error());
+    k8s::HttpRequest req;
+    req.method = "POST";
+    req.path = path;
+    req.body = body;
+    req.content_type = "application/json";
+    auto r = (*t)->Do(req);
+    if (!r) return Fail(r.error());
+    if (r->status / 100 != 2) {
+      return Fail(ErrorCode::kUnavailable,
+                  "faults: HTTP " + std::to_string(r->status) + " " + r->body);
+    }
+    return Ok();
+  }
+
+  // Starts an allocator replica; returns its index.
+  int StartAllocator(const std::string& identity, std::vector<std::string> extra = {}) {
+    Replica r;
+    r.log = dir_ + "/allocator-" + identity + "-" + std::to_string(++starts_) + ".log";
+    std::vector<std::string> argv = {
+        PylonBinary(),      "allocator",     "--kubeconfig",     kubeconfig_,
+        "--namespace",      "purelb-system", "--metrics-addr",   "127.0.0.1:0",
+        "--identity",       identity,        "--lease-duration", "2s",
+        "--renew-deadline", "1500ms",        "--retry-period",   "250ms",
+        "--log-level",      "debug"};
+    for (auto& e : extra) argv.push_back(e);
+    auto p = lab::Process::Spawn({argv, "", r.log, {}, true});
+    if (!p) {
+      ADD_FAILURE() << p.error().message();
+      return -1;
+    }
+    r.proc = std::move(*p);
+    allocators_.push_back(std::move(r));
+    return static_cast<int>(allocators_.size()) - 1;
+  }
+  lab::Process& allocator(int i) { return allocators_[static_cast<size_t>(i)].proc; }
+  std::string AllocatorLog(int i) { return ReadAll(allocators_[static_cast<size_t>(i)].log); }
+  // The metrics URL the replica logged ("metrics listening" url=...).
+  std::string MetricsUrl(int i) {
+    std::string url;
+    Eventually(
+        [&] {
+          std::smatch m;
+          std::string log = AllocatorLog(i);
+          static const std::regex re("url=\"?(http://[0-9.:]+)");
+          if (std::regex_search(log, m, re)) url = m[1];
+          return !url.empty();
+        },
+        10s);
+    return url;
+  }
+  // GET on the replica's metrics server; "" on failure.
+  std::string HttpGet(const std::string& url) {
+    k8s::RestConfig rc;
+    rc.server =
+        url.substr(0, url.find('/', 7) == std::string::npos ? url.size() : url.find('/', 7));
+    auto t = k8s::CurlTransport::Create(rc);
+    if (!t) return "";
+    k8s::HttpRequest req;
+    req.path = url.substr(rc.server.size());
+    req.accept = "text/plain";
+    auto resp = (*t)->Do(req);
+    if (!resp || resp->status != 200) return "";
+    return resp->body;
+  }
+
+  // --- objects ---
+  Result<json> GetService(const std::string& name, const std::string& ns = "default") {
+    return client_->Get(k8s::resources::Services(), ns, name);
+  }
+  std::vector<std::string> Ingress(const std::string& name, const std::string& ns = "default") {
+    std::vector<std::string> out;
+    auto s = GetService(name, ns);
+    if (!s) return out;
+    const json* ing = k8s::Find(*s, {"status", "loadBalancer"});
+    if (!ing || !ing->contains("ingress")) return out;
+    for (const auto& e : (*ing)["ingress"]) {
+      if (e.contains("ip")) out.push_back(e["ip"].get<std::string>());
+    }
+    return out;
+  }
+  // The purelb.io/AddressAllocated condition: {status, reason, message} or null.
+  json Condition(const std::string& name, const std::string& ns = "default") {
+    auto s = GetService(name, ns);
+    if (!s) return nullptr;
+    const json* st = k8s::Find(*s, {"status"});
+    if (!st || !st->contains("conditions")) return nullptr;
+    for (const auto& c : (*st)["conditions"]) {
+      if (c.value("type", "") == "purelb.io/AddressAllocated") return c;
+    }
+    return nullptr;
+  }
+  std::string Annotation(const std::string& name, const std::string& key,
+                         const std::string& ns = "default") {
+    auto s = GetService(name, ns);
+    return s ? k8s::Annotation(*s, key) : "";
+  }
+  bool WaitIngress(const std::string& name, std::vector<std::string> want,
+                   std::chrono::milliseconds timeout = 10s, const std::string& ns = "default") {
+    return Eventually([&] { return Ingress(name, ns) == want; }, timeout);
+  }
+  bool WaitReason(const std::string& name, const std::string& reason,
+                  std::chrono::milliseconds timeout = 10s, const std::string& ns = "default") {
+    return Eventually(
+        [&] {
+          json c = Condition(name, ns);
+          return c.is_object() && c.value("reason", "") == reason;
+        },
+        timeout);
+  }
+  // Event reasons recorded for the object (kubectl's field selector).
+  std::vector<std::string> Events(const std::string& kind, const std::string& name,
+                                  const std::string& ns = "default") {
+    std::vector<std::string> out;
+    k8s::ListOptions lo;
+    lo.field_selector = "involvedObject.kind=" + kind + ",involvedObject.name=" + name;
+    auto l = client_->List(k8s::resources::Events(), ns, lo);
+    if (!l) return out;
+    for (const auto& e : l->items) {
+      out.push_back(e.value("type", "") + " " + e.value("reason", "") + " " +
+                    k8s::FindString(e, {"source", "component"}).value_or("") + " " +
+                    e.value("message", ""));
+    }
+    return out;
+  }
+  bool WaitEvent(const std::string& kind, const std::string& name, const std::string& needle,
+                 const std::string& ns = "default") {
+    return Eventually([&] {
+      for (const auto& e : Events(kind, name, ns)) {
+        if (e.find(needle) != std::string::npos) return true;
+      }
+      return false;
+    });
+  }
+
+ private:
+  struct Replica {
+    lab::Process proc;
+    std::string log;
+  };
+  std::string dir_;
+  std::string kubeconfig_;
+  k8s::RestConfig rest_;
+  lab::Process apiserver_;
+  std::unique_ptr<k8s::Client> client_;
+  std::vector<Replica> allocators_;
+  int files_ = 0;
+  int starts_ = 0;
+};
+
+// A Service manifest (JSON, which kubectl and the client both accept).
+struct Svc {
+  Svc(std::string name_ = "", std::string ns_ = "default",
+      std::optional<std::string> cls_ = std::nullopt,
+      std::vector<std::pair<std::string, std::string>> annotations_ = {},
+      std::vector<std::string> families_ = {}, std::string policy_ = "")
+      : name(std::move(name_)),
+        ns(std::move(ns_)),
+        cls(std::move(cls_)),
+        annotations(std::move(annotations_)),
+        families(std::move(families_)),
+        policy(std::move(policy_)) {}
+
+  std::string name;
+  std::string ns = "default";
+  std::optional<std::string> cls;
+  std::vector<std::pair<std::string, std::string>> annotations;
+  std::vector<std::string> families;  // empty: server default
+  std::string policy;                 // empty: server default
+  std::vector<std::pair<std::string, int>> ports = {{"TCP", 80}};
+  std::string type = "LoadBalancer";
+
+  json ToJson() const {
+    json ann = json::object();
+    for (const auto& [k, v] : annotations) ann[k] = v;
+    json ports_j = json::array();
+    for (const auto& [proto, port] : ports) {
+      ports_j.push_back(
+          {{"name", proto == "TCP" ? "p" + std::to_string(port) : "u" + std::to_string(port)},
+           {"protocol", proto},
+           {"port", port},
+           {"targetPort", port}});
+    }
+    json spec = {{"type", type}, {"ports", ports_j}, {"selector", {{"app", name}}}};
+    if (cls) spec["loadBalancerClass"] = *cls;
+    // Pylon never needs NodePorts (seed 003); 10^4 Services would exhaust the NodePort range.
+    if (type == "LoadBalancer") spec["allocateLoadBalancerNodePorts"] = false;
+    if (!families.empty()) spec["ipFamilies"] = families;
+    if (!policy.empty()) spec["ipFamilyPolicy"] = policy;
+    return {{"apiVersion", "v1"},
+            {"kind", "Service"},
+            {"metadata", {{"name", name}, {"namespace", ns}, {"annotations", ann}}},
+            {"spec", spec}};
+  }
+};
+
+}  // namespace pylon::allocator::e2e

@@ -1,0 +1,389 @@
+// Scenario tables for the pure reconcile core: one pool state walked through rows, MetalLB style.
+#include "allocator/reconcile.h"
+
+#include <gtest/gtest.h>
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "allocator/service_writes.h"
+#include "config/validate.h"
+#include "test_objects.h"
+
+namespace pylon::allocator {
+namespace {
+
+using testing::SvcSpec;
+using json = nlohmann::json;
+
+class World {
+ public:
+  explicit World(std::initializer_list<json> config_objects) {
+    SetConfig(std::vector<json>(config_objects));
+  }
+
+  void SetConfig(std::vector<json> objects) {
+    auto result = config::ValidateConfig(objects, config_);
+    config_ = std::move(result.config);
+    statuses_ = std::move(result.statuses);
+    auto ev = pool_.SetPools(PoolDefinitions(config_));
+    ASSERT_TRUE(ev.has_value()) << ev.error().message();
+  }
+
+  // Reconciles the Service as the API would show it after the previous reconciles' writes: the
+  // spec from `s`, the status as last written (unless `s.ingress` overrides it).
+  Decision Run(SvcSpec s) {
+    const std::string key = s.ns + "/" + s.name;
+    json obj = testing::ServiceJson(s);
+    if (s.ingress.empty() && shown_.count(key)) obj["status"] = shown_[key];
+    auto view = model::ParseService(obj);
+    EXPECT_TRUE(view.has_value());
+    ServiceInput in{&*view, CurrentCondition(obj)};
+    Decision d = Reconcile(in, config_, pool_, ctx_);
+    ServiceWrites w = PlanServiceWrites(obj, d, "2024-06-01T00:00:00Z");
+    if (w.status) shown_[key] = (*w.status)["status"];
+    return d;
+  }
+  Decision Delete(const std::string& ns, const std::string& name) {
+    shown_.erase(ns + "/" + name);
+    return ReconcileGone(*pool::ServiceKey::Make(ns, name), pool_);
+  }
+
+  pool::Allocator& pool() { return pool_; }
+  const config::InForceConfig& config() const { return config_; }
+  const std::vector<config::ObjectStatus>& statuses() const { return statuses_; }
+
+ private:
+  config::InForceConfig config_;
+  std::vector<config::ObjectStatus> statuses_;
+  pool::Allocator pool_;
+  ReconcileContext ctx_;
+  std::map<std::string, json> shown_;
+};
+
+std::vector<std::string> Ips(const Decision& d) {
+  std::vector<std::string> out;
+  for (const auto& ip : d.ingress) out.push_back(ip.ToString());
+  return out;
+}
+
+std::vector<std::string> EventReasons(const Decision& d) {
+  std::vector<std::string> out;
+  for (const auto& e : d.events) out.push_back(e.reason);
+  return out;
+}
+
+struct Row {
+  std::string what;
+  SvcSpec svc;
+  Outcome outcome;
+  Reason reason;
+  std::vector<std::string> ingress;  // for kAllocated
+  bool gone = false;                 // the Service is deleted instead of reconciled
+};
+
+Row R(std::string what, SvcSpec svc, Outcome outcome, Reason reason = Reason::kNone,
+      std::vector<std::string> ingress = {}, bool gone = false) {
+  return Row{std::move(what), std::move(svc), outcome, reason, std::move(ingress), gone};
+}
+
+void Walk(World& w, const std::vector<Row>& rows) {
+  for (const Row& r : rows) {
+    SCOPED_TRACE(r.what);
+    Decision d = r.gone ? w.Delete(r.svc.ns, r.svc.name) : w.Run(r.svc);
+    EXPECT_EQ(OutcomeName(d.outcome), OutcomeName(r.outcome)) << d.message;
+    EXPECT_EQ(ReasonName(d.reason), ReasonName(r.reason)) << d.message;
+    if (r.outcome == Outcome::kAllocated) {
+      EXPECT_EQ(Ips(d), r.ingress);
+    }
+    if (r.outcome == Outcome::kRefused) {
+      EXPECT_TRUE(d.ingress.empty());
+      ASSERT_TRUE(d.condition.has_value());
+      EXPECT_FALSE(d.condition->status);
+      EXPECT_EQ(d.condition->reason, ReasonName(r.reason));
+      // No half-allocation: nothing is held after a refusal.
+      EXPECT_TRUE(w.pool().AddressesOf(*pool::ServiceKey::Make(r.svc.ns, r.svc.name)).empty());
+    }
+  }
+}
+
+SvcSpec Dual(std::string name, std::string policy = "RequireDualStack") {
+  SvcSpec s;
+  s.name = std::move(name);
+  s.families = {"IPv4", "IPv6"};
+  s.policy = std::move(policy);
+  s.annotations = {{"purelb.io/service-group", "localdual"}};
+  return s;
+}
+
+SvcSpec Lace(std::string name, std::string ips = "") {
+  SvcSpec s;
+  s.name = std::move(name);
+  s.cls = "lace-cni.io/public";
+  s.families = {"IPv4", "IPv6"};
+  s.policy = "PreferDualStack";
+  if (!ips.empty()) s.annotations["loadbalancer.lace-cni.io/loadBalancerIPs"] = ips;
+  return s;
+}
+
+TEST(ReconcileTest, SeedExamples) {
+  World w({testing::SeedLocalDual(), testing::SeedPublicClass()});
+  Decision d = w.Run(Dual("kuard-svc-dual-remote"));
+  ASSERT_EQ(d.outcome, Outcome::kAllocated) << d.message;
+  EXPECT_EQ(Ips(d), (std::vector<std::string>{"192.168.10.225", "fc00:270:154:0:8000::4"}));
+  EXPECT_EQ(d.allocated_by, "Pylon");
+  EXPECT_EQ(d.allocated_from, "localdual");
+  ASSERT_EQ(d.events.size(), 1u);
+  EXPECT_EQ(d.events[0].reason, "AddressAssigned");
+  EXPECT_EQ(d.events[0].message,
+            "Assigned {Ingress:[{IP:192.168.10.225 Hostname: Ports:[]} "
+            "{IP:fc00:270:154:0:8000::4 Hostname: Ports:[]}]} from pool localdual");
+
+  d = w.Run(Lace("web", "198.51.100.7,2001:db8:f00d::7"));
+  ASSERT_EQ(d.outcome, Outcome::kAllocated) << d.message;
+  EXPECT_EQ(Ips(d), (std::vector<std::string>{"198.51.100.7", "2001:db8:f00d::7"}));
+  EXPECT_EQ(d.allocated_from, "public");
+}
+
+TEST(ReconcileTest, IpFamiliesOrderIsKept) {
+  World w({testing::SeedLocalDual()});
+  SvcSpec s = Dual("v6first");
+  s.families = {"IPv6", "IPv4"};
+  Decision d = w.Run(s);
+  ASSERT_EQ(d.outcome, Outcome::kAllocated) << d.message;
+  EXPECT_EQ(Ips(d), (std::vector<std::string>{"fc00:270:154:0:8000::4", "192.168.10.225"}));
+}
+
+TEST(ReconcileTest, RefusalsAndRecoveries) {
+  World w({testing::SeedLocalDual(), testing::SeedPublicClass(), testing::SmallDefaultGroup()});
+  SvcSpec nosuch;
+  nosuch.name = "nosuch";
+  nosuch.cls = "lace-cni.io/nosuch";
+  SvcSpec missing_group;
+  missing_group.name = "nogroup";
+  missing_group.annotations = {{"purelb.io/service-group", "absent"}};
+  SvcSpec v6only;
+  v6only.name = "v6only";
+  v6only.families = {"IPv6"};
+  SvcSpec bad_ann = Lace("badann", "198.51.100.7,not-an-ip");
+  SvcSpec two_v4 = Lace("twov4", "198.51.100.7,198.51.100.8");
+  SvcSpec outside = Lace("outside", "10.0.0.1");
+  SvcSpec a, b, c, d;
+  a.name = "a";
+  b.name = "b";
+  c.name = "c";
+  d.name = "d";
+  SvcSpec taken = Lace("taken", "198.51.100.7");
+  SvcSpec foreign;
+  foreign.name = "foreign";
+  foreign.cls = "example.com/other";
+  SvcSpec require_dual_v4only;
+  require_dual_v4only.name = "req";
+  require_dual_v4only.families = {"IPv4", "IPv6"};
+  require_dual_v4only.policy = "RequireDualStack";
+  SvcSpec prefer_dual_v4only = require_dual_v4only;
+  prefer_dual_v4only.name = "pref";
+  prefer_dual_v4only.policy = "PreferDualStack";
+  SvcSpec lbip;
+  lbip.name = "lbip";
+  lbip.load_balancer_ip = "192.0.2.99";
+
+  Walk(w, {
+              R("prefixed class matching nothing", nosuch, Outcome::kRefused, Reason::kNoSuchClass),
+              R("missing ServiceGroup", missing_group, Outcome::kRefused, Reason::kNoSuchGroup),
+              R("single-stack IPv6 against a v4-only group", v6only, Outcome::kRefused,
+                Reason::kFamilyUnavailable),
+              R("RequireDualStack against a v4-only group", require_dual_v4only, Outcome::kRefused,
+                Reason::kFamilyUnavailable),
+              R("PreferDualStack falls back to IPv4", prefer_dual_v4only, Outcome::kAllocated,
+                Reason::kNone, {"192.0.2.10"}),
+              R("malformed annotation", bad_ann, Outcome::kRefused, Reason::kInvalidAnnotation),
+              R("two IPv4 requested", two_v4, Outcome::kRefused, Reason::kInvalidAnnotation),
+              R("requested outside the pools", outside, Outcome::kRefused, Reason::kOutsidePools),
+              R("spec.loadBalancerIP outside", lbip, Outcome::kRefused, Reason::kOutsidePools),
+              R("seed lace request", Lace("web", "198.51.100.7"), Outcome::kAllocated,
+                Reason::kNone, {"198.51.100.7", "2001:db8:f00d::1"}),
+              R("same address requested again", taken, Outcome::kRefused, Reason::kAddressInUse),
+              R("a gets the next default address", a, Outcome::kAllocated, Reason::kNone,
+                {"192.0.2.11"}),
+              R("b gets the last one", b, Outcome::kAllocated, Reason::kNone, {"192.0.2.12"}),
+              R("c finds the pool exhausted", c, Outcome::kRefused, Reason::kPoolExhausted),
+              R("foreign class is never touched", foreign, Outcome::kIgnored, Reason::kNone),
+              R("a is deleted", a, Outcome::kReleased, Reason::kNone, {}, true),
+              R("now c gets a's address", c, Outcome::kAllocated, Reason::kNone, {"192.0.2.11"}),
+              R("the web Service moves to 198.51.100.8", Lace("web", "198.51.100.8"),
+                Outcome::kAllocated, Reason::kNone, {"198.51.100.8", "2001:db8:f00d::1"}),
+              R("and the taken one can have it", taken, Outcome::kAllocated, Reason::kNone,
+                {"198.51.100.7", "2001:db8:f00d::2"}),
+          });
+}
+
+TEST(ReconcileTest, RefusalWarnsOnceAndReleasesEverything) {
+  World w({testing::SeedPublicClass()});
+  Decision d = w.Run(Lace("web", "198.51.100.7"));
+  ASSERT_EQ(d.outcome, Outcome::kAllocated);
+  // An edit to an address outside the pools: refused, the old addresses are released.
+  d = w.Run(Lace("web", "10.1.1.1"));
+  ASSERT_EQ(d.outcome, Outcome::kRefused);
+  EXPECT_EQ(EventReasons(d), (std::vector<std::string>{"AllocationFailed", "AddressReleased"}));
+  EXPECT_TRUE(d.events[0].warning);
+  EXPECT_EQ(d.released.size(), 2u);
+  // The same refusal again: the Service already shows the condition, so no new event.
+  d = w.Run(Lace("web", "10.1.1.1"));
+  ASSERT_EQ(d.outcome, Outcome::kRefused);
+  EXPECT_TRUE(d.events.empty());
+  // The request fixed: allocated again.
+  d = w.Run(Lace("web", "198.51.100.9"));
+  ASSERT_EQ(d.outcome, Outcome::kAllocated);
+  EXPECT_EQ(EventReasons(d), (std::vector<std::string>{"AddressAssigned"}));
+}
+
+TEST(ReconcileTest, EditsReallocate) {
+  World w({testing::SeedLocalDual(), testing::SeedPublicClass(), testing::SmallDefaultGroup()});
+  SvcSpec s;
+  s.name = "edit";
+  std::vector<Row> rows;
+  rows.push_back(R("default group", s, Outcome::kAllocated, Reason::kNone, {"192.0.2.10"}));
+  s.annotations["purelb.io/addresses"] = "192.0.2.12";
+  rows.push_back(
+      R("requested address edit", s, Outcome::kAllocated, Reason::kNone, {"192.0.2.12"}));
+  s.annotations.erase("purelb.io/addresses");
+  rows.push_back(R("request removed keeps the address", s, Outcome::kAllocated, Reason::kNone,
+                   {"192.0.2.12"}));
+  s.annotations["purelb.io/service-group"] = "localdual";
+  rows.push_back(R("group edit", s, Outcome::kAllocated, Reason::kNone, {"192.168.10.225"}));
+  s.families = {"IPv4", "IPv6"};
+  s.policy = "RequireDualStack";
+  rows.push_back(R("families edit", s, Outcome::kAllocated, Reason::kNone,
+                   {"192.168.10.225", "fc00:270:154:0:8000::4"}));
+  s.families = {"IPv6"};
+  s.policy = "SingleStack";
+  rows.push_back(
+      R("back to one family", s, Outcome::kAllocated, Reason::kNone, {"fc00:270:154:0:8000::4"}));
+  s.type = "ClusterIP";
+  rows.push_back(R("type ClusterIP releases", s, Outcome::kReleased, Reason::kNone));
+  Walk(w, rows);
+  EXPECT_EQ(w.pool().address_count(), 0u);
+}
+
+TEST(ReconcileTest, ClassChangeReleasesAndReallocates) {
+  World w({testing::SeedPublicClass(), testing::SmallDefaultGroup()});
+  SvcSpec s;
+  s.name = "cc";
+  Decision d = w.Run(s);
+  ASSERT_EQ(Ips(d), (std::vector<std::string>{"192.0.2.10"}));
+  s.cls = "lace-cni.io/public";
+  d = w.Run(s);
+  ASSERT_EQ(d.outcome, Outcome::kAllocated);
+  EXPECT_EQ(Ips(d), (std::vector<std::string>{"198.51.100.1"}));
+  EXPECT_EQ(d.released.size(), 1u);
+  EXPECT_EQ(EventReasons(d), (std::vector<std::string>{"AddressReleased", "AddressAssigned"}));
+  s.cls = "example.com/other";
+  d = w.Run(s);
+  EXPECT_EQ(d.outcome, Outcome::kReleased);
+  EXPECT_FALSE(d.cleanup);  // a foreign class is never written to
+  EXPECT_EQ(w.pool().address_count(), 0u);
+}
+
+TEST(ReconcileTest, Sharing) {
+  World w({testing::SmallDefaultGroup()});
+  SvcSpec a, b, c, d;
+  a.name = "a";
+  b.name = "b";
+  c.name = "c";
+  d.name = "d";
+  for (SvcSpec* s : {&a, &b, &c, &d}) s->annotations["purelb.io/allow-shared-ip"] = "k";
+  a.ports = {{"TCP", 80}};
+  b.ports = {{"TCP", 443}, {"UDP", 80}};
+  c.ports = {{"TCP", 443}};
+  c.annotations["purelb.io/addresses"] = "192.0.2.10";
+  d.ports = {{"TCP", 8080}};
+  d.annotations["purelb.io/addresses"] = "192.0.2.10";
+  SvcSpec e = d;
+  e.name = "e";
+  e.annotations["purelb.io/allow-shared-ip"] = "other";
+  e.ports = {{"TCP", 9090}};
+  Walk(w,
+       {
+           R("a", a, Outcome::kAllocated, Reason::kNone, {"192.0.2.10"}),
+           R("b shares with distinct ports", b, Outcome::kAllocated, Reason::kNone, {"192.0.2.10"}),
+           R("c requests the shared address with an overlapping port", c, Outcome::kRefused,
+             Reason::kSharingConflict),
+           R("d requests it with a free port", d, Outcome::kAllocated, Reason::kNone,
+             {"192.0.2.10"}),
+           R("e requests it under another key", e, Outcome::kRefused, Reason::kAddressInUse),
+       });
+  EXPECT_EQ(w.pool().address_count(), 1u);
+}
+
+TEST(ReconcileTest, KeepsStatusAddressesAndAdoptsPureLB) {
+  World w({testing::SeedLocalDual()});
+  // PureLB gave a PreferDualStack Service IPv4 only; Pylon adopts it unchanged.
+  SvcSpec p = Dual("purelb", "PreferDualStack");
+  p.annotations["purelb.io/allocated-by"] = "PureLB";
+  p.annotations["purelb.io/allocated-from"] = "localdual";
+  p.ingress = {"192.168.10.228"};
+  SvcSpec q = Dual("kept", "RequireDualStack");
+  q.ingress = {"192.168.10.227", "fc00:270:154:0:8000::6"};
+  auto records = RebuildRecords({}, w.config());
+  EXPECT_TRUE(records.empty());
+  Decision d = w.Run(p);
+  ASSERT_EQ(d.outcome, Outcome::kAllocated) << d.message;
+  EXPECT_EQ(Ips(d), (std::vector<std::string>{"192.168.10.228"}));
+  EXPECT_EQ(d.allocated_by, "PureLB");
+  EXPECT_TRUE(d.events.empty());
+  d = w.Run(q);
+  ASSERT_EQ(d.outcome, Outcome::kAllocated) << d.message;
+  EXPECT_EQ(Ips(d), (std::vector<std::string>{"192.168.10.227", "fc00:270:154:0:8000::6"}));
+  EXPECT_TRUE(d.events.empty());
+}
+
+TEST(ReconcileTest, RebuildOrderAndRecords) {
+  World w({testing::SeedLocalDual(), testing::SeedPublicClass()});
+  std::vector<model::Service> views;
+  auto add = [&](SvcSpec s) { views.push_back(*model::ParseService(testing::ServiceJson(s))); };
+  SvcSpec young = Dual("young");
+  young.created = "2024-02-01T00:00:00Z";
+  young.ingress = {"192.168.10.226", "fc00:270:154:0:8000::4"};
+  SvcSpec old = Dual("old");
+  old.created = "2023-01-01T00:00:00Z";
+  old.ingress = {"192.168.10.226"};  // the same IPv4 as young: the older one wins
+  SvcSpec fresh = Dual("fresh");
+  fresh.created = "2020-01-01T00:00:00Z";
+  SvcSpec foreign;
+  foreign.name = "foreign";
+  foreign.cls = "example.com/x";
+  foreign.ingress = {"198.51.100.50"};
+  SvcSpec moved = Lace("moved");  // now selects the class, status still in localdual
+  moved.ingress = {"192.168.10.229"};
+  add(young);
+  add(old);
+  add(fresh);
+  add(foreign);
+  add(moved);
+  std::vector<const model::Service*> ptrs;
+  for (const auto& v : views) ptrs.push_back(&v);
+  auto ordered = StartupOrder(ptrs);
+  std::vector<std::string> names;
+  for (const auto* s : ordered) names.push_back(s->name);
+  EXPECT_EQ(names, (std::vector<std::string>{"old", "foreign", "moved", "young", "fresh"}));
+  auto records = RebuildRecords(ordered, w.config());
+  ASSERT_EQ(records.size(), 4u);  // foreign not ours; fresh has no status
+  auto conflicts = w.pool().Rebuild(records);
+  ASSERT_EQ(conflicts.size(), 1u);
+  EXPECT_EQ(conflicts[0].record.service.name(), "young");
+  // moved's old address stays held under localdual until its reconcile moves it.
+  EXPECT_TRUE(w.pool().Lookup(*net::IpAddress::Parse("192.168.10.229")).has_value());
+  Decision d = w.Run(Lace("moved"));
+  ASSERT_EQ(d.outcome, Outcome::kAllocated);
+  EXPECT_FALSE(w.pool().Lookup(*net::IpAddress::Parse("192.168.10.229")).has_value());
+  // young lost its IPv4 to old: it gets a fresh pair, never old's address.
+  SvcSpec young_again = young;
+  d = w.Run(young_again);
+  ASSERT_EQ(d.outcome, Outcome::kAllocated);
+  EXPECT_NE(Ips(d)[0], "192.168.10.226");
+}
+
+}  // namespace
+}  // namespace pylon::allocator

@@ -1,0 +1,125 @@
+// Builders for the objects the allocator reads, as the Kubernetes API returns them.
+#pragma once
+
+#include <map>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace pylon::allocator::testing {
+
+using nlohmann::json;
+
+struct SvcSpec {
+  std::string name = "web";
+  std::string ns = "default";
+  std::string type = "LoadBalancer";
+  std::optional<std::string> cls;  // spec.loadBalancerClass
+  std::map<std::string, std::string> annotations;
+  std::vector<std::string> families = {"IPv4"};
+  std::string policy = "SingleStack";
+  std::vector<std::pair<std::string, int>> ports = {{"TCP", 80}};
+  std::vector<std::string> ingress;  // status.loadBalancer.ingress[].ip
+  std::string created = "2024-01-01T00:00:00Z";
+  std::string load_balancer_ip;
+  bool deleting = false;
+};
+
+inline json ServiceJson(const SvcSpec& s) {
+  json ports = json::array();
+  for (const auto& [proto, port] : s.ports) {
+    ports.push_back({{"protocol", proto}, {"port", port}, {"targetPort", port}});
+  }
+  json spec = {{"type", s.type},
+               {"ipFamilies", s.families},
+               {"ipFamilyPolicy", s.policy},
+               {"ports", ports},
+               {"externalTrafficPolicy", "Cluster"}};
+  if (s.cls) spec["loadBalancerClass"] = *s.cls;
+  if (!s.load_balancer_ip.empty()) spec["loadBalancerIP"] = s.load_balancer_ip;
+  json meta = {{"name", s.name},
+               {"namespace", s.ns},
+               {"uid", "uid-" + s.ns + "-" + s.name},
+               {"resourceVersion", "10"},
+               {"creationTimestamp", s.created}};
+  if (!s.annotations.empty()) meta["annotations"] = s.annotations;
+  if (s.deleting) meta["deletionTimestamp"] = "2024-06-01T00:00:00Z";
+  json status = json::object();
+  if (!s.ingress.empty()) {
+    json ing = json::array();
+    for (const auto& ip : s.ingress) ing.push_back({{"ip", ip}, {"ipMode", "VIP"}});
+    status["loadBalancer"] = {{"ingress", ing}};
+  } else {
+    status["loadBalancer"] = json::object();
+  }
+  return {{"apiVersion", "v1"},
+          {"kind", "Service"},
+          {"metadata", meta},
+          {"spec", spec},
+          {"status", status}};
+}
+
+inline json ServiceGroupJson(const std::string& name, json local,
+                             const std::string& created = "2024-01-01T00:00:00Z",
+                             int generation = 1, const std::string& ns = "purelb-system") {
+  return {{"apiVersion", "purelb.io/v1"},
+          {"kind", "ServiceGroup"},
+          {"metadata",
+           {{"name", name},
+            {"namespace", ns},
+            {"uid", "uid-sg-" + name},
+            {"resourceVersion", "1"},
+            {"generation", generation},
+            {"creationTimestamp", created}}},
+          {"spec", {{"local", std::move(local)}}}};
+}
+
+inline json ClassJson(const std::string& name, json spec,
+                      const std::string& created = "2024-01-01T00:00:00Z", int generation = 1) {
+  return {{"apiVersion", "lace-cni.io/v1alpha1"},
+          {"kind", "LoadBalancerClass"},
+          {"metadata",
+           {{"name", name},
+            {"uid", "uid-lbc-" + name},
+            {"resourceVersion", "1"},
+            {"generation", generation},
+            {"creationTimestamp", created}}},
+          {"spec", std::move(spec)}};
+}
+
+// Seed 000.
+inline json SeedLocalDual() {
+  return ServiceGroupJson("localdual",
+                          {{"v4pools",
+                            {{{"aggregation", "default"},
+                              {"pool", "192.168.10.225-192.168.10.229"},
+                              {"subnet", "192.168.10.0/24"}}}},
+                           {"v6pools",
+                            {{{"aggregation", "default"},
+                              {"pool", "fc00:270:154:0:8000::4/126"},
+                              {"subnet", "fc00:270:154:0::/64"}}}}},
+                          "2022-01-10T15:50:00Z");
+}
+
+// Seed 002.
+inline json SeedPublicClass() {
+  return ClassJson(
+      "public",
+      {{"mode", "l2"},
+       {"ipv4Pools",
+        {{{"cidr", "198.51.100.0/24"}}, {{"start", "203.0.113.10"}, {"end", "203.0.113.20"}}}},
+       {"ipv6Pools", {{{"cidr", "2001:db8:f00d::/64"}}}}});
+}
+
+// A small default group: 192.0.2.10-192.0.2.12 only (IPv4).
+inline json SmallDefaultGroup() {
+  return ServiceGroupJson("default", {{"v4pools",
+                                       {{{"aggregation", "default"},
+                                         {"pool", "192.0.2.10-192.0.2.12"},
+                                         {"subnet", "192.0.2.0/24"}}}}});
+}
+
+}  // namespace pylon::allocator::testing
