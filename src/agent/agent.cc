@@ -9,11 +9,13 @@
 #include "common/log.h"
 #include "election/node_name.h"
 #include "election/subnets_annotation.h"
+#include "heartbeat/local_endpoints.h"
 #include "k8s/object.h"
 #include "k8s/resource.h"
 #include "model/endpoints.h"
 #include "model/service.h"
 #include "netlink/ops.h"
+#include "netlink/types.h"
 
 namespace pylon::agent {
 
@@ -47,9 +49,10 @@ Agent::Agent(AgentOptions options, AgentDeps deps, Planner planner)
   sync_ = std::make_unique<AddressSync>(*d_.netlink, *d_.ownership, *d_.clock, so);
   writer_ = std::make_unique<KubeWriter>(
       *d_.client, *d_.recorder, KubeWriterOptions{options_.ns, options_.node_name}, *d_.clock);
-  reconciler_ =
-      std::make_unique<Reconciler>(ReconcilerDeps{&planner_, sync_.get(), &garp_, d_.announcer,
-                                                  d_.netlink, writer_.get(), d_.metrics, d_.clock});
+  ReconcilerDeps rd{&planner_,  sync_.get(),   &garp_,     d_.announcer,
+                    d_.netlink, writer_.get(), d_.metrics, d_.clock};
+  rd.reannounce_interval = options_.reannounce_interval;
+  reconciler_ = std::make_unique<Reconciler>(rd);
   lease_ =
       std::make_unique<LeaseKeeper>(*d_.client, options_.ns, election::NodeName(options_.node_name),
                                     options_.timing, *d_.clock, [this] { Wake(false); });
@@ -57,6 +60,9 @@ Agent::Agent(AgentOptions options, AgentDeps deps, Planner planner)
 }
 
 Agent::~Agent() {
+  link_stop_.store(true);
+  if (link_thread_.joinable()) link_thread_.join();
+  if (hb_) hb_->Stop();
   for (auto& i : informers_) i->Stop();
   lease_->Stop();
   writer_->Stop(std::chrono::seconds(0));
@@ -92,6 +98,13 @@ void Agent::OnLease(const k8s::Json& obj, bool deleted) {
   o.lease_duration_seconds = k8s::FindInt(obj, {"spec", "leaseDurationSeconds"});
   o.renew_time = k8s::FindString(obj, {"spec", "renewTime"}).value_or("");
   o.subnets_annotation = k8s::Annotation(obj, election::kSubnetsAnnotation);
+  if (hb_ && node->str() != options_.node_name) {
+    auto issues = hb_->ObservePeerLease(
+        *node, k8s::Annotation(obj, heartbeat::kHeartbeatAnnotation), deleted);
+    for (const auto& issue : issues) {
+      log::Warn("heartbeat annotation", {{"node", node->str()}, {"issue", issue}});
+    }
+  }
   std::lock_guard<std::mutex> lock(mu_);
   auto outcome = membership_.Observe(o, d_.clock->Now());
   for (const auto& issue : outcome.issues) {
@@ -110,6 +123,16 @@ Status Agent::Start(Duration sync_timeout) {
   if (auto st = sync_->Load(); !st) return st;
 
   RefreshNetwork();
+  if (options_.heartbeat.enabled()) {
+    if (auto st = StartHeartbeat(); !st) return st;
+  }
+  if (auto ev = d_.netlink->Subscribe(); ev && (*ev)->fd() >= 0) {
+    link_events_ = std::move(*ev);
+    link_thread_ = std::thread([this] { WatchLinks(); });
+  } else if (!ev) {
+    log::Warn("no link notifications; links are rediscovered every 2s",
+              {{"error", ev.error().message()}});
+  }
 
   auto add = [&](const k8s::Resource& res, const std::string& ns, bool lease) {
     k8s::InformerOptions io;
@@ -152,6 +175,85 @@ Status Agent::Start(Duration sync_timeout) {
   return Ok();
 }
 
+std::string Agent::HeartbeatInterface() const {
+  if (!options_.heartbeat.interface.empty()) return options_.heartbeat.interface;
+  return network_.interfaces.empty() ? std::string() : network_.interfaces.front().name;
+}
+
+Status Agent::StartHeartbeat() {
+  const heartbeat::HeartbeatConfig& cfg = options_.heartbeat;
+  auto keys = heartbeat::LoadKeyRingFile(cfg.key_file);
+  if (!keys) return Fail(keys.error().Wrap("--heartbeat-key-file " + cfg.key_file));
+  hb_interface_ = HeartbeatInterface();
+  if (hb_interface_.empty()) {
+    return Fail(ErrorCode::kUnavailable,
+                "heartbeats: no announcing interface found (set --heartbeat-interface)");
+  }
+  heartbeat::ServiceDeps deps;
+  deps.clock = d_.clock;
+  if (d_.open_netlink) {
+    auto nl = d_.open_netlink();
+    if (!nl) return Fail(nl.error().Wrap("heartbeats: netlink"));
+    deps.netlink = std::move(*nl);
+  }
+  heartbeat::ServiceOptions so{election::NodeName(options_.node_name), cfg, hb_interface_, {}};
+  auto hb = heartbeat::HeartbeatService::Create(so, std::move(*keys), std::move(deps),
+                                                [this] { Wake(false); });
+  if (!hb) return Fail(hb.error().Wrap("heartbeats"));
+  if (auto st = (*hb)->Start(); !st) return Fail(st.error().Wrap("heartbeats"));
+  hb_ = std::move(*hb);
+  PublishHeartbeatEndpoints();
+  log::Info("heartbeats on",
+            {{"interface", hb_interface_},
+             {"port", std::to_string(hb_->port())},
+             {"interval_ms",
+              std::to_string(
+                  std::chrono::duration_cast<std::chrono::milliseconds>(cfg.interval).count())},
+             {"miss_count", std::to_string(cfg.miss_count)}});
+  return Ok();
+}
+
+void Agent::PublishHeartbeatEndpoints() {
+  if (!hb_) return;
+  auto link = d_.netlink->GetLink(hb_interface_);
+  if (!link) return;
+  auto addrs = d_.netlink->ListAddresses(std::nullopt);
+  if (!addrs) return;
+  std::vector<net::IpAddress> ours;
+  for (const auto& o : sync_->owned()) ours.push_back(o.address.address());
+  std::optional<std::uint8_t> proto;
+  if (d_.netlink->SupportsAddressProto()) proto = netlink::kPylonAddressProto;
+  auto ips = heartbeat::EndpointAddresses(*addrs, link->index, proto, ours);
+  lease_->SetAnnotation(std::string(heartbeat::kHeartbeatAnnotation),
+                        heartbeat::FormatEndpoints(hb_->LocalEndpoints(ips)));
+}
+
+void Agent::WatchLinks() {
+  while (!link_stop_.load()) {
+    auto events = link_events_->Poll(std::chrono::milliseconds(200));
+    if (!events) {
+      log::Warn("link notifications", {{"error", events.error().message()}});
+      std::this_thread::sleep_for(std::chrono::milliseconds(200));
+      continue;
+    }
+    bool changed = false;
+    for (const auto& e : *events) {
+      if (const auto* le = std::get_if<netlink::LinkEvent>(&e)) {
+        log::Debug("link event",
+                   {{"interface", le->link.name}, {"up", le->link.lower_up() ? "true" : "false"}});
+        changed = true;
+      } else if (std::holds_alternative<netlink::ResyncEvent>(e)) {
+        changed = true;
+      }
+    }
+    if (!changed) continue;
+    std::lock_guard<std::mutex> lock(mu_);
+    rediscover_ = true;
+    wake_ = true;
+    cv_.notify_all();
+  }
+}
+
 bool Agent::EnsureVirtual(const std::string& name) {
   if (!virtual_tried_.insert(name).second) return false;  // failed before: logged once
   // The virtual interface, with the documented fallback when the kernel has no dummy driver.
@@ -185,6 +287,7 @@ void Agent::RefreshNetwork() {
     log::Warn("network discovery failed", {{"error", net.error().message()}});
     return;
   }
+  PublishHeartbeatEndpoints();
   if (net->virtual_ifindex == 0 && EnsureVirtual(net->virtual_interface)) {
     auto link = d_.netlink->GetLink(net->virtual_interface);
     if (link) net->virtual_ifindex = link->index;
@@ -296,7 +399,19 @@ void Agent::RefreshInputs() {
 
 void Agent::OnePass(bool shutting_down) {
   RefreshNetwork();
-  const bool healthy = lease_->Healthy();
+  const bool lease_healthy = lease_->Healthy();
+  bool healthy = lease_healthy;
+  std::string health_name = healthy ? "healthy" : "lease-unhealthy";
+  if (hb_) {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto r = hb_->Sync(membership_, {lease_healthy, false, !shutting_down});
+    healthy = r.health == heartbeat::SelfHealth::kHealthy;
+    health_name = heartbeat::SelfHealthName(r.health);
+  }
+  if (healthy != last_healthy_) {
+    log::Info("self health", {{"health", health_name}});
+    last_healthy_ = healthy;
+  }
   const SteadyTime now = d_.clock->Now();
   if (healthy && !first_healthy_) first_healthy_ = now;
   PlanInputs in;
@@ -310,9 +425,29 @@ void Agent::OnePass(bool shutting_down) {
   in.excluded_nodes = &excluded_nodes_;
   {
     std::lock_guard<std::mutex> lock(mu_);
-    reconciler_->Run(in, membership_);
+    if (hb_) {
+      reconciler_->Run(in, membership_, [this](std::span<const net::IpAddress> mine) {
+        return hb_->AddressesToYield(mine);
+      });
+    } else {
+      reconciler_->Run(in, membership_);
+    }
   }
-  if (d_.metrics) d_.metrics->Set(kMetricLeaseHealthy, {}, healthy ? 1 : 0);
+  if (hb_) hb_->SetAnnounced(reconciler_->HeldLocal());
+  if (d_.metrics) d_.metrics->Set(kMetricLeaseHealthy, {}, lease_healthy ? 1 : 0);
+  if (d_.metrics && hb_) {
+    d_.metrics->Set(kMetricHeartbeatHealthy, {}, healthy ? 1 : 0);
+    std::map<std::string, int> by_state;
+    for (auto st : {heartbeat::PeerState::kNeverHeard, heartbeat::PeerState::kAlive,
+                    heartbeat::PeerState::kUnhealthy, heartbeat::PeerState::kSilent,
+                    heartbeat::PeerState::kDead}) {
+      by_state[heartbeat::PeerStateName(st)] = 0;
+    }
+    for (const auto& p : hb_->Peers()) ++by_state[heartbeat::PeerStateName(p.state)];
+    for (const auto& [state, n] : by_state) {
+      d_.metrics->Set(kMetricHeartbeatPeers, {{"state", state}}, n);
+    }
+  }
   last_pass_ns_.store(SteadyNanos(d_.clock->Now()));
 }
 
@@ -334,6 +469,8 @@ void Agent::Run() {
                    [this] { return stop_ || wake_ || inputs_dirty_; });
       if (stop_) break;
       wake_ = false;
+      if (rediscover_) last_discovery_.reset();
+      rediscover_ = false;
       refresh = inputs_dirty_;
       inputs_dirty_ = false;
     }
@@ -352,12 +489,16 @@ void Agent::Shutdown() {
             {{"node", options_.node_name}});
   ready_.store(false);
   OnePass(true);
+  if (hb_) hb_->Leave();
   lease_->Stop();
   if (auto st = lease_->Delete(); !st) {
     log::Warn("could not delete the node lease", {{"error", st.error().message()}});
   } else {
     log::Info("node lease deleted", {{"lease", lease_->LeaseName()}});
   }
+  if (hb_) hb_->Stop();
+  link_stop_.store(true);
+  if (link_thread_.joinable()) link_thread_.join();
   for (auto& i : informers_) i->Stop();
   writer_->Stop(std::chrono::seconds(2));
 }

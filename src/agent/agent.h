@@ -15,11 +15,13 @@
 
 #include <atomic>
 #include <condition_variable>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <optional>
 #include <set>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "agent/address_sync.h"
@@ -34,6 +36,7 @@
 #include "config/parse.h"
 #include "config/validate.h"
 #include "election/membership.h"
+#include "heartbeat/service.h"
 #include "k8s/client.h"
 #include "k8s/event_recorder.h"
 #include "k8s/informer.h"
@@ -51,6 +54,9 @@ struct AgentDeps {
   OwnershipStore* ownership = nullptr;
   metrics::Registry* metrics = nullptr;
   const Clock* clock = nullptr;
+  // Opens a second Netlink in the calling thread's namespace, for the heartbeat service's own
+  // thread (link state). Optional: without it the heartbeat service assumes the link is up.
+  std::function<Result<std::unique_ptr<netlink::Netlink>>()> open_netlink;
 };
 
 class Agent {
@@ -62,6 +68,11 @@ class Agent {
   // starts the informers, the writer and the lease keeper, and waits (up to `sync_timeout`) for
   // the informers' first lists.
   Status Start(Duration sync_timeout = std::chrono::seconds(30));
+  // With --heartbeat-key-file it also loads the key file (an error if missing or invalid) and
+  // starts the heartbeat service on the announcing interface, publishing its endpoints in the
+  // node lease (purelb.io/heartbeat). It subscribes to link notifications so a link going down
+  // or up wakes the loop at once.
+  //
   // Runs passes until RequestStop(), then shuts down gracefully (withdraw, then delete the lease).
   void Run();
   // Thread-safe; returns at once.
@@ -81,6 +92,12 @@ class Agent {
   bool EnsureVirtual(const std::string& name);
   void OnePass(bool shutting_down);
   void Shutdown();
+  Status StartHeartbeat();
+  // Recomputes this node's heartbeat endpoints and publishes them in the lease annotation.
+  void PublishHeartbeatEndpoints();
+  // The link-notification thread: wakes the loop (forcing a rediscovery) on every link change.
+  void WatchLinks();
+  std::string HeartbeatInterface() const;
 
   AgentOptions options_;
   AgentDeps d_;
@@ -90,6 +107,11 @@ class Agent {
   std::unique_ptr<KubeWriter> writer_;
   std::unique_ptr<Reconciler> reconciler_;
   std::unique_ptr<LeaseKeeper> lease_;
+  std::unique_ptr<heartbeat::HeartbeatService> hb_;    // null: heartbeats off
+  std::string hb_interface_;                           // the interface hb_ is bound to
+  std::unique_ptr<netlink::EventSource> link_events_;  // WatchLinks thread only, once started
+  std::thread link_thread_;
+  std::atomic<bool> link_stop_{false};
   std::vector<std::unique_ptr<k8s::Informer>> informers_;
   k8s::Informer* services_ = nullptr;
   k8s::Informer* slices_ = nullptr;
@@ -110,12 +132,14 @@ class Agent {
   std::vector<NodeName> excluded_nodes_;
   std::set<std::string> virtual_tried_;      // virtual interface names that could not be created
   std::optional<SteadyTime> first_healthy_;  // start of the hold-off (planner.h)
+  bool last_healthy_ = true;                 // for logging health transitions
 
   // Shared with informer threads.
   mutable std::mutex mu_;
   std::condition_variable cv_;
   election::Membership membership_;  // guarded by mu_
   bool inputs_dirty_ = true;
+  bool rediscover_ = false;  // a link changed: rediscover the network on the next pass
   bool wake_ = false;
   bool stop_ = false;
   std::atomic<bool> ready_{false};

@@ -20,6 +20,12 @@ void DescribeAgentMetrics(metrics::Registry& r) {
   r.Describe(kMetricAddressConflicts,
              "Desired addresses held by someone else on this node (left untouched)", Type::kGauge);
   r.Describe(kMetricLeaseRenewals, "Node lease renewal attempts, by result", Type::kCounter);
+  r.Describe(kMetricHeartbeatPeers,
+             "Heartbeat peers by detector state (never_heard|alive|unhealthy|silent|dead)",
+             Type::kGauge);
+  r.Describe(kMetricHeartbeatHealthy,
+             "1 while this node judges itself fit to announce (heartbeat policy), else 0",
+             Type::kGauge);
 }
 
 }  // namespace pylon::agent

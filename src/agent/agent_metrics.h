@@ -16,6 +16,9 @@ inline constexpr char kMetricGarpFailed[] = "purelb_garp_failed_total";
 inline constexpr char kMetricAddressOps[] = "purelb_address_operations_total";
 inline constexpr char kMetricAddressConflicts[] = "purelb_address_conflicts";
 inline constexpr char kMetricLeaseRenewals[] = "purelb_election_lease_renewals_total";
+// Heartbeats on only (docs/failover.md).
+inline constexpr char kMetricHeartbeatPeers[] = "purelb_heartbeat_peers";
+inline constexpr char kMetricHeartbeatHealthy[] = "purelb_heartbeat_self_healthy";
 
 // Declares every family above (idempotent).
 void DescribeAgentMetrics(metrics::Registry& r);

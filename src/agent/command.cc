@@ -35,11 +35,12 @@ int RunAgentCommand(int argc, char** argv) {
   std::vector<std::string> args(argv + 1, argv + argc);
   auto opts = ParseAgentOptions(args, Env);
   if (!opts) {
-    std::fprintf(stderr, "pylon agent: %s\n\n%s", opts.error().message().c_str(), AgentUsage());
+    std::fprintf(stderr, "pylon agent: %s\n\n%s", opts.error().message().c_str(),
+                 AgentUsageWithHeartbeat().c_str());
     return 2;
   }
   if (opts->help) {
-    std::fputs(AgentUsage(), stdout);
+    std::fputs(AgentUsageWithHeartbeat().c_str(), stdout);
     return 0;
   }
   log::SetComponent("agent");
@@ -99,6 +100,11 @@ int RunAgentCommand(int argc, char** argv) {
   deps.ownership = store.get();
   deps.metrics = &registry;
   deps.clock = &SystemClock::Instance();
+  deps.open_netlink = []() -> Result<std::unique_ptr<netlink::Netlink>> {
+    auto n = netlink::NetlinkImpl::Create();
+    if (!n) return Fail(n.error());
+    return std::unique_ptr<netlink::Netlink>(std::move(*n));
+  };
   auto agent = Agent::Create(*opts, deps);
   if (!agent) {
     log::Error("agent", {{"error", agent.error().message()}});

@@ -30,6 +30,16 @@ void LeaseKeeper::SetSubnets(std::vector<net::Prefix> subnets) {
   cv_.notify_all();
 }
 
+void LeaseKeeper::SetAnnotation(const std::string& key, std::string value) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = extra_annotations_.find(key);
+  if (it != extra_annotations_.end() && it->second == value) return;
+  if (it == extra_annotations_.end() && value.empty()) return;
+  extra_annotations_[key] = std::move(value);
+  kick_ = true;
+  cv_.notify_all();
+}
+
 void LeaseKeeper::Start() {
   std::lock_guard<std::mutex> lock(mu_);
   if (thread_.joinable()) return;
@@ -58,10 +68,12 @@ std::optional<SteadyTime> LeaseKeeper::HealthyUntil() const {
 
 Status LeaseKeeper::RenewOnce() {
   std::string subnets;
+  std::map<std::string, std::string> extra;
   LeaseTiming timing;
   {
     std::lock_guard<std::mutex> lock(mu_);
     subnets = subnets_annotation_;
+    extra = extra_annotations_;
     timing = health_.timing();
   }
   const auto& res = k8s::resources::Leases();
@@ -70,6 +82,16 @@ Status LeaseKeeper::RenewOnce() {
   const auto duration_s =
       std::chrono::duration_cast<std::chrono::seconds>(timing.lease_duration).count();
   // The lease as we last wrote it: renewals are one Update (no Get) while nobody else writes it.
+  auto annotate = [&](k8s::Json& obj) {
+    obj["metadata"]["annotations"][std::string(election::kSubnetsAnnotation)] = subnets;
+    for (const auto& [k, v] : extra) {
+      if (v.empty()) {
+        obj["metadata"]["annotations"].erase(k);
+      } else {
+        obj["metadata"]["annotations"][k] = v;
+      }
+    }
+  };
   auto attempt = [&](bool use_cached) -> Status {
     Result<k8s::Json> current = Fail(ErrorCode::kNotFound, "");
     if (use_cached && last_written_) {
@@ -95,7 +117,7 @@ Status LeaseKeeper::RenewOnce() {
     spec.renew_time = now;
     if (!current) {
       k8s::Json obj = k8s::MakeLease(ns_, name, spec);
-      obj["metadata"]["annotations"][std::string(election::kSubnetsAnnotation)] = subnets;
+      annotate(obj);
       obj["metadata"]["labels"]["app.kubernetes.io/component"] = "lbnodeagent";
       auto created = client_.Create(res, obj);
       if (!created) return Fail(created.error());
@@ -103,7 +125,7 @@ Status LeaseKeeper::RenewOnce() {
       return Ok();
     }
     k8s::Json obj = k8s::WithLeaseSpec(*current, spec);
-    obj["metadata"]["annotations"][std::string(election::kSubnetsAnnotation)] = subnets;
+    annotate(obj);
     auto updated = client_.Update(res, obj);
     if (!updated) return Fail(updated.error());
     last_written_ = std::move(*updated);

@@ -12,6 +12,7 @@
 #include <atomic>
 #include <condition_variable>
 #include <functional>
+#include <map>
 #include <mutex>
 #include <optional>
 #include <string>
@@ -35,6 +36,9 @@ class LeaseKeeper {
 
   // The subnets to publish; a change is written at the next renewal (made due at once).
   void SetSubnets(std::vector<net::Prefix> subnets);
+  // An extra annotation to publish (e.g. purelb.io/heartbeat); an empty value removes it. A
+  // change is written at the next renewal (made due at once).
+  void SetAnnotation(const std::string& key, std::string value);
   void Start();
   // Stops renewing (joins the worker). Idempotent.
   void Stop();
@@ -63,6 +67,7 @@ class LeaseKeeper {
   std::condition_variable cv_;
   LeaseHealth health_;
   std::string subnets_annotation_;
+  std::map<std::string, std::string> extra_annotations_;  // value "" = remove
   bool stopping_ = false;
   bool kick_ = false;
   std::thread thread_;

@@ -24,9 +24,15 @@ const char* AgentUsage() {
          "duration)\n"
          "  --garp-count N           gratuitous ARP / NA per takeover (default 3)\n"
          "  --garp-interval DUR      spacing (default 300ms)\n"
+         "  --reannounce-interval DUR re-send gratuitous ARP / NA for held local addresses\n"
+         "                           this often (default 0 = off)\n"
          "  --log-level LEVEL        debug|info|warn|error\n"
          "environment: PURELB_LEASE_DURATION (10s), PURELB_RENEW_DEADLINE (7s),\n"
          "             PURELB_RETRY_PERIOD (2s), Go duration syntax\n";
+}
+
+std::string AgentUsageWithHeartbeat() {
+  return std::string(AgentUsage()) + heartbeat::HeartbeatUsage();
 }
 
 std::chrono::seconds EffectiveAddressLifetime(const AgentOptions& o) {
@@ -59,6 +65,7 @@ Result<std::pair<std::string, std::uint16_t>> ParseHostPort(const std::string& t
 
 Result<AgentOptions> ParseAgentOptions(const std::vector<std::string>& args, const EnvFn& env) {
   AgentOptions o;
+  std::vector<std::pair<std::string, std::string>> heartbeat_flags;  // applied after the env
   for (std::size_t i = 0; i < args.size(); ++i) {
     std::string flag = args[i];
     std::optional<std::string> value;
@@ -70,9 +77,22 @@ Result<AgentOptions> ParseAgentOptions(const std::vector<std::string>& args, con
       o.help = true;
       continue;
     }
+    if (flag.rfind("--heartbeat-", 0) == 0) {
+      std::string hv;
+      if (value) {
+        hv = *value;
+      } else if (i + 1 < args.size()) {
+        hv = args[++i];
+      } else {
+        return Fail(ErrorCode::kInvalidArgument, flag + " needs a value");
+      }
+      heartbeat_flags.emplace_back(flag.substr(2), hv);
+      continue;
+    }
     static const char* const kKnown[] = {
-        "--kubeconfig", "--node-name",        "--namespace",     "--metrics-addr", "--etp-local",
-        "--state-file", "--address-lifetime", "--garp-interval", "--garp-count",   "--log-level"};
+        "--kubeconfig", "--node-name",  "--namespace",          "--metrics-addr",
+        "--etp-local",  "--state-file", "--address-lifetime",   "--garp-interval",
+        "--garp-count", "--log-level",  "--reannounce-interval"};
     if (std::find(std::begin(kKnown), std::end(kKnown), flag) == std::end(kKnown)) {
       return Fail(ErrorCode::kInvalidArgument, "unknown flag " + flag);
     }
@@ -118,6 +138,15 @@ Result<AgentOptions> ParseAgentOptions(const std::vector<std::string>& args, con
       } else {
         o.garp.interval = *d;
       }
+    } else if (flag == "--reannounce-interval") {
+      auto d = ParseGoDuration(*v);
+      if (!d) return Fail(d.error().Wrap(flag));
+      if (*d < Duration(0))
+        return Fail(ErrorCode::kInvalidArgument, flag + " must not be negative");
+      if (*d > Duration(0) && *d < std::chrono::seconds(1)) {
+        return Fail(ErrorCode::kInvalidArgument, flag + " must be 0 (off) or at least 1s");
+      }
+      o.reannounce_interval = *d;
     } else if (flag == "--garp-count") {
       int n = 0;
       auto [p, ec] = std::from_chars(v->data(), v->data() + v->size(), n);
@@ -142,6 +171,13 @@ Result<AgentOptions> ParseAgentOptions(const std::vector<std::string>& args, con
   auto timing = LeaseTimingFromEnv(env);
   if (!timing) return Fail(timing.error());
   o.timing = *timing;
+  if (auto st = heartbeat::ApplyHeartbeatEnv(env, o.heartbeat); !st) return Fail(st.error());
+  for (const auto& [name, val] : heartbeat_flags) {
+    auto applied = heartbeat::ApplyHeartbeatFlag(name, val, o.heartbeat);
+    if (!applied) return Fail(applied.error());
+    if (!*applied) return Fail(ErrorCode::kInvalidArgument, "unknown flag --" + name);
+  }
+  if (auto st = heartbeat::ValidateHeartbeatConfig(o.heartbeat); !st) return Fail(st.error());
   return o;
 }
 

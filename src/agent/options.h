@@ -12,6 +12,7 @@
 #include "agent/lease_health.h"
 #include "agent/types.h"
 #include "common/result.h"
+#include "heartbeat/config.h"
 
 namespace pylon::agent {
 
@@ -28,6 +29,10 @@ struct AgentOptions {
   GarpOptions garp;                          // --garp-count, --garp-interval
   std::string log_level = "info";            // --log-level
   LeaseTiming timing;                        // PURELB_* environment variables
+  heartbeat::HeartbeatConfig heartbeat;      // --heartbeat-*, PYLON_HEARTBEAT_* (off: no key)
+  // --reannounce-interval: gratuitous ARP / NA for every held local address this often, so
+  // switches and neighbours that forgot or mislearned it relearn it. 0 = off (default).
+  Duration reannounce_interval{0};
   bool help = false;
 };
 
@@ -42,5 +47,7 @@ using EnvFn = std::function<std::optional<std::string>(const std::string&)>;
 Result<AgentOptions> ParseAgentOptions(const std::vector<std::string>& args, const EnvFn& env);
 
 const char* AgentUsage();
+// AgentUsage() followed by the heartbeat flags (heartbeat::HeartbeatUsage()).
+std::string AgentUsageWithHeartbeat();
 
 }  // namespace pylon::agent

@@ -39,7 +39,8 @@ void Reconciler::ApplyStrictArp(const NodeNetwork& network) {
   }
 }
 
-PassResult Reconciler::Run(const PlanInputs& in, const election::Membership& membership) {
+PassResult Reconciler::Run(const PlanInputs& in, const election::Membership& membership,
+                           const YieldFn& yield) {
   PassResult r;
   const SteadyTime now = d_.clock->Now();
   std::set<net::IpAddress> held;
@@ -49,8 +50,32 @@ PassResult Reconciler::Run(const PlanInputs& in, const election::Membership& mem
     with_held.held = &held;
   }
   r.plan = d_.planner->Compute(with_held, membership, now);
+  std::set<net::IpAddress> yielded;
+  if (yield) {
+    std::vector<net::IpAddress> local;
+    for (const auto& a : r.plan.addresses) {
+      if (a.kind == AddressKind::kLocal) local.push_back(a.address.address());
+    }
+    if (!local.empty()) {
+      const std::vector<net::IpAddress> give_up = yield(local);
+      if (!give_up.empty()) {
+        const std::set<net::IpAddress> drop(give_up.begin(), give_up.end());
+        std::erase_if(r.plan.addresses, [&](const DesiredAddress& a) {
+          return a.kind == AddressKind::kLocal && drop.count(a.address.address()) > 0;
+        });
+        for (const auto& ip : drop) {
+          if (!yielded_.count(ip)) {
+            log::Info("yielding address (heartbeat split-brain resolution)",
+                      {{"address", ip.ToString()}});
+          }
+        }
+        yielded = drop;
+      }
+    }
+  }
   if (r.plan.virtual_in_use) ApplyStrictArp(*in.network);
 
+  yielded_ = std::move(yielded);
   r.sync = d_.sync->Apply(r.plan.addresses);
   const std::string& self = d_.planner->options().self.str();
   for (const auto& removed : r.sync.removed) {
@@ -91,9 +116,39 @@ PassResult Reconciler::Run(const PlanInputs& in, const election::Membership& mem
   for (const auto& n : r.plan.l2_deletes) d_.writer->DeleteL2Advertisement(n);
   for (const auto& e : r.plan.events) d_.writer->Event(e);
 
+  // What is held now: the plan's local addresses that the kernel sync owns.
+  held_local_.clear();
+  const auto& owned = d_.sync->owned();
+  for (const auto& a : r.plan.addresses) {
+    if (a.kind == AddressKind::kLocal && owned.count(OwnedAddress{a.interface, a.address})) {
+      held_local_.push_back(a);
+    }
+  }
+  if (d_.reannounce_interval > Duration(0)) {
+    if (!next_reannounce_) next_reannounce_ = now + d_.reannounce_interval;
+    if (now >= *next_reannounce_) {
+      std::set<net::IpAddress> just_added;
+      for (const auto& added : r.sync.added) just_added.insert(added.address.address());
+      for (const auto& a : held_local_) {
+        if (just_added.count(a.address.address())) continue;  // its takeover burst runs
+        d_.garp->Schedule(a.interface, a.ifindex, a.address.address(), now);
+      }
+      if (!held_local_.empty()) {
+        log::Debug("re-announcing held addresses", {{"count", std::to_string(held_local_.size())}});
+      }
+      next_reannounce_ = now + d_.reannounce_interval;
+    }
+  }
+
   SendDueAnnouncements();
   UpdateMetrics(r);
   return r;
+}
+
+std::vector<net::IpAddress> Reconciler::HeldLocal() const {
+  std::vector<net::IpAddress> out;
+  for (const auto& a : held_local_) out.push_back(a.address.address());
+  return out;
 }
 
 void Reconciler::SendDueAnnouncements() {
@@ -129,6 +184,7 @@ std::optional<SteadyTime> Reconciler::NextWakeup(const election::Membership& mem
   };
   consider(d_.sync->NextRenewal());
   consider(membership.NextExpiry(d_.clock->Now()));
+  consider(next_reannounce_);
   return next;
 }
 

@@ -9,10 +9,13 @@
 // Threading: one thread (the agent loop). All collaborators are borrowed.
 #pragma once
 
+#include <functional>
 #include <map>
 #include <optional>
 #include <set>
+#include <span>
 #include <string>
+#include <vector>
 
 #include "agent/address_sync.h"
 #include "agent/garp.h"
@@ -34,7 +37,13 @@ struct ReconcilerDeps {
   ClusterWriter* writer = nullptr;
   metrics::Registry* metrics = nullptr;  // optional
   const Clock* clock = nullptr;
+  // Re-send the announcement burst of every held local address this often (0 = never).
+  Duration reannounce_interval{0};
 };
+
+// Given the local addresses this pass elected for this node, the ones it must not announce
+// (heartbeat split-brain resolution: HeartbeatService::AddressesToYield).
+using YieldFn = std::function<std::vector<net::IpAddress>(std::span<const net::IpAddress>)>;
 
 struct PassResult {
   Plan plan;
@@ -45,7 +54,11 @@ class Reconciler {
  public:
   explicit Reconciler(ReconcilerDeps deps);
 
-  PassResult Run(const PlanInputs& in, const election::Membership& membership);
+  // `yield` (optional) removes local addresses from the plan before it is applied.
+  PassResult Run(const PlanInputs& in, const election::Membership& membership,
+                 const YieldFn& yield = {});
+  // The local addresses this node holds on the kernel now (after the last Run).
+  std::vector<net::IpAddress> HeldLocal() const;
   // Sends the announcements due now (bursts started by earlier passes).
   void SendDueAnnouncements();
   // The earliest instant something time-driven is due: an announcement, an address renewal, a
@@ -59,6 +72,9 @@ class Reconciler {
   ReconcilerDeps d_;
   std::set<std::string> strict_arp_done_;
   std::set<std::string> reported_conflicts_;
+  std::vector<DesiredAddress> held_local_;  // local addresses of the last plan that are owned
+  std::optional<SteadyTime> next_reannounce_;
+  std::set<net::IpAddress> yielded_;  // yielded by the last pass (logged on entry only)
 };
 
 }  // namespace pylon::agent

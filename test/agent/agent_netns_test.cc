@@ -10,6 +10,7 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -110,16 +111,24 @@ class AgentNetnsTest : public ::testing::Test {
     ASSERT_TRUE(rc && *rc == 0) << out;
   }
 
-  void StartAgent(int i) {
+  // Short leases by default (the lease-only failover tests); `extra` flags and `env` replace
+  // them for the heartbeat tests. `log_suffix` keeps the log of an earlier run of the same node.
+  void StartAgent(int i, const std::vector<std::string>& extra = {},
+                  std::vector<std::string> env = {"PURELB_LEASE_DURATION=2s",
+                                                  "PURELB_RENEW_DEADLINE=1500ms",
+                                                  "PURELB_RETRY_PERIOD=500ms"},
+                  const std::string& log_suffix = "") {
     const auto& node = topo_->nodes()[static_cast<std::size_t>(i)];
-    auto p = lab::Process::Spawn(
-        {{PYLON_BINARY, "agent", "--kubeconfig", UnixKubeconfig(), "--node-name", node.name,
-          "--namespace", "purelb-system", "--metrics-addr", "127.0.0.1:7473", "--state-file",
-          (dir_ / ("state-" + node.name)).string(), "--garp-interval", "200ms"},
-         node.netns,
-         (dir_ / ("agent-" + node.name + ".log")).string(),
-         {"PURELB_LEASE_DURATION=2s", "PURELB_RENEW_DEADLINE=1500ms",
-          "PURELB_RETRY_PERIOD=500ms"}});
+    std::vector<std::string> argv = {
+        PYLON_BINARY,      "agent",         "--kubeconfig",
+        UnixKubeconfig(),  "--node-name",   node.name,
+        "--namespace",     "purelb-system", "--metrics-addr",
+        "127.0.0.1:7473",  "--state-file",  (dir_ / ("state-" + node.name)).string(),
+        "--garp-interval", "200ms"};
+    argv.insert(argv.end(), extra.begin(), extra.end());
+    auto p = lab::Process::Spawn({argv, node.netns,
+                                  (dir_ / ("agent-" + node.name + log_suffix + ".log")).string(),
+                                  std::move(env)});
     ASSERT_TRUE(p) << p.error().message();
     agents_[static_cast<std::size_t>(i)] = std::make_unique<lab::Process>(std::move(*p));
   }
@@ -199,6 +208,47 @@ class AgentNetnsTest : public ::testing::Test {
         << mac;
   }
 
+  // The API server, the CRDs, the install namespace, a ServiceGroup and the dual-stack Service
+  // `web` with its status ingress kV4 / kV6 (the allocator's part, written by the test).
+  void SetUpCluster() {
+    StartApiserver();
+    for (const auto& entry : std::filesystem::directory_iterator(PYLON_SOURCE_DIR "/deploy/crds")) {
+      std::string out;
+      auto rc = lab::RunCommand({"kubectl", "--kubeconfig", Kubeconfig(), "apply",
+                                 "--validate=false", "-f", entry.path().string()},
+                                &out);
+      ASSERT_TRUE(rc && *rc == 0) << out;
+    }
+    KubectlApply(
+        {{"apiVersion", "v1"}, {"kind", "Namespace"}, {"metadata", {{"name", "purelb-system"}}}});
+    KubectlApply({{"apiVersion", "purelb.io/v1"},
+                  {"kind", "ServiceGroup"},
+                  {"metadata", {{"name", "default"}, {"namespace", "purelb-system"}}},
+                  {"spec",
+                   {{"local",
+                     {{"v4pools", json::array({{{"pool", "192.0.2.100-192.0.2.120"},
+                                                {"subnet", "192.0.2.0/24"},
+                                                {"aggregation", "default"}}})},
+                      {"v6pools", json::array({{{"pool", "2001:db8:1::100-2001:db8:1::1ff"},
+                                                {"subnet", "2001:db8:1::/64"},
+                                                {"aggregation", "default"}}})}}}}}});
+    KubectlApply({{"apiVersion", "v1"},
+                  {"kind", "Service"},
+                  {"metadata", {{"name", "web"}, {"namespace", "default"}}},
+                  {"spec",
+                   {{"type", "LoadBalancer"},
+                    {"ipFamilyPolicy", "PreferDualStack"},
+                    {"ipFamilies", json::array({"IPv4", "IPv6"})},
+                    {"ports", json::array({{{"port", 80}, {"protocol", "TCP"}}})}}}});
+    const json status = {{"status",
+                          {{"loadBalancer",
+                            {{"ingress", json::array({{{"ip", kV4}, {"ipMode", "VIP"}},
+                                                      {{"ip", kV6}, {"ipMode", "VIP"}}})}}}}}};
+    ASSERT_FALSE(Kubectl({"patch", "service", "web", "-n", "default", "--subresource=status",
+                          "--type=merge", "-p", status.dump()})
+                     .empty());
+  }
+
   std::string name_;
   std::filesystem::path dir_;
   std::unique_ptr<lab::Topology> topo_;
@@ -208,43 +258,8 @@ class AgentNetnsTest : public ::testing::Test {
 };
 
 TEST_F(AgentNetnsTest, ElectsAnnouncesAndFailsOver) {
-  StartApiserver();
-  for (const auto& entry : std::filesystem::directory_iterator(PYLON_SOURCE_DIR "/deploy/crds")) {
-    std::string out;
-    auto rc = lab::RunCommand({"kubectl", "--kubeconfig", Kubeconfig(), "apply", "--validate=false",
-                               "-f", entry.path().string()},
-                              &out);
-    ASSERT_TRUE(rc && *rc == 0) << out;
-  }
-  KubectlApply(
-      {{"apiVersion", "v1"}, {"kind", "Namespace"}, {"metadata", {{"name", "purelb-system"}}}});
-  KubectlApply({{"apiVersion", "purelb.io/v1"},
-                {"kind", "ServiceGroup"},
-                {"metadata", {{"name", "default"}, {"namespace", "purelb-system"}}},
-                {"spec",
-                 {{"local",
-                   {{"v4pools", json::array({{{"pool", "192.0.2.100-192.0.2.120"},
-                                              {"subnet", "192.0.2.0/24"},
-                                              {"aggregation", "default"}}})},
-                    {"v6pools", json::array({{{"pool", "2001:db8:1::100-2001:db8:1::1ff"},
-                                              {"subnet", "2001:db8:1::/64"},
-                                              {"aggregation", "default"}}})}}}}}});
-  KubectlApply({{"apiVersion", "v1"},
-                {"kind", "Service"},
-                {"metadata", {{"name", "web"}, {"namespace", "default"}}},
-                {"spec",
-                 {{"type", "LoadBalancer"},
-                  {"ipFamilyPolicy", "PreferDualStack"},
-                  {"ipFamilies", json::array({"IPv4", "IPv6"})},
-                  {"ports", json::array({{{"port", 80}, {"protocol", "TCP"}}})}}}});
-  const json status = {{"status",
-                        {{"loadBalancer",
-                          {{"ingress", json::array({{{"ip", kV4}, {"ipMode", "VIP"}},
-                                                    {{"ip", kV6}, {"ipMode", "VIP"}}})}}}}}};
-  ASSERT_FALSE(Kubectl({"patch", "service", "web", "-n", "default", "--subresource=status",
-                        "--type=merge", "-p", status.dump()})
-                   .empty());
-
+  SetUpCluster();
+  if (HasFatalFailure()) return;
   for (int i = 0; i < 3; ++i) StartAgent(i);
 
   // Exactly one holder per family; the Service names it; the client reaches it at its MAC.
@@ -323,6 +338,134 @@ TEST_F(AgentNetnsTest, ElectsAnnouncesAndFailsOver) {
   EXPECT_TRUE(ClientPings(kV4));
   ExpectClientReaches(kV6, SoleHolder(kV6, last));
   ExpectHostAddressesIntact();
+}
+
+// With heartbeats (the same key on every node) and the default 10 s lease: a SIGKILLed winner
+// and a winner whose link goes down hand their address over within about the detection bound
+// (100 ms x 3), far below the lease; an agent with a wrong key is ignored (its heartbeats are
+// dropped and reported), and the cluster keeps exactly one holder while it runs.
+TEST_F(AgentNetnsTest, HeartbeatsFailOverFasterThanTheLease) {
+  SetUpCluster();
+  if (HasFatalFailure()) return;
+  const std::string key = (dir_ / "heartbeat.key").string();
+  const std::string wrong_key = (dir_ / "wrong.key").string();
+  std::ofstream(key) << "# test key\n"
+                     << "pylon-test-key-0123456789abcdef\n";
+  std::ofstream(wrong_key) << "another-key-that-nobody-else-has\n";
+  const std::vector<std::string> hb = {"--heartbeat-key-file", key};
+  // Default lease timing (10 s / 7 s / 2 s): any sub-lease failover is the heartbeats' doing.
+  for (int i = 0; i < 3; ++i) StartAgent(i, hb, {});
+  const int w = SoleHolder(kV4, {0, 1, 2});
+  ASSERT_GE(w, 0) << "no single IPv4 holder; logs in " << dir_;
+  ExpectClientReaches(kV4, w);
+  // The winner hears both peers.
+  std::string metrics;
+  EXPECT_TRUE(Eventually(
+      [&] {
+        metrics = Output({"curl", "-sf", "http://127.0.0.1:7473/metrics"},
+                         topo_->nodes()[static_cast<std::size_t>(w)].netns);
+        return metrics.find("purelb_heartbeat_peers{state=\"alive\"} 2") != std::string::npos;
+      },
+      seconds(5)))
+      << metrics;
+  EXPECT_NE(metrics.find("purelb_heartbeat_self_healthy 1"), std::string::npos) << metrics;
+  // Every agent publishes its heartbeat endpoint on its lease.
+  for (const auto& n : topo_->nodes()) {
+    EXPECT_TRUE(Eventually(
+        [&] {
+          return Kubectl({"get", "lease", "-n", "purelb-system", "purelb-node-" + n.name, "-o",
+                          "jsonpath={.metadata.annotations.purelb\\.io/heartbeat}"}) ==
+                 n.ipv4 + ":7934,[" + n.ipv6 + "]:7934";
+        },
+        seconds(10)))
+        << n.name;
+  }
+
+  // Measures, from now, when another node than `from` holds kV4 and when the client's ping
+  // through kV4 succeeds again. Returns {moved, reachable} (negative: not within 10 s).
+  auto measure = [&](int from) {
+    const auto t0 = Clock::now();
+    double moved = -1, reachable = -1;
+    while (Clock::now() < t0 + seconds(10) && (moved < 0 || reachable < 0)) {
+      const double t = std::chrono::duration<double>(Clock::now() - t0).count();
+      if (moved < 0) {
+        for (int h : Holders(kV4)) {
+          if (h != from) moved = t;
+        }
+      }
+      if (reachable < 0 && moved >= 0) {
+        std::string out;
+        auto rc = lab::RunCommand({"ping", "-c1", "-W0.3", kV4}, &out, topo_->ClientNetns());
+        if (rc && *rc == 0) {
+          reachable = std::chrono::duration<double>(Clock::now() - t0).count();
+        }
+      }
+      std::this_thread::sleep_for(milliseconds(20));
+    }
+    return std::pair{moved, reachable};
+  };
+
+  // SIGKILL of the winner: the peers stop hearing it and take over after ~3 missed heartbeats.
+  ASSERT_TRUE(agents_[static_cast<std::size_t>(w)]->Signal(SIGKILL));
+  auto [killed_moved, killed_ping] = measure(w);
+  std::printf(
+      "[ figure ] SIGKILL of the winner: address on another node after %.3f s, client "
+      "ping OK after %.3f s (lease 10 s, heartbeat 100 ms x 3)\n",
+      killed_moved, killed_ping);
+  RecordProperty("sigkill_moved_s", std::to_string(killed_moved));
+  RecordProperty("sigkill_ping_s", std::to_string(killed_ping));
+  ASSERT_GE(killed_moved, 0) << "no takeover; logs in " << dir_;
+  EXPECT_LT(killed_moved, 5.0) << "not faster than the 10 s lease";
+  EXPECT_GE(killed_ping, 0);
+  EXPECT_LT(killed_ping, 5.0);
+  (void)agents_[static_cast<std::size_t>(w)]->Wait(milliseconds(5000));
+  std::set<int> rest;
+  for (int i = 0; i < 3; ++i) {
+    if (i != w) rest.insert(i);
+  }
+  int holder = -1;
+  for (int h : Holders(kV4)) {
+    if (rest.count(h)) holder = h;
+  }
+  ASSERT_GE(holder, 0);
+  const int other = *rest.begin() == holder ? *rest.rbegin() : *rest.begin();
+
+  // The killed node comes back with a wrong key: the others drop its heartbeats and say so; the
+  // holder keeps the address (exactly one holder once the dead incarnation's address is gone).
+  StartAgent(w, {"--heartbeat-key-file", wrong_key}, {}, "-wrongkey");
+  auto log_has = [&](int node, const std::string& needle) {
+    std::ifstream in(dir_ /
+                     ("agent-" + topo_->nodes()[static_cast<std::size_t>(node)].name + ".log"));
+    std::string text, line;
+    while (std::getline(in, line)) text += line + "\n";
+    return text.find(needle) != std::string::npos;
+  };
+  EXPECT_TRUE(Eventually([&] { return log_has(holder, "heartbeats with a wrong key ignored"); },
+                         seconds(15)))
+      << "logs in " << dir_;
+  EXPECT_TRUE(Eventually([&] { return Holders(kV4) == std::vector<int>{holder}; }, seconds(15)))
+      << "holders: " << Holders(kV4).size();
+  EXPECT_TRUE(ClientPings(kV4));
+  ASSERT_TRUE(agents_[static_cast<std::size_t>(w)]->Signal(SIGTERM));
+  (void)agents_[static_cast<std::size_t>(w)]->Wait(milliseconds(10000));
+
+  // Link down on the holder: it withdraws (its own link is down) and the other node, no longer
+  // hearing it, takes over -- while the holder's lease is still being renewed.
+  const auto& hn = topo_->nodes()[static_cast<std::size_t>(holder)];
+  ASSERT_TRUE(lab::RunCommandChecked({"ip", "link", "set", "eth0", "down"}, hn.netns));
+  auto [down_moved, down_ping] = measure(holder);
+  std::printf(
+      "[ figure ] link down on the holder: address on the other node after %.3f s, "
+      "client ping OK after %.3f s\n",
+      down_moved, down_ping);
+  RecordProperty("linkdown_moved_s", std::to_string(down_moved));
+  RecordProperty("linkdown_ping_s", std::to_string(down_ping));
+  ASSERT_GE(down_moved, 0) << "no takeover after link down; logs in " << dir_;
+  EXPECT_LT(down_moved, 5.0);
+  EXPECT_GE(down_ping, 0);
+  EXPECT_LT(down_ping, 5.0);
+  EXPECT_TRUE(Eventually([&] { return Holders(kV4) == std::vector<int>{other}; }, seconds(5)))
+      << "the link-down node must withdraw";
 }
 
 }  // namespace

@@ -256,4 +256,30 @@ TEST_F(AgentRuntimeTest, DepartedServiceIsWithdrawn) {
 }
 
 }  // namespace
+// A key file that is given but missing must stop the agent at start: a typo must not silently
+// turn fast failover off.
+TEST(AgentHeartbeatStartTest, MissingKeyFileRefusesToStart) {
+  netlink::FakeNetlink nl{SystemClock::Instance()};
+  k8s::FakeClient client;
+  k8s::FakeEventRecorder recorder;
+  packet::FakeAnnouncer announcer;
+  MemoryOwnershipStore store;
+  AgentOptions o;
+  o.node_name = "node1";
+  o.heartbeat.key_file = "/nonexistent/pylon-heartbeat-key";
+  AgentDeps d;
+  d.client = &client;
+  d.recorder = &recorder;
+  d.netlink = &nl;
+  d.announcer = &announcer;
+  d.ownership = &store;
+  d.clock = &SystemClock::Instance();
+  auto agent = Agent::Create(o, d);
+  ASSERT_TRUE(agent);
+  auto st = (*agent)->Start(seconds(1));
+  ASSERT_FALSE(st);
+  EXPECT_NE(st.error().message().find("--heartbeat-key-file"), std::string::npos)
+      << st.error().message();
+}
+
 }  // namespace pylon::agent

@@ -1,0 +1,186 @@
+// The agent-side wiring of heartbeats and re-announcement: flags/environment, the split-brain
+// yield hook of the Reconciler, the addresses reported as held, and periodic re-announcement.
+#include <gtest/gtest.h>
+
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "agent/options.h"
+#include "agent/reconciler.h"
+#include "agent_world.h"
+
+#pragma GCC diagnostic ignored "-Wmissing-field-initializers"
+
+namespace pylon::agent::testing {
+namespace {
+
+using std::chrono::milliseconds;
+using std::chrono::seconds;
+
+const std::vector<std::string> kNodes = {"node1", "node2", "node3"};
+
+EnvFn MapEnv(std::map<std::string, std::string> m) {
+  return [m](const std::string& k) -> std::optional<std::string> {
+    auto it = m.find(k);
+    if (it == m.end()) return std::nullopt;
+    return it->second;
+  };
+}
+
+struct OptCase {
+  std::string name;
+  std::vector<std::string> args;
+  std::map<std::string, std::string> env;
+  bool ok;
+  std::string key_file;
+  Duration interval;
+  int miss_count;
+  int port;
+  Duration reannounce;
+};
+
+class AgentHeartbeatOptionsTest : public ::testing::TestWithParam<OptCase> {};
+
+TEST_P(AgentHeartbeatOptionsTest, Parses) {
+  const OptCase& c = GetParam();
+  std::vector<std::string> args = {"--node-name", "node1"};
+  args.insert(args.end(), c.args.begin(), c.args.end());
+  auto o = ParseAgentOptions(args, MapEnv(c.env));
+  ASSERT_EQ(o.has_value(), c.ok) << (o ? "parsed" : o.error().message());
+  if (!c.ok) return;
+  EXPECT_EQ(o->heartbeat.key_file, c.key_file);
+  EXPECT_EQ(o->heartbeat.enabled(), !c.key_file.empty());
+  EXPECT_EQ(o->heartbeat.interval, c.interval);
+  EXPECT_EQ(o->heartbeat.miss_count, c.miss_count);
+  EXPECT_EQ(o->heartbeat.port, c.port);
+  EXPECT_EQ(o->reannounce_interval, c.reannounce);
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Table, AgentHeartbeatOptionsTest,
+    ::testing::Values(
+        OptCase{"Defaults", {}, {}, true, "", milliseconds(100), 3, 7934, Duration(0)},
+        OptCase{
+            "Flags",
+            {"--heartbeat-key-file", "/k", "--heartbeat-interval=50ms", "--heartbeat-miss-count",
+             "4", "--heartbeat-port", "9000", "--reannounce-interval", "60s"},
+            {},
+            true,
+            "/k",
+            milliseconds(50),
+            4,
+            9000,
+            seconds(60)},
+        OptCase{"EnvThenFlagOverrides",
+                {"--heartbeat-port", "9001"},
+                {{"PYLON_HEARTBEAT_KEY_FILE", "/env"}, {"PYLON_HEARTBEAT_PORT", "9002"}},
+                true,
+                "/env",
+                milliseconds(100),
+                3,
+                9001,
+                Duration(0)},
+        OptCase{"BadMissCount", {"--heartbeat-miss-count", "1"}, {}, false},
+        OptCase{"UnknownHeartbeatFlag", {"--heartbeat-bogus", "1"}, {}, false},
+        OptCase{"MissingValue", {"--heartbeat-port"}, {}, false},
+        OptCase{"NegativeReannounce", {"--reannounce-interval", "-1s"}, {}, false},
+        OptCase{"TooFrequentReannounce", {"--reannounce-interval", "10ms"}, {}, false}),
+    [](const auto& p) { return p.param.name; });
+
+TEST(AgentHeartbeatOptionsTest, UsageListsTheHeartbeatFlags) {
+  const std::string usage = AgentUsageWithHeartbeat();
+  EXPECT_NE(usage.find("--heartbeat-key-file"), std::string::npos);
+  EXPECT_NE(usage.find("--reannounce-interval"), std::string::npos);
+}
+
+// --- Split-brain yield ---------------------------------------------------------------------
+
+PassResult PassWith(AgentWorld& w, const YieldFn& yield) {
+  PlanInputs in;
+  in.network = &w.network_;
+  in.config = &w.config_;
+  in.services = &w.services_;
+  in.l2advertisements = &w.l2advs_;
+  in.healthy = true;
+  in.excluded_nodes = &w.excluded_;
+  return w.reconciler_->Run(in, w.membership_, yield);
+}
+
+TEST(ReconcilerYieldTest, YieldedAddressIsNotAddedAndNotReportedHeld) {
+  const std::string ip = "192.0.2.100";
+  const std::string winner = HashWinner(kNodes, Ip(ip));
+  AgentWorld w(winner);
+  w.services_.push_back(Svc("web", {.ips = {ip, "192.0.2.101"}}));
+  std::vector<net::IpAddress> offered;
+  PassWith(w, [&](std::span<const net::IpAddress> mine) {
+    offered.assign(mine.begin(), mine.end());
+    return std::vector<net::IpAddress>{Ip(ip)};
+  });
+  EXPECT_FALSE(w.KernelHas(w.eth0_, ip + "/24"));
+  for (const auto& h : w.reconciler_->HeldLocal()) EXPECT_NE(h, Ip(ip));
+  EXPECT_NE(std::find(offered.begin(), offered.end(), Ip(ip)), offered.end());
+
+  // Once the peer's claim is gone (nothing to yield), the address is taken and reported held.
+  PassWith(w, [](std::span<const net::IpAddress>) { return std::vector<net::IpAddress>{}; });
+  EXPECT_TRUE(w.KernelHas(w.eth0_, ip + "/24"));
+  auto held = w.reconciler_->HeldLocal();
+  EXPECT_NE(std::find(held.begin(), held.end(), Ip(ip)), held.end());
+}
+
+TEST(ReconcilerYieldTest, HeldLocalIsEmptyOnLosersAndAfterWithdrawal) {
+  const std::string ip = "192.0.2.100";
+  const std::string winner = HashWinner(kNodes, Ip(ip));
+  AgentWorld loser(SomeLoser(kNodes, winner));
+  loser.services_.push_back(Svc("web", {.ips = {ip}}));
+  loser.Pass();
+  EXPECT_TRUE(loser.reconciler_->HeldLocal().empty());
+
+  AgentWorld w(winner);
+  w.services_.push_back(Svc("web", {.ips = {ip}}));
+  w.Pass();
+  EXPECT_EQ(w.reconciler_->HeldLocal(), std::vector<net::IpAddress>{Ip(ip)});
+  w.healthy_ = false;
+  w.Pass();
+  EXPECT_TRUE(w.reconciler_->HeldLocal().empty());
+}
+
+// --- Re-announcement -------------------------------------------------------------------------
+
+// Runs a pass every 100 ms for `d` (as the agent loop would, renewals included) and returns the
+// announcements sent meanwhile.
+std::size_t Idle(AgentWorld& w, Duration d) {
+  const std::size_t before = w.announcer_.sent().size();
+  for (Duration t{0}; t < d; t += milliseconds(100)) {
+    w.Advance(milliseconds(100), kNodes);
+    w.Pass();
+  }
+  return w.announcer_.sent().size() - before;
+}
+
+TEST(ReconcilerReannounceTest, HeldAddressesAreReannouncedEveryInterval) {
+  const std::string ip = "192.0.2.100";
+  const std::string winner = HashWinner(kNodes, Ip(ip));
+  for (Duration interval : {Duration(0), Duration(seconds(20))}) {
+    SCOPED_TRACE(interval.count());
+    AgentWorld w(winner);
+    ReconcilerDeps d{w.planner_.get(), w.sync_.get(), &w.garp_,    &w.announcer_,
+                     &w.nl_,           &w.writer_,    &w.metrics_, &w.clock_};
+    d.reannounce_interval = interval;
+    w.reconciler_ = std::make_unique<Reconciler>(d);
+    w.services_.push_back(Svc("web", {.ips = {ip}}));
+    w.Pass();
+    const std::size_t takeover = w.announcer_.sent().size() + Idle(w, seconds(5));
+    EXPECT_GT(takeover, 0u);
+    // Until the interval has passed since the first pass: nothing more.
+    EXPECT_EQ(Idle(w, seconds(14)), 0u);
+    // Within the next two seconds: exactly one burst when on, none when off.
+    EXPECT_EQ(Idle(w, seconds(2)), interval == Duration(0) ? 0u : takeover);
+    // And again one interval later.
+    EXPECT_EQ(Idle(w, seconds(20)), interval == Duration(0) ? 0u : takeover);
+  }
+}
+
+}  // namespace
+}  // namespace pylon::agent::testing
