@@ -196,13 +196,20 @@ void KubeWriter::DeleteL2Advertisement(const std::string& name) {
 }
 
 void KubeWriter::Event(const ServiceEvent& event) {
-  k8s::ObjectReference ref;
-  ref.kind = "Service";
-  ref.api_version = "v1";
-  ref.ns = event.service.ns;
-  ref.name = event.service.name;
-  recorder_.Event(ref, event.warning ? k8s::EventLevel::kWarning : k8s::EventLevel::kNormal,
-                  event.reason, event.message);
+  // `kubectl describe` lists a Service's events by involvedObject.uid, so the reference needs the
+  // Service's uid: read it (off the reconcile path, on the writer's queue) before recording.
+  const std::string target = "event/" + event.service.Key() + "/" + event.reason;
+  Enqueue(target, event.message, [this, event]() -> Status {
+    auto svc = client_.Get(k8s::resources::Services(), event.service.ns, event.service.name);
+    if (!svc) {
+      if (svc.error().code() == ErrorCode::kNotFound) return Ok();
+      return Fail(svc.error());
+    }
+    recorder_.Event(k8s::ObjectReference::For(k8s::resources::Services(), *svc),
+                    event.warning ? k8s::EventLevel::kWarning : k8s::EventLevel::kNormal,
+                    event.reason, event.message);
+    return Ok();
+  });
 }
 
 void KubeWriter::NodeEvent(bool warning, const std::string& reason, const std::string& message) {

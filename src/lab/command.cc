@@ -13,6 +13,9 @@
 #include <nlohmann/json.hpp>
 
 #include "common/log.h"
+#include "k8s/client_impl.h"
+#include "k8s/resource.h"
+#include "k8s/rest_config.h"
 #include "lab/lab.h"
 #include "lab/netns.h"
 #include "lab/responder.h"
@@ -202,35 +205,378 @@ spec:
 struct Outage {
   double ms = -1;  // -1: the address never came back within the run
   std::string from, to;
+  double handover_ms = -1;  // fault -> first answer from another node; -1: none
 };
 
-// Probes `ip` from the client every 10 ms, runs `fault` after a steady start, and returns the
-// longest outage and the node that answered before and after.
+double SinceMs(SteadyClock::time_point t0) {
+  return std::chrono::duration<double, std::milli>(SteadyClock::now() - t0).count();
+}
+
+// Probes `ip` from the client every 10 ms (30 ms timeout per attempt), runs `fault` on this
+// thread after 500 ms of answers, and returns the longest outage seen by the client and the node
+// that answered before and after. The run ends `window` after the fault, or earlier once the
+// address has answered steadily for 300 ms after an outage (or for 1.5 s when there was none).
 Outage MeasureFailover(const Lab& lab, const std::string& ip, const std::function<void()>& fault,
-                       Ms run) {
+                       Ms window) {
   std::vector<ProbeSample> samples;
-  volatile bool stop = false;
+  std::atomic<double> fault_ms{-1};
+  std::atomic<bool> done{false};
+  const auto t0 = SteadyClock::now();
   std::thread prober([&] {
-    auto r = InNetns(lab.topology().ClientNetns(),
-                     [&] { return ProbeLoop(ip, 80, Ms(10), Ms(100), run, &stop); });
-    if (r) samples = std::move(*r);
+    (void)InNetns(lab.topology().ClientNetns(), [&]() -> int {
+      auto next = SteadyClock::now();
+      double last_fail = -1;
+      while (!g_stop) {
+        double t = SinceMs(t0);
+        auto r = ProbeOnce(ip, 80, Ms(30));
+        samples.push_back({t, r.ok, r.body});
+        const double f = fault_ms.load();
+        if (!r.ok) last_fail = t;
+        if (f >= 0) {
+          if (t > f + static_cast<double>(window.count())) break;
+          const bool failed_since_fault = last_fail >= f;
+          if (r.ok && failed_since_fault && t - last_fail >= 300) break;
+          if (r.ok && !failed_since_fault && t - f >= 1500 && !samples.empty() &&
+              r.body != samples.front().node) {
+            break;
+          }
+        }
+        next += Ms(10);
+        std::this_thread::sleep_until(next);
+        if (SteadyClock::now() > next) next = SteadyClock::now();
+      }
+      done = true;
+      return 0;
+    });
+    done = true;
   });
-  std::this_thread::sleep_for(Ms(500));
-  fault();
+  while (!done && SinceMs(t0) < 500) std::this_thread::sleep_for(Ms(5));
+  if (!done) {
+    fault_ms = SinceMs(t0);
+    fault();
+  }
   prober.join();
   Outage o;
+  const double f = fault_ms.load();
   for (const auto& s : samples) {
-    if (s.ok && s.t_ms < 500) o.from = s.node;
+    if (s.ok && s.t_ms < f) o.from = s.node;
     if (s.ok) o.to = s.node;
+  }
+  for (const auto& s : samples) {
+    if (s.ok && s.t_ms >= f && s.node != o.from) {
+      o.handover_ms = s.t_ms - f;
+      break;
+    }
   }
   if (samples.empty() || !samples.back().ok) return o;
   o.ms = LongestOutageMs(samples);
   return o;
 }
 
+// Waits up to `timeout` until the Service's `kind` events (e.g. AnnouncingLocal) number `count`.
+bool WaitEvents(const Lab& lab, const std::string& ns, const std::string& name,
+                const std::string& reason, size_t count, Ms timeout) {
+  auto deadline = SteadyClock::now() + timeout;
+  while (SteadyClock::now() < deadline && !g_stop) {
+    auto ev = GetJson(lab, {"get", "events", "-n", ns});
+    size_t n = 0;
+    if (ev) {
+      try {
+        for (const auto& e : ev->at("items")) {
+          if (e.value("reason", "") == reason && e.at("involvedObject").value("name", "") == name) {
+            ++n;
+          }
+        }
+      } catch (const std::exception&) {
+      }
+    }
+    if (n >= count) return true;
+    std::this_thread::sleep_for(Ms(50));
+  }
+  return false;
+}
+
+std::string Stats(std::vector<double> v, int runs, double window_s) {
+  std::vector<double> ok;
+  for (double x : v) {
+    if (x >= 0) ok.push_back(x);
+  }
+  std::string out;
+  char buf[160];
+  if (!ok.empty()) {
+    std::sort(ok.begin(), ok.end());
+    double median =
+        ok.size() % 2 ? ok[ok.size() / 2] : (ok[ok.size() / 2 - 1] + ok[ok.size() / 2]) / 2;
+    std::snprintf(buf, sizeof buf, "%8.0f %8.0f %8.0f", ok.front(), median, ok.back());
+    out = buf;
+  } else {
+    out = "       -        -        -";
+  }
+  if (ok.size() < v.size()) {
+    std::snprintf(buf, sizeof buf, "   %zu of %d runs: the address never came back within %.0f s",
+                  v.size() - ok.size(), runs, window_s);
+    out += buf;
+  }
+  if (static_cast<int>(v.size()) < runs) {
+    std::snprintf(buf, sizeof buf, "   (%zu of %d runs done)", v.size(), runs);
+    out += buf;
+  }
+  return out;
+}
+
+// A lab with the localdual ServiceGroup for the measurements.
+Status SetUpMeasureLab(Lab& lab) {
+  if (auto s = lab.Up(); !s) return s;
+  return lab.Apply(kDemoGroup);
+}
+
+int Failover(const Flags& f) {
+  auto runs = IntFlag(f, "runs", 3, 1, 100);
+  if (!runs) {
+    Say(runs.error().message());
+    return 2;
+  }
+  LabConfig cfg;
+  cfg.name = f.Get("name", "failover");
+  cfg.binary = f.Get("binary");
+  Lab lab(cfg);
+  Say("bringing up lab \"" + cfg.name + "\" (3 nodes, lease " + cfg.lease_duration + ", retry " +
+      cfg.retry_period + ")");
+  if (auto s = SetUpMeasureLab(lab); !s) {
+    Say("lab up failed: " + s.error().message());
+    return 1;
+  }
+  bool heartbeats = false;
+  for (const auto& a : lab.config().agent_args) heartbeats |= a == "--heartbeat-key-file";
+  Say(std::string("heartbeats between agents: ") + (heartbeats ? "on" : "off"));
+  if (auto s = lab.Apply(kDemoService); !s) {
+    Say("apply failed: " + s.error().message());
+    return 1;
+  }
+  const std::string svc_name = "kuard-svc-dual-remote";
+  auto svc = WaitService(
+      lab, "default", svc_name,
+      [](const nlohmann::json& s) {
+        return IngressIps(s).size() == 2 && !Announcer(s, false).empty() &&
+               !Announcer(s, true).empty();
+      },
+      Ms(20000), "two addresses and their announcing nodes");
+  if (!svc) {
+    Say(svc.error().message());
+    return 1;
+  }
+  std::string ip4, ip6;
+  for (const auto& ip : IngressIps(*svc)) (ip.find(':') == std::string::npos ? ip4 : ip6) = ip;
+
+  auto node_of = [&](const std::string& name) -> const LabNode* {
+    for (const auto& n : lab.topology().nodes()) {
+      if (n.name == name) return &n;
+    }
+    return nullptr;
+  };
+  struct Case {
+    std::string name;
+    Ms window;
+    std::function<void(const std::string&)> fault, restore;
+  };
+  auto restart = [&](const std::string& node) {
+    if (!lab.WaitAgentExit(node, 5000)) {
+      (void)lab.SignalAgent(node, SIGKILL);
+      (void)lab.WaitAgentExit(node, 5000);
+    }
+    (void)lab.StartAgent(node);
+  };
+  std::vector<Case> cases = {
+      {"SIGTERM", Ms(5000), [&](const std::string& n) { (void)lab.SignalAgent(n, SIGTERM); },
+       restart},
+      {"SIGKILL", Ms(10000), [&](const std::string& n) { (void)lab.SignalAgent(n, SIGKILL); },
+       restart},
+      {"link-down", Ms(10000),
+       [&](const std::string& n) {
+         if (auto* node = node_of(n)) (void)lab.topology().SetNodeLink(*node, false);
+       },
+       [&](const std::string& n) {
+         if (auto* node = node_of(n)) (void)lab.topology().SetNodeLink(*node, true);
+         std::this_thread::sleep_for(Ms(3000));  // the agent rediscovers its subnets every 2 s
+       }},
+  };
+  const std::string only = f.Get("cases", "SIGTERM,SIGKILL,link-down");
+  std::vector<std::string> lines;
+  for (const auto& c : cases) {
+    if (only.find(c.name) == std::string::npos) continue;
+    for (bool v6 : {false, true}) {
+      const std::string& ip = v6 ? ip6 : ip4;
+      const std::string fam = v6 ? "IPv6" : "IPv4";
+      std::vector<double> outages, handovers;
+      for (int run = 0; run < *runs && !g_stop; ++run) {
+        // Settle: the announcer answers for the address.
+        std::string winner;
+        auto settled = WaitService(
+            lab, "default", svc_name,
+            [&](const nlohmann::json& s) {
+              winner = Announcer(s, v6);
+              if (winner.empty()) return false;
+              auto r = ProbeFromClient(lab, ip, Ms(100));
+              return r && r->ok && r->body == winner;
+            },
+            Ms(20000), "the announcer of " + ip + " to answer");
+        if (!settled) {
+          Say("    " + c.name + " " + fam + ": " + settled.error().message());
+          break;
+        }
+        auto o = MeasureFailover(
+            lab, ip, [&] { c.fault(winner); }, c.window);
+        char buf[200];
+        if (o.ms < 0) {
+          std::snprintf(buf, sizeof buf, "  %-9s %s run %d: %s -> no answer within %.0f s",
+                        c.name.c_str(), fam.c_str(), run + 1, winner.c_str(),
+                        static_cast<double>(c.window.count()) / 1000);
+        } else {
+          std::snprintf(buf, sizeof buf,
+                        "  %-9s %s run %d: %s -> %s, outage %.0f ms, answered by %s after %.0f ms",
+                        c.name.c_str(), fam.c_str(), run + 1, o.from.c_str(), o.to.c_str(), o.ms,
+                        o.to.c_str(), o.handover_ms);
+        }
+        Say(buf);
+        outages.push_back(o.ms);
+        handovers.push_back(o.handover_ms);
+        c.restore(winner);
+      }
+      char head[64];
+      std::snprintf(head, sizeof head, "%-10s %-5s ", c.name.c_str(), fam.c_str());
+      lines.push_back(std::string(head) + "outage   " +
+                      Stats(outages, *runs, static_cast<double>(c.window.count()) / 1000));
+      lines.push_back(std::string(head) + "handover " +
+                      Stats(handovers, *runs, static_cast<double>(c.window.count()) / 1000));
+    }
+  }
+  Say("\noutage seen by the client (ms; probes every 10 ms, 30 ms timeout), " +
+      std::to_string(*runs) + " runs per case:");
+  Say("(outage: longest stretch without an answer; handover: fault -> first answer from another "
+      "node)");
+  Say("case       family          min   median      max");
+  for (const auto& l : lines) Say(l);
+  auto down = lab.Down();
+  if (!down) Say(down.error().message());
+  return 0;
+}
+
+// Service creation → the address answers on the client, and delete → it stops answering,
+// measured from just before the API call (k8s client: POST / DELETE) to the first successful
+// (resp. first failing) HTTP probe from the client; probes every 5 ms, 20 ms timeout.
+int Timing(const Flags& f) {
+  auto runs = IntFlag(f, "runs", 5, 1, 100);
+  if (!runs) {
+    Say(runs.error().message());
+    return 2;
+  }
+  LabConfig cfg;
+  cfg.name = f.Get("name", "timing");
+  cfg.binary = f.Get("binary");
+  Lab lab(cfg);
+  if (auto s = SetUpMeasureLab(lab); !s) {
+    Say("lab up failed: " + s.error().message());
+    return 1;
+  }
+  auto rc = k8s::LoadKubeconfig(lab.Kubeconfig());
+  if (!rc) {
+    Say(rc.error().message());
+    return 1;
+  }
+  auto client = k8s::NewClient(*rc, "pylon-lab/0.1.0");
+  if (!client) {
+    Say(client.error().message());
+    return 1;
+  }
+  const std::vector<std::string> ips = {"192.0.2.229", "2001:db8:1:0:8000::7"};
+  nlohmann::json svc = {{"apiVersion", "v1"},
+                        {"kind", "Service"},
+                        {"metadata",
+                         {{"name", "timing"},
+                          {"namespace", "default"},
+                          {"annotations",
+                           {{"purelb.io/service-group", "localdual"},
+                            {"purelb.io/addresses", ips[0] + "," + ips[1]}}}}},
+                        {"spec",
+                         {{"type", "LoadBalancer"},
+                          {"ipFamilyPolicy", "RequireDualStack"},
+                          {"ipFamilies", {"IPv4", "IPv6"}},
+                          {"selector", {{"app", "timing"}}},
+                          {"ports", {{{"port", 80}, {"protocol", "TCP"}, {"targetPort", 8080}}}}}}};
+  // Probes both addresses until each has reached `want_ok`; returns ms since `t0` per address
+  // (-1 when not within 10 s).
+  auto watch = [&](bool want_ok, const std::function<void()>& action) {
+    std::vector<double> at(ips.size(), -1);
+    std::atomic<bool> started{false};
+    SteadyClock::time_point t0;
+    std::thread prober([&] {
+      (void)InNetns(lab.topology().ClientNetns(), [&]() -> int {
+        while (!started) std::this_thread::sleep_for(Ms(1));
+        while (!g_stop && SinceMs(t0) < 10000) {
+          bool all = true;
+          for (size_t i = 0; i < ips.size(); ++i) {
+            if (at[i] >= 0) continue;
+            double t = SinceMs(t0);
+            if (ProbeOnce(ips[i], 80, Ms(20)).ok == want_ok) {
+              at[i] = want_ok ? SinceMs(t0) : t;
+            } else {
+              all = false;
+            }
+          }
+          if (all) break;
+          std::this_thread::sleep_for(Ms(5));
+        }
+        return 0;
+      });
+    });
+    t0 = SteadyClock::now();
+    started = true;
+    action();
+    prober.join();
+    return at;
+  };
+  std::vector<std::vector<double>> create(2), del(2);
+  for (int run = 0; run < *runs && !g_stop; ++run) {
+    auto c = watch(true, [&] {
+      if (auto r = (*client)->Create(k8s::resources::Services(), svc); !r) Say(r.error().message());
+    });
+    auto d = watch(false, [&] {
+      if (auto s = (*client)->Delete(k8s::resources::Services(), "default", "timing"); !s) {
+        Say(s.error().message());
+      }
+    });
+    char buf[160];
+    std::snprintf(buf, sizeof buf,
+                  "  run %d: create -> reachable IPv4 %.0f ms, IPv6 %.0f ms; delete -> "
+                  "withdrawn IPv4 %.0f ms, IPv6 %.0f ms",
+                  run + 1, c[0], c[1], d[0], d[1]);
+    Say(buf);
+    for (int i = 0; i < 2; ++i) {
+      create[i].push_back(c[i]);
+      del[i].push_back(d[i]);
+    }
+    // The next run starts once the Service is gone from the API.
+    auto deadline = SteadyClock::now() + Ms(10000);
+    while (SteadyClock::now() < deadline) {
+      auto g = (*client)->Get(k8s::resources::Services(), "default", "timing");
+      if (!g && g.error().code() == ErrorCode::kNotFound) break;
+      std::this_thread::sleep_for(Ms(20));
+    }
+  }
+  Say("\nms over " + std::to_string(*runs) + " runs       min   median      max");
+  Say("create -> reachable IPv4 " + Stats(create[0], *runs, 10));
+  Say("create -> reachable IPv6 " + Stats(create[1], *runs, 10));
+  Say("delete -> withdrawn IPv4 " + Stats(del[0], *runs, 10));
+  Say("delete -> withdrawn IPv6 " + Stats(del[1], *runs, 10));
+  auto down = lab.Down();
+  if (!down) Say(down.error().message());
+  return 0;
+}
+
 int Demo(const Flags& f) {
   LabConfig cfg;
   cfg.name = f.Get("name", "demo");
+  cfg.binary = f.Get("binary");
   auto nodes = IntFlag(f, "nodes", 3, 2, 16);
   if (!nodes) {
     Say(nodes.error().message());
@@ -285,6 +631,8 @@ int Demo(const Flags& f) {
     }
     std::this_thread::sleep_for(Ms(10));
   }
+  // So that `describe` below shows the agents' events (one per family).
+  (void)WaitEvents(lab, "default", "kuard-svc-dual-remote", "AnnouncingLocal", 2, Ms(3000));
   Say("$ kubectl get service kuard-svc-dual-remote");
   if (auto out = lab.Kubectl({"get", "service", "kuard-svc-dual-remote"})) Indent(*out);
   Say("$ kubectl describe service kuard-svc-dual-remote");
@@ -363,6 +711,7 @@ int Demo(const Flags& f) {
 int Up(const Flags& f) {
   LabConfig cfg;
   cfg.name = f.Get("name", "demo");
+  cfg.binary = f.Get("binary");
   auto nodes = IntFlag(f, "nodes", 3, 1, 32);
   if (!nodes) {
     Say(nodes.error().message());
@@ -446,7 +795,13 @@ void Usage() {
       "  down     [--name demo | --all]      remove a lab (processes, namespaces)\n"
       "  status                              list labs and their processes\n"
       "  demo     [--name demo] [--nodes 3]  bring a lab up, show Pylon working, clean up\n"
-      "  serve    --port 80 --text NAME      (inside a node) answer HTTP with NAME\n");
+      "  failover [--name failover] [--runs 3] [--cases SIGTERM,SIGKILL,link-down]\n"
+      "                                      outage seen by the client when the winner's\n"
+      "                                      agent gets SIGTERM / SIGKILL or its link goes down\n"
+      "  timing   [--name timing] [--runs 5]  Service create -> reachable, delete -> withdrawn\n"
+      "  serve    --port 80 --text NAME      (inside a node) answer HTTP with NAME\n\n"
+      "  up, demo, failover and timing take --binary PATH: the pylon binary whose apiserver,\n"
+      "  allocator and agent the lab runs (default: this one)\n");
 }
 
 }  // namespace
@@ -472,6 +827,8 @@ int LabCommand(int argc, char** argv) {
   if (sub == "down") return Down(f);
   if (sub == "status") return Status(f);
   if (sub == "demo") return Demo(f);
+  if (sub == "failover") return Failover(f);
+  if (sub == "timing") return Timing(f);
   std::fprintf(stderr, "pylon lab: unknown command \"%s\"\n", sub.c_str());
   Usage();
   return 2;

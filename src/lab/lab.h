@@ -25,6 +25,9 @@ struct LabConfig {
   std::string retry_period = "500ms";
   std::vector<std::string> agent_args;      // extra flags for every agent
   std::vector<std::string> allocator_args;  // extra flags for the allocator
+  // Direct heartbeats between agents (docs/failover.md): the lab writes a random key file and
+  // passes --heartbeat-key-file to every agent, when the agent binary has that flag.
+  bool heartbeat = true;
   bool start_allocator = true;
   bool start_agents = true;
 };
@@ -68,6 +71,8 @@ class Lab {
 
  private:
   Status WriteState() const;
+  // Writes heartbeat.key and adds the flag to agent_args if the agent supports it.
+  Status SetUpHeartbeat();
   Status Spawn(const std::string& key, SpawnOptions opts);
   LabConfig config_;
   Topology topology_;

@@ -174,6 +174,22 @@ Status Topology::Up() {
   return Ok();
 }
 
+Status Topology::SetNodeLink(const LabNode& n, bool up) const {
+  if (!up) return Ip({"link", "set", "eth0", "down"}, n.netns);
+  for (const auto& args : std::vector<std::vector<std::string>>{
+           {"link", "set", "eth0", "up"},
+           // IPv6 addresses are flushed when a link goes down (keep_addr_on_down=0).
+           {"addr", "replace", n.ipv6 + "/128", "dev", "eth0", "nodad"},
+           {"addr", "replace", n.ipv6_b + "/64", "dev", "eth0", "nodad"},
+           {"-6", "route", "replace", "2001:db8:1::/64", "dev", "eth0", "proto", "ra"},
+           {"route", "replace", "default", "via", "192.0.2.1"},
+           {"-6", "route", "replace", "default", "via", "2001:db8:1::1"},
+       }) {
+    if (auto s = Ip(args, n.netns); !s) return s;
+  }
+  return Ok();
+}
+
 Status Topology::Down() {
   auto existing = ExistingNetns(name_);
   for (const auto& ns : existing) KillNetnsPids(ns);

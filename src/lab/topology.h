@@ -46,6 +46,9 @@ class Topology {
   // Removes the lab's namespaces (killing what runs inside them). Idempotent.
   Status Down();
   bool Exists() const;
+  // Takes a node's eth0 down (a NIC or cable failure), or brings it back up and restores the
+  // IPv6 addresses and routes the kernel removed with it (default routes, the `proto ra` /64).
+  Status SetNodeLink(const LabNode& node, bool up) const;
 
   // Namespaces of any lab with this name that exist now (for `down` after a crash).
   static std::vector<std::string> ExistingNetns(const std::string& lab_name);
