@@ -370,7 +370,9 @@ std::size_t Elector::MemoryBytes() const {
     bytes += kHashNode + sizeof(NodeName) + sizeof(NodeId) + StringHeap(name.str());
   }
   for (const auto& [prefix, ids] : subnet_nodes_) {
-    bytes += kMapNode + sizeof(net::Prefix) + sizeof(ids) + ids.capacity() * sizeof(NodeId);
+    // sizeof(ids) is meant: the vector object itself, its elements are counted next.
+    bytes += kMapNode + sizeof(net::Prefix) + sizeof(ids);  // NOLINT(bugprone-sizeof-container)
+    bytes += ids.capacity() * sizeof(NodeId);
   }
   bytes += fresh_.capacity() * sizeof(NodeId);
   bytes += (result_.local.capacity() + result_.unserved.capacity()) * sizeof(net::IpAddress);

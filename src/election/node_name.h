@@ -21,7 +21,8 @@ class NodeName {
   bool empty() const { return name_.empty(); }
 
   friend bool operator==(const NodeName&, const NodeName&) = default;
-  friend auto operator<=>(const NodeName&, const NodeName&) = default;
+  friend auto operator<=>(const NodeName&, const NodeName&) =
+      default;  // NOLINT(modernize-use-nullptr): clang-tidy 14 misreads defaulted <=>
 
  private:
   std::string name_;

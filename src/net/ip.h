@@ -52,7 +52,7 @@ class IpAddress {
 
   friend bool operator==(const IpAddress&, const IpAddress&) = default;
   friend std::strong_ordering operator<=>(const IpAddress& a, const IpAddress& b) {
-    if (auto c = a.family_ <=> b.family_; c != 0) return c;
+    if (auto c = a.family_ <=> b.family_; std::is_neq(c)) return c;
     return a.value_ == b.value_  ? std::strong_ordering::equal
            : a.value_ < b.value_ ? std::strong_ordering::less
                                  : std::strong_ordering::greater;
