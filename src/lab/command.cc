@@ -573,16 +573,24 @@ int Timing(const Flags& f) {
   return 0;
 }
 
-int Demo(const Flags& f) {
+// The LabConfig of `up` and `demo`: --name, --binary and --nodes (within [min_nodes, max_nodes]).
+Result<LabConfig> ConfigFromFlags(const Flags& f, int min_nodes, int max_nodes) {
   LabConfig cfg;
   cfg.name = f.Get("name", "demo");
   cfg.binary = f.Get("binary");
-  auto nodes = IntFlag(f, "nodes", 3, 2, 16);
-  if (!nodes) {
-    Say(nodes.error().message());
+  auto nodes = IntFlag(f, "nodes", 3, min_nodes, max_nodes);
+  if (!nodes) return Fail(nodes.error());
+  cfg.nodes = *nodes;
+  return cfg;
+}
+
+int Demo(const Flags& f) {
+  auto parsed = ConfigFromFlags(f, 2, 16);
+  if (!parsed) {
+    Say(parsed.error().message());
     return 2;
   }
-  cfg.nodes = *nodes;
+  const LabConfig& cfg = *parsed;
   Lab lab(cfg);
   Step("Bringing up lab \"" + cfg.name + "\": " + std::to_string(cfg.nodes) +
        " nodes and a client on a bridge, pylon apiserver, allocator and one agent per node");
@@ -709,15 +717,12 @@ int Demo(const Flags& f) {
 }
 
 int Up(const Flags& f) {
-  LabConfig cfg;
-  cfg.name = f.Get("name", "demo");
-  cfg.binary = f.Get("binary");
-  auto nodes = IntFlag(f, "nodes", 3, 1, 32);
-  if (!nodes) {
-    Say(nodes.error().message());
+  auto parsed = ConfigFromFlags(f, 1, 32);
+  if (!parsed) {
+    Say(parsed.error().message());
     return 2;
   }
-  cfg.nodes = *nodes;
+  const LabConfig& cfg = *parsed;
   Lab lab(cfg);
   if (auto s = lab.Up(); !s) {
     std::fprintf(stderr, "pylon lab up: %s\n", s.error().message().c_str());
