@@ -93,11 +93,16 @@ TEST(AllocatorRestart, TwoReplicasLeaderElection) {
   ASSERT_TRUE(c.WaitIngress("one", {"192.0.2.20"}));
   const int lead = leader == "replica-a" ? ra : rb;
   const int follow = lead == ra ? rb : ra;
-  // Only the leader writes.
-  EXPECT_NE(c.AllocatorLog(lead).find("status written"), std::string::npos);
+  // Only the leader writes. The leader logs "status written" after the API server has answered,
+  // so the test may see the ingress a moment before the line reaches the log file.
+  EXPECT_TRUE(Eventually(
+      [&] { return c.AllocatorLog(lead).find("status written") != std::string::npos; }))
+      << c.AllocatorLog(lead);
+  EXPECT_TRUE(Eventually(
+      [&] { return c.AllocatorLog(follow).find("informers synced") != std::string::npos; }))
+      << c.AllocatorLog(follow);
   EXPECT_EQ(c.AllocatorLog(follow).find("status written"), std::string::npos);
   EXPECT_EQ(c.AllocatorLog(follow).find("became leader"), std::string::npos);
-  EXPECT_NE(c.AllocatorLog(follow).find("informers synced"), std::string::npos);
 
   // Kill the leader; the follower takes over within the lease duration (2 s here).
   const auto killed = std::chrono::steady_clock::now();
