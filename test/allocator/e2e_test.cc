@@ -14,6 +14,14 @@ class AllocatorE2E : public ::testing::Test {
   static void SetUpTestSuite() {
     cluster_ = new Cluster("e2e");
     replica_ = cluster_->StartAllocator("solo");
+    // Start-up (informer sync, leader election) is not part of any test's deadline.
+    if (!Eventually(
+            [] {
+              return cluster_->AllocatorLog(replica_).find("became leader") != std::string::npos;
+            },
+            60s)) {
+      ADD_FAILURE() << "allocator did not become leader:\n" << cluster_->AllocatorLog(replica_);
+    }
   }
   static void TearDownTestSuite() {
     delete cluster_;

@@ -6,8 +6,10 @@
 #include <stdlib.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <chrono>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <functional>
@@ -34,6 +36,10 @@ namespace pylon::allocator::e2e {
 using json = nlohmann::json;
 using namespace std::chrono_literals;
 
+// Lease timing of the allocator replicas the harness starts: loose enough that a replica stalled
+// on a loaded machine does not lose its lease (which a negative assertion would catch as a flake).
+inline constexpr const char* kLeaseDuration = "4s";
+
 inline const k8s::Resource& ServiceGroupsRes() {
   static const k8s::Resource r{"purelb.io", "v1", "servicegroups", "ServiceGroup", true};
   return r;
@@ -44,13 +50,16 @@ inline const k8s::Resource& ClassesRes() {
   return r;
 }
 
-// Polls `pred` every 20 ms until it holds or `timeout` passes.
-inline bool Eventually(const std::function<bool()>& pred, std::chrono::milliseconds timeout = 10s) {
+// Polls `pred` every `interval` until it holds or `timeout` passes. The default deadline is
+// generous: CI runs two test binaries at once on two loaded cores, and a first wait often also
+// covers a process's start-up (informer sync, leader election).
+inline bool Eventually(const std::function<bool()>& pred, std::chrono::milliseconds timeout = 20s,
+                       std::chrono::milliseconds interval = 20ms) {
   const auto deadline = std::chrono::steady_clock::now() + timeout;
   while (true) {
     if (pred()) return true;
     if (std::chrono::steady_clock::now() > deadline) return false;
-    std::this_thread::sleep_for(20ms);
+    std::this_thread::sleep_for(interval);
   }
 }
 
@@ -63,7 +72,8 @@ inline std::string PylonBinary() {
 inline std::string MakeTempDir(const std::string& tag) {
   std::string templ = "/tmp/pylon-alloc-" + tag + "-XXXXXX";
   char* d = mkdtemp(templ.data());
-  return d ? std::string(d) : std::string("/tmp");
+  if (d == nullptr) ADD_FAILURE() << "mkdtemp " << templ << ": " << std::strerror(errno);
+  return d ? std::string(d) : std::string();
 }
 
 inline std::string ReadAll(const std::string& path) {
@@ -78,6 +88,7 @@ class Cluster {
   // Starts the API server (extra flags appended) and installs the CRDs.
   explicit Cluster(const std::string& tag, std::vector<std::string> extra = {}) {
     dir_ = MakeTempDir(tag);
+    if (dir_.empty()) return;
     kubeconfig_ = dir_ + "/kubeconfig";
     std::vector<std::string> argv = {PylonBinary(), "apiserver",        "--listen",
                                      "127.0.0.1:0", "--kubeconfig-out", kubeconfig_};
@@ -116,7 +127,7 @@ class Cluster {
   ~Cluster() {
     allocators_.clear();
     apiserver_.Stop(std::chrono::milliseconds(2000));
-    if (!::testing::Test::HasFailure()) std::filesystem::remove_all(dir_);
+    if (!dir_.empty() && !::testing::Test::HasFailure()) std::filesystem::remove_all(dir_);
   }
 
   const std::string& dir() const { return dir_; }
@@ -161,8 +172,8 @@ class Cluster {
     std::vector<std::string> argv = {
         PylonBinary(),      "allocator",     "--kubeconfig",     kubeconfig_,
         "--namespace",      "purelb-system", "--metrics-addr",   "127.0.0.1:0",
-        "--identity",       identity,        "--lease-duration", "2s",
-        "--renew-deadline", "1500ms",        "--retry-period",   "250ms",
+        "--identity",       identity,        "--lease-duration", kLeaseDuration,
+        "--renew-deadline", "3s",            "--retry-period",   "250ms",
         "--log-level",      "debug"};
     for (auto& e : extra) argv.push_back(e);
     auto p = lab::Process::Spawn({argv, "", r.log, {}, true});
@@ -237,11 +248,11 @@ class Cluster {
     return s ? k8s::Annotation(*s, key) : "";
   }
   bool WaitIngress(const std::string& name, std::vector<std::string> want,
-                   std::chrono::milliseconds timeout = 10s, const std::string& ns = "default") {
+                   std::chrono::milliseconds timeout = 20s, const std::string& ns = "default") {
     return Eventually([&] { return Ingress(name, ns) == want; }, timeout);
   }
   bool WaitReason(const std::string& name, const std::string& reason,
-                  std::chrono::milliseconds timeout = 10s, const std::string& ns = "default") {
+                  std::chrono::milliseconds timeout = 20s, const std::string& ns = "default") {
     return Eventually(
         [&] {
           json c = Condition(name, ns);

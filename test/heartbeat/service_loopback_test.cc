@@ -165,7 +165,9 @@ TEST_F(Loopback, ReplayedAndForeignDatagramsDropped) {
              2;
     }));
   }
-  EXPECT_EQ(StateOf(*nodes_["a"], "b"), PeerState::kAlive);
+  // b kept beating through all of that (polled: one scheduling stall of a loaded machine can make
+  // it look dead for a moment).
+  EXPECT_TRUE(WaitFor([&] { return StateOf(*nodes_["a"], "b") == PeerState::kAlive; }));
   EXPECT_EQ(nodes_["a"]->Peer(NodeName("zz")), std::nullopt);
 }
 
