@@ -30,6 +30,9 @@ FieldError FieldError::NotSupported(std::string field, Json value, std::vector<s
 FieldError FieldError::Duplicate(std::string field, Json value) {
   return MakeFieldError(Type::kDuplicate, std::move(field), std::move(value), "");
 }
+FieldError FieldError::NotFound(std::string field, Json value) {
+  return MakeFieldError(Type::kNotFound, std::move(field), std::move(value), "");
+}
 
 const char* FieldError::Reason() const {
   switch (type) {
@@ -43,6 +46,8 @@ const char* FieldError::Reason() const {
       return "FieldValueNotSupported";
     case Type::kDuplicate:
       return "FieldValueDuplicate";
+    case Type::kNotFound:
+      return "FieldValueNotFound";
   }
   return "FieldValueInvalid";
 }
@@ -82,6 +87,8 @@ std::string FieldError::Body() const {
     }
     case Type::kDuplicate:
       return "Duplicate value: " + FormatErrorValue(value);
+    case Type::kNotFound:
+      return "Not found: " + FormatErrorValue(value);
   }
   return detail;
 }

@@ -15,7 +15,7 @@ namespace pylon::apiserver {
 
 // A field.Error: one cause of a 422.
 struct FieldError {
-  enum class Type { kInvalid, kRequired, kForbidden, kNotSupported, kDuplicate };
+  enum class Type { kInvalid, kRequired, kForbidden, kNotSupported, kDuplicate, kNotFound };
   Type type = Type::kInvalid;
   std::string field;      // "spec.ports[0].protocol"
   Json value;             // the offending value (null when none)
@@ -28,6 +28,7 @@ struct FieldError {
   static FieldError Forbidden(std::string field, std::string detail);
   static FieldError NotSupported(std::string field, Json value, std::vector<std::string> valid);
   static FieldError Duplicate(std::string field, Json value);
+  static FieldError NotFound(std::string field, Json value);
 
   const char* Reason() const;  // "FieldValueInvalid", ...
   std::string Body() const;    // "Invalid value: \"x\": detail"

@@ -6,10 +6,16 @@
 namespace pylon::apiserver {
 namespace {
 
-// Built-in groups in the order a real server lists them; CRD groups follow, sorted.
+// Built-in groups in the order a real server lists them (kube-apiserver's group priorities:
+// apps, events.k8s.io, ..., rbac.authorization.k8s.io, ..., apiextensions.k8s.io, ...,
+// coordination.k8s.io, ..., discovery.k8s.io); CRD groups follow, sorted.
 const std::vector<std::string>& BuiltinGroupOrder() {
-  static const std::vector<std::string> order = {"apiextensions.k8s.io", "coordination.k8s.io",
-                                                 "discovery.k8s.io", "events.k8s.io"};
+  static const std::vector<std::string> order = {"apps",
+                                                 "events.k8s.io",
+                                                 "rbac.authorization.k8s.io",
+                                                 "apiextensions.k8s.io",
+                                                 "coordination.k8s.io",
+                                                 "discovery.k8s.io"};
   return order;
 }
 

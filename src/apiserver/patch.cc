@@ -23,6 +23,29 @@ ListStrategy StrategyFor(const std::string& path) {
   if (path == "status.addresses") return {K::kKeyed, {"type"}};
   if (path == "spec.taints") return {K::kKeyed, {"key"}};
   if (path == "spec.podCIDRs") return {K::kPrimitiveSet, {}};
+  // ServiceAccount.
+  if (path == "secrets" || path == "imagePullSecrets") return {K::kKeyed, {"name"}};
+  // Pod templates of Deployments and DaemonSets (PodSpec and Container tags).
+  static const std::string kPod = "spec.template.spec.";
+  if (path.rfind(kPod, 0) == 0) {
+    std::string p = path.substr(kPod.size());
+    for (const char* c : {"containers.", "initContainers.", "ephemeralContainers."})
+      if (p.rfind(c, 0) == 0) {
+        std::string f = p.substr(std::string(c).size());
+        if (f == "ports") return {K::kKeyed, {"containerPort", "protocol"}};
+        if (f == "env") return {K::kKeyed, {"name"}};
+        if (f == "volumeMounts") return {K::kKeyed, {"mountPath"}};
+        if (f == "volumeDevices") return {K::kKeyed, {"devicePath"}};
+        if (f == "resizePolicy") return {K::kKeyed, {"resourceName"}};
+        return {};
+      }
+    if (p == "containers" || p == "initContainers" || p == "ephemeralContainers" ||
+        p == "volumes" || p == "imagePullSecrets" || p == "schedulingGates" ||
+        p == "resourceClaims")
+      return {K::kKeyed, {"name"}};
+    if (p == "hostAliases") return {K::kKeyed, {"ip"}};
+    if (p == "topologySpreadConstraints") return {K::kKeyed, {"topologyKey", "whenUnsatisfiable"}};
+  }
   return {};
 }
 

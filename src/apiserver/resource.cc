@@ -40,11 +40,23 @@ std::vector<std::string> Strings(const Json* arr) {
 }  // namespace
 
 std::vector<TypePtr> BuiltinTypes() {
+  const std::string kRbac = "rbac.authorization.k8s.io";
   return {
       Make("", "v1", "namespaces", "namespace", "Namespace", false, true, {"ns"}),
       Make("", "v1", "services", "service", "Service", true, true, {"svc"}, {"all"}),
       Make("", "v1", "events", "event", "Event", true, false, {"ev"}),
       Make("", "v1", "nodes", "node", "Node", false, true, {"no"}),
+      Make("", "v1", "configmaps", "configmap", "ConfigMap", true, false, {"cm"}),
+      Make("", "v1", "secrets", "secret", "Secret", true, false, {}),
+      Make("", "v1", "serviceaccounts", "serviceaccount", "ServiceAccount", true, false, {"sa"}),
+      Make("apps", "v1", "deployments", "deployment", "Deployment", true, true, {"deploy"},
+           {"all"}),
+      Make("apps", "v1", "daemonsets", "daemonset", "DaemonSet", true, true, {"ds"}, {"all"}),
+      Make(kRbac, "v1", "clusterroles", "clusterrole", "ClusterRole", false, false, {}),
+      Make(kRbac, "v1", "clusterrolebindings", "clusterrolebinding", "ClusterRoleBinding", false,
+           false, {}),
+      Make(kRbac, "v1", "roles", "role", "Role", true, false, {}),
+      Make(kRbac, "v1", "rolebindings", "rolebinding", "RoleBinding", true, false, {}),
       Make("coordination.k8s.io", "v1", "leases", "lease", "Lease", true, false, {}),
       Make("discovery.k8s.io", "v1", "endpointslices", "endpointslice", "EndpointSlice", true,
            false, {}),

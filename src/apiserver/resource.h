@@ -43,9 +43,11 @@ struct ResourceType {
 
 using TypePtr = std::shared_ptr<const ResourceType>;
 
-// Built-in kinds: core v1 namespaces, services, endpoints-less events, nodes; coordination.k8s.io
-// leases; discovery.k8s.io endpointslices; events.k8s.io events (a view of core events);
-// apiextensions.k8s.io customresourcedefinitions.
+// Built-in kinds: core v1 namespaces, services, events, nodes, configmaps, secrets,
+// serviceaccounts; apps/v1 deployments and daemonsets (stored only: no controller runs them);
+// rbac.authorization.k8s.io/v1 clusterroles, clusterrolebindings, roles, rolebindings (stored only:
+// the server authorizes nothing); coordination.k8s.io leases; discovery.k8s.io endpointslices;
+// events.k8s.io events (a view of core events); apiextensions.k8s.io customresourcedefinitions.
 std::vector<TypePtr> BuiltinTypes();
 
 // Builds the types (one per served version) described by a CRD object.

@@ -92,6 +92,13 @@ FieldErrors ValidateName(const Strategy& s, const std::string& name) {
         "a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and "
         "must start and end with an alphanumeric character (e.g. 'my-name',  or '123-abc', regex "
         "used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?')"));
+  } else if (rule == "pathsegment") {
+    if (name == "." || name == "..")
+      errs.push_back(FieldError::Invalid("metadata.name", name, "may not be '" + name + "'"));
+    for (const char* bad : {"/", "%"})
+      if (name.find(bad) != std::string::npos)
+        errs.push_back(FieldError::Invalid("metadata.name", name,
+                                           std::string("may not contain '") + bad + "'"));
   } else if (rule == "subdomain" && !IsDns1123Subdomain(name)) {
     errs.push_back(FieldError::Invalid(
         "metadata.name", name,
@@ -101,14 +108,6 @@ FieldErrors ValidateName(const Strategy& s, const std::string& name) {
         "'[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')"));
   }
   return errs;
-}
-
-// The parts of an object whose change bumps metadata.generation.
-Json GenerationContent(const Json& obj, bool has_status) {
-  Json c = obj;
-  c.erase("metadata");
-  if (has_status) c.erase("status");
-  return c;
 }
 
 }  // namespace
@@ -300,6 +299,8 @@ ApiResult<ObjectPtr> Store::CreateLocked(const ResourceType& type, const std::st
         BadRequestError(CreateError(type, "the kind in the data (" + kind + ") does not match")));
   body["kind"] = type.kind;
   body["apiVersion"] = storage_av;
+  // Before any reference into `body` is taken: decoding may add or remove top-level keys.
+  if (auto e = StrategyFor(type).Decode(body)) return Reject(*e);
   if (body.contains("metadata") && !body["metadata"].is_object() && !body["metadata"].is_null())
     return Reject(BadRequestError(CreateError(type, "metadata must be an object")));
   Json& meta = ObjectAt(body, "metadata");
@@ -353,7 +354,8 @@ ApiResult<ObjectPtr> Store::CreateLocked(const ResourceType& type, const std::st
     strategy.Release(body, nullptr);
     return std::make_shared<const Json>(CanonicalOrder(body, type.custom));
   }
-  m["resourceVersion"] = std::to_string(++rv_);
+  // Not through `m`: Canonicalize may have reordered the keys of `body`.
+  body["metadata"]["resourceVersion"] = std::to_string(++rv_);
   auto ptr = std::make_shared<const Json>(CanonicalOrder(body, type.custom));
   bucket[key] = ptr;
   Commit("ADDED", type.StoreKey(), ptr, nullptr);
@@ -389,6 +391,8 @@ ApiResult<ObjectPtr> Store::UpdateLocked(const ResourceType& type, const std::st
         BadRequestError(CreateError(type, "the kind in the data (" + kind + ") does not match")));
   body["kind"] = type.kind;
   body["apiVersion"] = storage_av;
+  // Before any reference into `body` is taken: decoding may add or remove top-level keys.
+  if (auto e = StrategyFor(type).Decode(body)) return Reject(*e);
   if (body.contains("metadata") && !body["metadata"].is_object() && !body["metadata"].is_null())
     return Reject(BadRequestError(CreateError(type, "metadata must be an object")));
   Json& meta = ObjectAt(body, "metadata");
@@ -462,8 +466,7 @@ ApiResult<ObjectPtr> Store::UpdateLocked(const ResourceType& type, const std::st
     errs.insert(errs.end(), kind_errs.begin(), kind_errs.end());
   }
   if (!errs.empty()) return Reject(InvalidError(type.group, type.kind, name, errs));
-  if (strategy.HasGeneration() && !SemanticEqual(GenerationContent(body, type.has_status),
-                                                 GenerationContent(old, type.has_status)))
+  if (strategy.HasGeneration() && strategy.GenerationChanged(body, old))
     body["metadata"]["generation"] = IntOr(ometa, "generation", 0) + 1;
   errs = strategy.Allocate(body, &old);
   if (!errs.empty()) return Reject(InvalidError(type.group, type.kind, name, errs));
@@ -634,7 +637,9 @@ ApiResult<std::vector<ObjectPtr>> Store::DeleteCollection(const ResourceType& ty
 void Store::Deliver(Watcher& w, const HistoryEvent& ev) {
   std::lock_guard<std::mutex> lock(w.mu_);
   if (w.closed_) return;
+  bool wake = false;
   if (w.key_ == ev.key) {
+    const std::size_t queued = w.queue_.size();
     bool cur = Matches(w, *ev.object);
     bool was = ev.prev && Matches(w, *ev.prev);
     std::string_view t = ev.type;
@@ -651,9 +656,12 @@ void Store::Deliver(Watcher& w, const HistoryEvent& ev) {
       w.closed_ = true;  // too slow: the client re-watches from its last RV
       w.queue_.clear();
     }
+    wake = w.closed_ || w.queue_.size() != queued;
   }
   w.progress_ = ev.rv;
-  w.cv_.notify_all();
+  // Only a queued event or a close ends a Wait early; progress alone is read by the next Wait
+  // (within its 250 ms), so waking every watcher on every commit would only cost context switches.
+  if (wake) w.cv_.notify_all();
 }
 
 void Store::Commit(const char* type, const std::string& key, ObjectPtr obj, ObjectPtr prev) {

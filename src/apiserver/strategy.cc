@@ -67,6 +67,16 @@ void Strategy::PrepareForStatusUpdate(Json& obj, const Json& old) const {
     obj.erase("spec");
 }
 
+bool Strategy::GenerationChanged(const Json& obj, const Json& old) const {
+  auto content = [&](const Json& o) {
+    Json c = o;
+    c.erase("metadata");
+    if (type_->has_status) c.erase("status");
+    return c;
+  };
+  return !SemanticEqual(content(obj), content(old));
+}
+
 FieldErrors Strategy::Validate(const Json&, const Json*) const { return {}; }
 FieldErrors Strategy::ValidateStatus(const Json&, const Json&) const { return {}; }
 FieldErrors Strategy::Allocate(Json&, const Json*) { return {}; }
@@ -224,6 +234,11 @@ std::unique_ptr<Strategy> MakeStrategy(TypePtr type, ServiceAllocator* services)
   if (g == "coordination.k8s.io") return std::make_unique<LeaseStrategy>(type);
   if (g == "discovery.k8s.io") return std::make_unique<EndpointSliceStrategy>(type);
   if (g == "apiextensions.k8s.io") return MakeCrdStrategy(type);
+  if (g == "apps" && r == "deployments") return MakeDeploymentStrategy(type);
+  if (g == "apps" && r == "daemonsets") return MakeDaemonSetStrategy(type);
+  if (g.empty() && r == "secrets") return MakeSecretStrategy(type);
+  if (g.empty() && r == "configmaps") return MakeConfigMapStrategy(type);
+  if (g == "rbac.authorization.k8s.io") return MakeRbacStrategy(type);
   return std::make_unique<Strategy>(type);
 }
 

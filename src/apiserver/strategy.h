@@ -25,6 +25,13 @@ class Strategy {
   // The store sets the wall time of the current operation before calling any hook.
   void set_now(WallTime now) { now_ = now; }
 
+  // Decoding of a create or update body before anything else (the v1 → internal conversion of the
+  // real server): type checks a Go decoder would make and conversions such as Secret stringData →
+  // data. An error is a 400 BadRequest; `obj` may be modified.
+  virtual std::optional<ApiError> Decode(Json& obj) const {
+    (void)obj;
+    return std::nullopt;
+  }
   // Create: defaults and clearing of server-owned parts (status when a subresource exists).
   virtual void PrepareForCreate(Json& obj) const;
   // Main-resource update: by default keeps the old status when a status subresource exists.
@@ -45,9 +52,13 @@ class Strategy {
   virtual bool AllowUnconditionalUpdate() const { return false; }
   virtual bool ReturnDeletedObject() const { return false; }
   virtual bool HasGeneration() const { return false; }
+  // With HasGeneration: whether an update from `old` to `obj` bumps metadata.generation. Default:
+  // any change outside metadata (and outside status when a status subresource exists).
+  virtual bool GenerationChanged(const Json& obj, const Json& old) const;
   // Selectable fields beyond metadata.name and metadata.namespace; nullopt = unsupported.
   virtual std::optional<std::string> Field(const Json& obj, std::string_view field) const;
-  // The name rule: "subdomain" (DNS-1123 subdomain), "label1123", "label1035".
+  // The name rule: "subdomain" (DNS-1123 subdomain), "label1123", "label1035", "pathsegment"
+  // (anything but "." and ".." without '/' or '%': the RBAC kinds).
   virtual std::string NameRule() const { return "subdomain"; }
 
  protected:

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cctype>
 
+#include "apiserver/pod_template.h"
+
 namespace pylon::apiserver {
 namespace {
 
@@ -107,6 +109,52 @@ Json CellFromValue(const Json& v, const std::string& type, WallTime now) {
   return v;
 }
 
+Column Int(std::string n, std::string d = "") {
+  return {std::move(n), "integer", "", std::move(d), 0};
+}
+
+// Containers, images and selector: the wide columns of the workload kinds.
+std::vector<Column> WorkloadWide() {
+  return {Str("Containers", "Names of each container in the template.", 1),
+          Str("Images", "Images referenced by each container in the template.", 1),
+          Str("Selector", "Label selector for pods.", 1)};
+}
+
+Json WorkloadWideCells(const Json& obj) {
+  std::vector<std::string> names, images;
+  if (const Json* cs = Find(obj, {"spec", "template", "spec", "containers"}); cs && cs->is_array())
+    for (const auto& c : *cs) {
+      names.push_back(StrOr(c, "name"));
+      images.push_back(StrOr(c, "image"));
+    }
+  const Json* sel = Find(obj, {"spec", "selector"});
+  return Json::array({Join(names, ","), Join(images, ","),
+                      sel ? FormatLabelSelector(*sel) : std::string("<none>")});
+}
+
+long long StatusInt(const Json& obj, std::string_view key) {
+  const Json* st = Find(obj, {"status"});
+  return st ? IntOr(*st, key, 0) : 0;
+}
+
+std::size_t Size(const Json* v) { return v && (v->is_object() || v->is_array()) ? v->size() : 0; }
+
+// "users", "groups", "service accounts" of a binding's subjects (kubectl's wide columns).
+Json BindingSubjectCells(const Json& obj) {
+  std::vector<std::string> users, groups, sas;
+  if (const Json* ss = Find(obj, {"subjects"}); ss && ss->is_array())
+    for (const auto& s : *ss) {
+      std::string kind = StrOr(s, "kind"), name = StrOr(s, "name");
+      if (kind == "User")
+        users.push_back(name);
+      else if (kind == "Group")
+        groups.push_back(name);
+      else if (kind == "ServiceAccount")
+        sas.push_back(StrOr(s, "namespace") + "/" + name);
+    }
+  return Json::array({Join(users, ", "), Join(groups, ", "), Join(sas, ", ")});
+}
+
 void Columns(const ResourceType& t, std::vector<Column>* cols) {
   const std::string& g = t.group;
   const std::string& r = t.resource;
@@ -146,6 +194,58 @@ void Columns(const ResourceType& t, std::vector<Column>* cols) {
     *cols = {NameCol(), Str("AddressType"), Str("Ports"), Str("Endpoints"), AgeCol()};
   } else if (g == "apiextensions.k8s.io") {
     *cols = {NameCol(), {"Created At", "date", "", "", 0}};
+  } else if (g == "apps" && r == "deployments") {
+    *cols = {NameCol(), Str("Ready", "Number of the pod with ready state"),
+             Int("Up-to-date",
+                 "Total number of non-terminated pods targeted by this deployment "
+                 "that have the desired template spec."),
+             Int("Available",
+                 "Total number of available pods (ready for at least "
+                 "minReadySeconds) targeted by this deployment."),
+             AgeCol()};
+    for (auto& c : WorkloadWide()) cols->push_back(c);
+  } else if (g == "apps" && r == "daemonsets") {
+    *cols = {NameCol(),
+             Int("Desired", "The total number of nodes that should be running the daemon pod."),
+             Int("Current",
+                 "The number of nodes that are running at least 1 daemon pod and are "
+                 "supposed to run the daemon pod."),
+             Int("Ready",
+                 "The number of nodes that should be running the daemon pod and have one "
+                 "or more of the daemon pod running and ready."),
+             Int("Up-to-date", "The total number of nodes that are running updated daemon pod"),
+             Int("Available",
+                 "The number of nodes that should be running the daemon pod and have "
+                 "one or more of the daemon pod running and available (ready for at "
+                 "least spec.minReadySeconds)"),
+             Str("Node Selector",
+                 "NodeSelector is a selector which must be true for the pod to "
+                 "fit on a node."),
+             AgeCol()};
+    for (auto& c : WorkloadWide()) cols->push_back(c);
+  } else if (g.empty() && r == "serviceaccounts") {
+    *cols = {NameCol(),
+             Int("Secrets",
+                 "Secrets is a list of the secrets in the same namespace "
+                 "that pods running using this ServiceAccount are allowed "
+                 "to use."),
+             AgeCol()};
+  } else if (g.empty() && r == "secrets") {
+    *cols = {NameCol(), Str("Type", "Used to facilitate programmatic handling of secret data."),
+             Int("Data", "Data contains the secret data."), AgeCol()};
+  } else if (g.empty() && r == "configmaps") {
+    *cols = {NameCol(), Int("Data", "Data contains the configuration data."), AgeCol()};
+  } else if (g == "rbac.authorization.k8s.io" && (r == "roles" || r == "clusterroles")) {
+    *cols = {NameCol(), {"Created At", "date", "", "", 0}};
+  } else if (g == "rbac.authorization.k8s.io") {
+    *cols = {NameCol(),
+             Str("Role",
+                 "RoleRef can reference a Role in the current namespace or a ClusterRole "
+                 "in the global namespace."),
+             AgeCol(),
+             Str("Users", "Users in the roleBinding", 1),
+             Str("Groups", "Groups in the roleBinding", 1),
+             Str("ServiceAccounts", "ServiceAccounts in the roleBinding", 1)};
   } else {
     *cols = {NameCol(), AgeCol()};
   }
@@ -208,6 +308,46 @@ Json Cells(const ResourceType& t, const Json& obj, WallTime now) {
   }
   if (g == "apiextensions.k8s.io")
     return Json::array({name, GetString(obj, {"metadata", "creationTimestamp"})});
+  if (g == "apps" && r == "deployments") {
+    const Json* replicas = Find(obj, {"spec", "replicas"});
+    long long want = replicas && replicas->is_number_integer() ? replicas->get<long long>() : 0;
+    Json cells = Json::array(
+        {name, std::to_string(StatusInt(obj, "readyReplicas")) + "/" + std::to_string(want),
+         StatusInt(obj, "updatedReplicas"), StatusInt(obj, "availableReplicas"), Age(obj, now)});
+    for (auto& c : WorkloadWideCells(obj)) cells.push_back(c);
+    return cells;
+  }
+  if (g == "apps" && r == "daemonsets") {
+    std::vector<std::string> ns;
+    if (const Json* sel = Find(obj, {"spec", "template", "spec", "nodeSelector"});
+        sel && sel->is_object())
+      for (auto it = sel->begin(); it != sel->end(); ++it)
+        ns.push_back(it.key() + "=" +
+                     (it.value().is_string() ? it.value().get<std::string>() : Dump(it.value())));
+    std::sort(ns.begin(), ns.end());
+    Json cells = Json::array(
+        {name, StatusInt(obj, "desiredNumberScheduled"), StatusInt(obj, "currentNumberScheduled"),
+         StatusInt(obj, "numberReady"), StatusInt(obj, "updatedNumberScheduled"),
+         StatusInt(obj, "numberAvailable"), ns.empty() ? "<none>" : Join(ns, ","), Age(obj, now)});
+    for (auto& c : WorkloadWideCells(obj)) cells.push_back(c);
+    return cells;
+  }
+  if (g.empty() && r == "serviceaccounts")
+    return Json::array({name, Size(Find(obj, {"secrets"})), Age(obj, now)});
+  if (g.empty() && r == "secrets")
+    return Json::array({name, GetString(obj, {"type"}), Size(Find(obj, {"data"})), Age(obj, now)});
+  if (g.empty() && r == "configmaps")
+    return Json::array(
+        {name, Size(Find(obj, {"data"})) + Size(Find(obj, {"binaryData"})), Age(obj, now)});
+  if (g == "rbac.authorization.k8s.io" && (r == "roles" || r == "clusterroles"))
+    return Json::array({name, GetString(obj, {"metadata", "creationTimestamp"})});
+  if (g == "rbac.authorization.k8s.io") {
+    Json cells = Json::array(
+        {name, GetString(obj, {"roleRef", "kind"}) + "/" + GetString(obj, {"roleRef", "name"}),
+         Age(obj, now)});
+    for (auto& c : BindingSubjectCells(obj)) cells.push_back(c);
+    return cells;
+  }
   return Json::array({name, Age(obj, now)});
 }
 

@@ -1,5 +1,7 @@
-// meta.k8s.io Table responses (what `kubectl get` asks for), with kubectl's columns for Services,
-// the CRD's additionalPrinterColumns for custom resources and Name/Age for other kinds.
+// meta.k8s.io Table responses (what `kubectl get` asks for), with kube-apiserver's columns for the
+// built-in kinds (Services, Deployments, DaemonSets, Secrets, RBAC bindings...: pkg/printers/
+// internalversion), the CRD's additionalPrinterColumns for custom resources and Name/Age for
+// other kinds.
 #pragma once
 
 #include <memory>

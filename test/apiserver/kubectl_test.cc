@@ -1,6 +1,7 @@
 // The real kubectl 1.32 against `pylon apiserver --tls` (the built binary, as a child process):
 // apply, get (Table with EXTERNAL-IP), get -w, annotate, strategic and merge patch, status patch,
-// describe with events, delete, CRD + custom resource. Asserts on what kubectl prints.
+// describe with events, delete, CRD + custom resource, Deployments / Secrets / ServiceAccounts /
+// RBAC through kubectl's own generators. Asserts on what kubectl prints.
 #include <fstream>
 
 #include <gtest/gtest.h>
@@ -231,6 +232,82 @@ spec:
   EXPECT_NE(Kubectl({"api-resources"}).find("servicegroups"), std::string::npos);
   EXPECT_EQ(Kubectl({"delete", "crd", "servicegroups.purelb.io"}),
             "customresourcedefinition.apiextensions.k8s.io \"servicegroups.purelb.io\" deleted\n");
+}
+
+const char* kDeployment = R"(apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: web
+spec:
+  replicas: 2
+  selector:
+    matchLabels: {app: web}
+  template:
+    metadata:
+      labels: {app: web}
+    spec:
+      containers:
+      - name: web
+        image: nginx:1.27
+        ports:
+        - containerPort: 80
+)";
+
+TEST_F(KubectlTest, WorkloadsSecretsAndRbac) {
+  std::string deploy = Write("deploy.yaml", kDeployment);
+  EXPECT_EQ(Kubectl({"apply", "-f", deploy, "--validate=false"}), "deployment.apps/web created\n");
+  EXPECT_EQ(Kubectl({"apply", "-f", deploy, "--validate=false"}),
+            "deployment.apps/web unchanged\n");
+  std::string table = Kubectl({"get", "deploy", "web"});
+  EXPECT_NE(table.find("NAME   READY   UP-TO-DATE   AVAILABLE   AGE"), std::string::npos) << table;
+  EXPECT_NE(table.find("web    0/2     0            0"), std::string::npos) << table;
+  EXPECT_EQ(Kubectl({"set", "image", "deployment/web", "web=nginx:1.28"}),
+            "deployment.apps/web image updated\n");
+  EXPECT_EQ(Kubectl({"get", "deploy", "web", "-o",
+                     "jsonpath={.metadata.generation} {.spec.template.spec.containers[0].image} "
+                     "{.spec.template.spec.containers[0].ports[0].protocol}"}),
+            "2 nginx:1.28 TCP");
+  // The "all" category reaches Deployments.
+  EXPECT_NE(Kubectl({"get", "all"}).find("deployment.apps/web"), std::string::npos);
+
+  // kubectl's generators (create secret/serviceaccount/clusterrole/...) post protobuf, which this
+  // server does not decode: run them client-side and create what they print.
+  auto generate = [&](std::vector<std::string> args, int* status = nullptr) {
+    args.insert(args.end(), {"--dry-run=client", "-o", "json"});
+    std::string file = Write("generated.json", Kubectl(args));
+    return Kubectl({"create", "--validate=false", "-f", file}, status);
+  };
+  EXPECT_EQ(generate({"create", "secret", "generic", "creds", "--from-literal=user=admin"}),
+            "secret/creds created\n");
+  EXPECT_EQ(Kubectl({"get", "secret", "creds", "-o", "jsonpath={.type} {.data.user}"}),
+            "Opaque YWRtaW4=");
+  EXPECT_EQ(generate({"create", "serviceaccount", "robot"}), "serviceaccount/robot created\n");
+  EXPECT_EQ(
+      generate({"create", "clusterrole", "pylon:reader", "--verb=get,list", "--resource=services"}),
+      "clusterrole.rbac.authorization.k8s.io/pylon:reader created\n");
+  EXPECT_EQ(generate({"create", "clusterrolebinding", "pylon:reader", "--clusterrole=pylon:reader",
+                      "--serviceaccount=default:robot"}),
+            "clusterrolebinding.rbac.authorization.k8s.io/pylon:reader created\n");
+  table = Kubectl({"get", "clusterrolebinding", "pylon:reader", "-o", "wide"});
+  EXPECT_NE(table.find("ClusterRole/pylon:reader"), std::string::npos) << table;
+  EXPECT_NE(table.find("default/robot"), std::string::npos) << table;
+  // The server's RBAC validation reaches kubectl.
+  int st = 0;
+  std::string bad = generate(
+      {"create", "clusterrolebinding", "broken", "--clusterrole=a/b", "--user=alice"}, &st);
+  EXPECT_NE(st, 0) << bad;
+  EXPECT_NE(bad.find("roleRef.name: Invalid value: \"a/b\": may not contain '/'"),
+            std::string::npos)
+      << bad;
+  // Typed clients send protobuf: refused with the media types this server takes.
+  std::string proto = Kubectl({"create", "serviceaccount", "direct"}, &st);
+  EXPECT_NE(st, 0);
+  EXPECT_NE(proto.find("accepted media types include: application/json"), std::string::npos)
+      << proto;
+
+  EXPECT_EQ(Kubectl({"delete", "deploy", "web"}), "deployment.apps \"web\" deleted\n");
+  EXPECT_EQ(Kubectl({"delete", "clusterrolebinding", "pylon:reader"}),
+            "clusterrolebinding.rbac.authorization.k8s.io \"pylon:reader\" deleted\n");
 }
 
 }  // namespace
