@@ -7,6 +7,7 @@
 #include "agent/agent_metrics.h"
 #include "agent/network.h"
 #include "common/log.h"
+#include "election/macs_annotation.h"
 #include "election/node_name.h"
 #include "election/subnets_annotation.h"
 #include "heartbeat/local_endpoints.h"
@@ -52,6 +53,16 @@ Agent::Agent(AgentOptions options, AgentDeps deps, Planner planner)
   ReconcilerDeps rd{&planner_,  sync_.get(),   &garp_,     d_.announcer,
                     d_.netlink, writer_.get(), d_.metrics, d_.clock};
   rd.reannounce_interval = options_.reannounce_interval;
+  if (options_.probe_count > 0 && d_.announcer != nullptr) {
+    prober_ = std::make_unique<ThreadProber>(*d_.announcer, [this] { Wake(false); });
+    claim_monitor_ = std::make_unique<ClaimMonitor>(*d_.clock, [this] { Wake(false); });
+    rd.prober = prober_.get();
+    rd.claims = claim_monitor_.get();
+    rd.probe.count = options_.probe_count;
+    rd.probe.interval =
+        std::chrono::duration_cast<std::chrono::milliseconds>(options_.probe_interval);
+    rd.gate.conflict_recheck = options_.conflict_recheck;
+  }
   reconciler_ = std::make_unique<Reconciler>(rd);
   lease_ =
       std::make_unique<LeaseKeeper>(*d_.client, options_.ns, election::NodeName(options_.node_name),
@@ -60,6 +71,9 @@ Agent::Agent(AgentOptions options, AgentDeps deps, Planner planner)
 }
 
 Agent::~Agent() {
+  // Their threads call Wake(): join them while mu_ and cv_ still exist.
+  claim_monitor_.reset();
+  prober_.reset();
   link_stop_.store(true);
   if (link_thread_.joinable()) link_thread_.join();
   if (hb_) hb_->Stop();
@@ -98,6 +112,7 @@ void Agent::OnLease(const k8s::Json& obj, bool deleted) {
   o.lease_duration_seconds = k8s::FindInt(obj, {"spec", "leaseDurationSeconds"});
   o.renew_time = k8s::FindString(obj, {"spec", "renewTime"}).value_or("");
   o.subnets_annotation = k8s::Annotation(obj, election::kSubnetsAnnotation);
+  o.macs_annotation = k8s::Annotation(obj, election::kMacsAnnotation);
   if (hb_ && node->str() != options_.node_name) {
     auto issues = hb_->ObservePeerLease(
         *node, k8s::Annotation(obj, heartbeat::kHeartbeatAnnotation), deleted);
@@ -163,6 +178,7 @@ Status Agent::Start(Duration sync_timeout) {
   nodes_ = add(k8s::resources::Nodes(), "", false);
   for (auto& i : informers_) i->Start();
   writer_->Start();
+  if (claim_monitor_) claim_monitor_->Start();
   lease_->SetSubnets(network_.Subnets());
   lease_->Start();
 
@@ -226,6 +242,18 @@ void Agent::PublishHeartbeatEndpoints() {
   auto ips = heartbeat::EndpointAddresses(*addrs, link->index, proto, ours);
   lease_->SetAnnotation(std::string(heartbeat::kHeartbeatAnnotation),
                         heartbeat::FormatEndpoints(hb_->LocalEndpoints(ips)));
+}
+
+void Agent::PublishMacs() {
+  std::vector<std::string> macs;
+  for (const auto& i : network_.interfaces) {
+    auto link = d_.netlink->GetLink(i.name);
+    if (!link) continue;
+    auto mac = packet::MacAddress::FromBytes(link->hwaddr);
+    if (mac && !mac->is_zero()) macs.push_back(mac->ToString());
+  }
+  lease_->SetAnnotation(std::string(election::kMacsAnnotation),
+                        election::FormatMacsAnnotation(macs));
 }
 
 void Agent::WatchLinks() {
@@ -301,7 +329,10 @@ void Agent::RefreshNetwork() {
                              {"subnets", election::FormatSubnetsAnnotation(copy)},
                              {"virtual", net->virtual_interface}});
   network_ = std::move(*net);
-  if (lease_) lease_->SetSubnets(subnets);
+  if (lease_) {
+    lease_->SetSubnets(subnets);
+    PublishMacs();
+  }
 }
 
 void Agent::RefreshInputs() {
@@ -497,6 +528,7 @@ void Agent::Shutdown() {
     log::Info("node lease deleted", {{"lease", lease_->LeaseName()}});
   }
   if (hb_) hb_->Stop();
+  if (claim_monitor_) claim_monitor_->Stop();
   link_stop_.store(true);
   if (link_thread_.joinable()) link_thread_.join();
   for (auto& i : informers_) i->Stop();

@@ -25,12 +25,14 @@
 #include <vector>
 
 #include "agent/address_sync.h"
+#include "agent/claim_monitor.h"
 #include "agent/garp.h"
 #include "agent/kube_writer.h"
 #include "agent/lease_keeper.h"
 #include "agent/options.h"
 #include "agent/ownership.h"
 #include "agent/planner.h"
+#include "agent/prober.h"
 #include "agent/reconciler.h"
 #include "common/clock.h"
 #include "config/parse.h"
@@ -95,6 +97,9 @@ class Agent {
   Status StartHeartbeat();
   // Recomputes this node's heartbeat endpoints and publishes them in the lease annotation.
   void PublishHeartbeatEndpoints();
+  // Publishes the MACs of the announcing interfaces in the lease (purelb.io/macs), so that
+  // peers' duplicate-address probes do not take this node for a foreign host.
+  void PublishMacs();
   // The link-notification thread: wakes the loop (forcing a rediscovery) on every link change.
   void WatchLinks();
   std::string HeartbeatInterface() const;
@@ -105,6 +110,8 @@ class Agent {
   GarpScheduler garp_;
   std::unique_ptr<AddressSync> sync_;
   std::unique_ptr<KubeWriter> writer_;
+  std::unique_ptr<ThreadProber> prober_;         // null: probing off
+  std::unique_ptr<ClaimMonitor> claim_monitor_;  // null: probing off
   std::unique_ptr<Reconciler> reconciler_;
   std::unique_ptr<LeaseKeeper> lease_;
   std::unique_ptr<heartbeat::HeartbeatService> hb_;    // null: heartbeats off

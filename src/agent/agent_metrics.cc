@@ -18,7 +18,14 @@ void DescribeAgentMetrics(metrics::Registry& r) {
   r.Describe(kMetricAddressOps, "Address adds and removals on this node, by op and result",
              Type::kCounter);
   r.Describe(kMetricAddressConflicts,
-             "Desired addresses held by someone else on this node (left untouched)", Type::kGauge);
+             "Addresses in conflict now: held by someone else on this node (left untouched), "
+             "withheld because a foreign MAC answered their probe, or claimed by a foreign MAC "
+             "while announced (seen in the last 5 minutes)",
+             Type::kGauge);
+  r.Describe(kMetricConflictsDetected,
+             "Address conflicts detected, by kind (probe: answered before first announcement; "
+             "claim: a foreign MAC claimed an announced address)",
+             Type::kCounter);
   r.Describe(kMetricLeaseRenewals, "Node lease renewal attempts, by result", Type::kCounter);
   r.Describe(kMetricHeartbeatPeers,
              "Heartbeat peers by detector state (never_heard|alive|unhealthy|silent|dead)",

@@ -15,6 +15,7 @@ inline constexpr char kMetricGarpSent[] = "purelb_garp_sent_total";
 inline constexpr char kMetricGarpFailed[] = "purelb_garp_failed_total";
 inline constexpr char kMetricAddressOps[] = "purelb_address_operations_total";
 inline constexpr char kMetricAddressConflicts[] = "purelb_address_conflicts";
+inline constexpr char kMetricConflictsDetected[] = "purelb_address_conflicts_detected_total";
 inline constexpr char kMetricLeaseRenewals[] = "purelb_election_lease_renewals_total";
 // Heartbeats on only (docs/failover.md).
 inline constexpr char kMetricHeartbeatPeers[] = "purelb_heartbeat_peers";

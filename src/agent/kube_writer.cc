@@ -99,10 +99,17 @@ std::int64_t KubeWriter::failures() const {
 void KubeWriter::Enqueue(const std::string& target, std::string fingerprint,
                          std::function<Status()> run) {
   std::lock_guard<std::mutex> lock(mu_);
+  const SteadyTime now = clock_.Now();
   auto d = done_.find(target);
   if (d != done_.end() && d->second.fingerprint == fingerprint &&
-      clock_.Now() < d->second.at + options_.rewrite_after) {
+      now < d->second.at + options_.rewrite_after) {
     return;
+  }
+  // Entries past the dedup window no longer matter (targets include event messages: keep the
+  // map bounded by what was written within one window).
+  if (done_.size() > 1024) {
+    std::erase_if(done_,
+                  [&](const auto& kv) { return now >= kv.second.at + options_.rewrite_after; });
   }
   auto p = pending_.find(target);
   if (p == pending_.end()) order_.push_back(target);
@@ -198,7 +205,10 @@ void KubeWriter::DeleteL2Advertisement(const std::string& name) {
 void KubeWriter::Event(const ServiceEvent& event) {
   // `kubectl describe` lists a Service's events by involvedObject.uid, so the reference needs the
   // Service's uid: read it (off the reconcile path, on the writer's queue) before recording.
-  const std::string target = "event/" + event.service.Key() + "/" + event.reason;
+  // One target per message: two events of one reason in one pass (e.g. one per family of a
+  // dual-stack Service) are both recorded; a repeated message is dropped by the dedup window.
+  const std::string target =
+      "event/" + event.service.Key() + "/" + event.reason + "/" + event.message;
   Enqueue(target, event.message, [this, event]() -> Status {
     auto svc = client_.Get(k8s::resources::Services(), event.service.ns, event.service.name);
     if (!svc) {

@@ -26,6 +26,12 @@ const char* AgentUsage() {
          "  --garp-interval DUR      spacing (default 300ms)\n"
          "  --reannounce-interval DUR re-send gratuitous ARP / NA for held local addresses\n"
          "                           this often (default 0 = off)\n"
+         "  --probe-count N          ARP probes / DAD solicitations before an address is\n"
+         "                           announced for the first time (default 3; 0 = no probing\n"
+         "                           and no watching for foreign claims)\n"
+         "  --probe-interval DUR     spacing of the probes (default 80ms)\n"
+         "  --conflict-recheck DUR   probe an address withheld for a conflict again this often\n"
+         "                           (default 30s)\n"
          "  --log-level LEVEL        debug|info|warn|error\n"
          "environment: PURELB_LEASE_DURATION (10s), PURELB_RENEW_DEADLINE (7s),\n"
          "             PURELB_RETRY_PERIOD (2s), Go duration syntax\n";
@@ -90,9 +96,10 @@ Result<AgentOptions> ParseAgentOptions(const std::vector<std::string>& args, con
       continue;
     }
     static const char* const kKnown[] = {
-        "--kubeconfig", "--node-name",  "--namespace",          "--metrics-addr",
-        "--etp-local",  "--state-file", "--address-lifetime",   "--garp-interval",
-        "--garp-count", "--log-level",  "--reannounce-interval"};
+        "--kubeconfig",     "--node-name",       "--namespace",           "--metrics-addr",
+        "--etp-local",      "--state-file",      "--address-lifetime",    "--garp-interval",
+        "--garp-count",     "--log-level",       "--reannounce-interval", "--probe-count",
+        "--probe-interval", "--conflict-recheck"};
     if (std::find(std::begin(kKnown), std::end(kKnown), flag) == std::end(kKnown)) {
       return Fail(ErrorCode::kInvalidArgument, "unknown flag " + flag);
     }
@@ -154,6 +161,24 @@ Result<AgentOptions> ParseAgentOptions(const std::vector<std::string>& args, con
         return Fail(ErrorCode::kInvalidArgument, "--garp-count: want 1..20, got \"" + *v + "\"");
       }
       o.garp.count = n;
+    } else if (flag == "--probe-count") {
+      int n = 0;
+      auto [p, ec] = std::from_chars(v->data(), v->data() + v->size(), n);
+      if (ec != std::errc() || p != v->data() + v->size() || n < 0 || n > 10) {
+        return Fail(ErrorCode::kInvalidArgument, "--probe-count: want 0..10, got \"" + *v + "\"");
+      }
+      o.probe_count = n;
+    } else if (flag == "--probe-interval" || flag == "--conflict-recheck") {
+      auto d = ParseGoDuration(*v);
+      if (!d) return Fail(d.error().Wrap(flag));
+      const bool probe = flag == "--probe-interval";
+      const Duration lo = probe ? Duration(std::chrono::milliseconds(10)) : std::chrono::seconds(1);
+      const Duration hi = probe ? Duration(std::chrono::seconds(2)) : std::chrono::hours(24);
+      if (*d < lo || *d > hi) {
+        return Fail(ErrorCode::kInvalidArgument,
+                    flag + (probe ? ": want 10ms..2s" : ": want 1s..24h") + ", got \"" + *v + "\"");
+      }
+      (probe ? o.probe_interval : o.conflict_recheck) = *d;
     } else if (flag == "--log-level") {
       o.log_level = *v;
     } else {

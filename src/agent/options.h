@@ -33,6 +33,13 @@ struct AgentOptions {
   // --reannounce-interval: gratuitous ARP / NA for every held local address this often, so
   // switches and neighbours that forgot or mislearned it relearn it. 0 = off (default).
   Duration reannounce_interval{0};
+  // --probe-count N (0 = off) and --probe-interval DUR: duplicate-address probes (ARP probe /
+  // DAD NS) before an address is announced for the first time (docs/agent.md). Foreign claims on
+  // announced addresses are watched whenever probing is on.
+  int probe_count = 3;
+  Duration probe_interval = std::chrono::milliseconds(80);
+  // --conflict-recheck DUR: an address withheld for a conflict is probed again this often.
+  Duration conflict_recheck = std::chrono::seconds(30);
   bool help = false;
 };
 

@@ -150,6 +150,7 @@ Plan Planner::Compute(const PlanInputs& in, const election::Membership& membersh
 
   // Classify; hand the local ones to the elector.
   std::set<net::IpAddress> local;
+  std::set<net::IpAddress> unannounced;  // local, with no recorded announcer
   std::set<std::string> seen_problems;
   for (auto& [ip, g] : groups) {
     if (IsLocalClass(ip, network, membership)) {
@@ -164,6 +165,7 @@ Plan Planner::Compute(const PlanInputs& in, const election::Membership& membersh
           if (auto parsed = ParseAnnouncing(*v)) spec.current_announcer = NodeName(parsed->first);
         }
       }
+      if (!spec.current_announcer) unannounced.insert(ip);
       if (options_.etp_mode == EtpLocalMode::kElect) {
         std::optional<std::set<std::string>> allowed;
         for (const ServiceInput* si : g.services) {
@@ -254,6 +256,7 @@ Plan Planner::Compute(const PlanInputs& in, const election::Membership& membersh
     if (!prefix) continue;
     const std::string& iface = match->interface->name;
     DesiredAddress d{*prefix, iface, match->interface->ifindex, AddressKind::kLocal, {}};
+    d.first_announcement = unannounced.count(ip) > 0;
     const std::string announcing = self + "," + iface;
     for (const ServiceInput* si : g.services) {
       const model::Service& s = si->service;

@@ -19,9 +19,47 @@ ServiceRef RefFromKey(const std::string& key) {
   return {key.substr(0, slash), key.substr(slash + 1)};
 }
 
+const char* AnnouncingKey(net::Family f) {
+  return f == net::Family::kV4 ? model::kAnnAnnouncingV4 : model::kAnnAnnouncingV6;
+}
+
 }  // namespace
 
-Reconciler::Reconciler(ReconcilerDeps deps) : d_(deps) {
+void WithholdFromPlan(Plan& plan, const std::set<net::IpAddress>& addresses) {
+  if (addresses.empty()) return;
+  std::map<std::string, std::set<std::string>> keys_by_service;  // "ns/name" -> annotation keys
+  for (const auto& a : plan.addresses) {
+    if (a.kind != AddressKind::kLocal || !addresses.count(a.address.address())) continue;
+    for (const auto& svc : a.services) {
+      keys_by_service[svc].insert(AnnouncingKey(a.address.address().family()));
+    }
+  }
+  std::erase_if(plan.addresses, [&](const DesiredAddress& a) {
+    return a.kind == AddressKind::kLocal && addresses.count(a.address.address()) > 0;
+  });
+  for (auto& p : plan.annotation_patches) {
+    auto it = keys_by_service.find(p.service.Key());
+    if (it == keys_by_service.end()) continue;
+    for (const auto& k : it->second) {
+      auto v = p.annotations.find(k);
+      // Only values that name this node; a removal (nullopt) is for a family no longer held.
+      if (v != p.annotations.end() && v->second) p.annotations.erase(v);
+    }
+  }
+  std::erase_if(plan.annotation_patches,
+                [](const AnnotationPatch& p) { return p.annotations.empty(); });
+  std::erase_if(plan.l2_upserts,
+                [&](const L2Advertisement& l2) { return addresses.count(l2.address) > 0; });
+}
+
+std::set<std::string> MemberMacs(const election::Membership& membership) {
+  std::set<std::string> out;
+  for (const auto& [name, m] : membership.members()) out.insert(m.macs.begin(), m.macs.end());
+  return out;
+}
+
+Reconciler::Reconciler(ReconcilerDeps deps)
+    : d_(deps), gate_(deps.gate), claim_tracker_(deps.claim) {
   if (d_.metrics) DescribeAgentMetrics(*d_.metrics);
 }
 
@@ -73,6 +111,7 @@ PassResult Reconciler::Run(const PlanInputs& in, const election::Membership& mem
       }
     }
   }
+  if (d_.prober) GateProbes(in, membership, r.plan, now);
   if (r.plan.virtual_in_use) ApplyStrictArp(*in.network);
 
   yielded_ = std::move(yielded);
@@ -140,9 +179,171 @@ PassResult Reconciler::Run(const PlanInputs& in, const election::Membership& mem
     }
   }
 
+  HandleClaims(membership);
   SendDueAnnouncements();
   UpdateMetrics(r);
   return r;
+}
+
+std::optional<packet::MacAddress> Reconciler::InterfaceMac(const std::string& interface) const {
+  auto link = d_.netlink->GetLink(interface);
+  if (!link) return std::nullopt;
+  auto mac = packet::MacAddress::FromBytes(link->hwaddr);
+  if (!mac) return std::nullopt;
+  return *mac;
+}
+
+void Reconciler::SetConflictAnnotation(const PlanInputs& in,
+                                       const std::vector<std::string>& services,
+                                       const net::IpAddress& address,
+                                       const std::optional<model::AddressConflict>& entry) {
+  const std::string key = model::ConflictAnnotationKey(address);
+  for (const auto& svc : services) {
+    const ServiceInput* si = nullptr;
+    for (const auto& s : *in.services) {
+      if (s.service.Key() == svc) {
+        si = &s;
+        break;
+      }
+    }
+    if (si == nullptr) continue;
+    const std::string* cur = si->service.Annotation(key);
+    std::optional<std::string> want;
+    if (entry) {
+      // An entry of the same owner is left as it is (its time is the first sighting).
+      if (cur) {
+        auto shown = model::ParseAddressConflict(*cur);
+        if (shown && shown->address == address && shown->mac == entry->mac) continue;
+      }
+      want = model::FormatAddressConflict(*entry);
+    } else if (cur == nullptr) {
+      continue;
+    }
+    AnnotationPatch p;
+    p.service = RefFromKey(svc);
+    p.annotations[key] = want;
+    d_.writer->PatchAnnotations(p);
+  }
+}
+
+void Reconciler::GateProbes(const PlanInputs& in, const election::Membership& membership,
+                            Plan& plan, SteadyTime now) {
+  for (const ProbeResult& res : d_.prober->TakeResults()) {
+    if (res.error) {
+      log::Warn("duplicate-address probe failed; taking the address unprobed",
+                {{"address", res.target.address.ToString()},
+                 {"interface", res.target.interface},
+                 {"error", *res.error}});
+    } else if (!res.owner) {
+      log::Debug("duplicate-address probe: free",
+                 {{"address", res.target.address.ToString()}, {"interface", res.target.interface}});
+    }
+    gate_.Record(res, now);
+  }
+  const auto& owned = d_.sync->owned();
+  std::vector<ProbeTarget> candidates;
+  std::map<net::IpAddress, std::vector<std::string>> services;
+  for (const auto& a : plan.addresses) {
+    if (a.kind != AddressKind::kLocal || !a.first_announcement) continue;
+    if (owned.count(OwnedAddress{a.interface, a.address})) continue;
+    candidates.push_back(ProbeTarget{a.address.address(), a.interface, a.ifindex});
+    services[a.address.address()] = a.services;
+  }
+  ProbeGate::Decision dec = gate_.Decide(candidates, now);
+  if (!dec.start.empty()) {
+    packet::ProbeOptions opts = d_.probe;
+    for (const auto& mac : MemberMacs(membership)) {
+      if (auto m = packet::MacAddress::Parse(mac)) opts.ignore.push_back(*m);
+    }
+    for (const ProbeTarget& t : dec.start) {
+      auto mac = InterfaceMac(t.interface);
+      if (!mac) {
+        gate_.Record(ProbeResult{t, std::nullopt, "interface " + t.interface + " has no MAC"}, now);
+        continue;
+      }
+      log::Debug("probing before first announcement",
+                 {{"address", t.address.ToString()}, {"interface", t.interface}});
+      d_.prober->Start(ProbeJob{t, packet::Interface{t.ifindex, *mac}, opts});
+    }
+  }
+  const std::string& self = d_.planner->options().self.str();
+  const WallTime wall = d_.clock->WallNow();
+  for (const FoundConflict& c : dec.reported) {
+    const std::string msg = "address " + c.address.ToString() +
+                            " is in use by another host: " + c.mac.ToString() +
+                            " answered the duplicate-address probe node " + self +
+                            " sent on interface " + c.interface + "; not announced";
+    log::Warn(
+        "address conflict: not announced",
+        {{"address", c.address.ToString()}, {"mac", c.mac.ToString()}, {"interface", c.interface}});
+    if (d_.metrics) d_.metrics->Add(kMetricConflictsDetected, {{"kind", "probe"}});
+    const auto& svcs = services[c.address];
+    for (const auto& key : svcs) {
+      d_.writer->Event(ServiceEvent{RefFromKey(key), true, "AddressConflict", msg});
+    }
+    conflict_entries_[c.address] =
+        model::AddressConflict{c.address, c.mac.ToString(), self, c.interface, wall};
+  }
+  // Level-based: every address still withheld for a conflict has its entry in the annotation of
+  // its Services (a failed write is retried by a later pass; the writer drops repeats).
+  std::erase_if(conflict_entries_, [&](const auto& kv) { return !dec.withhold.count(kv.first); });
+  for (const auto& [ip, entry] : conflict_entries_) {
+    auto it = services.find(ip);
+    if (it == services.end()) continue;
+    SetConflictAnnotation(in, it->second, ip, entry);
+  }
+  for (const auto& ip : dec.cleared) {
+    log::Info("address conflict cleared: probe answered by nobody", {{"address", ip.ToString()}});
+  }
+  // Entries of addresses this node is about to take after a free probe are stale: remove them.
+  for (const auto& [ip, svcs] : services) {
+    if (dec.withhold.count(ip)) continue;
+    SetConflictAnnotation(in, svcs, ip, std::nullopt);
+  }
+  WithholdFromPlan(plan, dec.withhold);
+}
+
+void Reconciler::HandleClaims(const election::Membership& membership) {
+  if (!d_.claims) return;
+  const SteadyTime now = d_.clock->Now();
+  std::map<int, std::set<net::IpAddress>> by_ifindex;
+  std::set<net::IpAddress> held;
+  for (const auto& a : held_local_) {
+    by_ifindex[a.ifindex].insert(a.address.address());
+    held.insert(a.address.address());
+  }
+  d_.claims->SetWatched(by_ifindex);
+  std::vector<SeenClaim> seen = d_.claims->TakeClaims();
+  if (seen.empty()) return;
+  std::set<std::string> known = MemberMacs(membership);
+  for (const auto& a : held_local_) {
+    if (auto mac = InterfaceMac(a.interface)) known.insert(mac->ToString());
+  }
+  ClaimTracker::Decision dec = claim_tracker_.Observe(seen, held, known, now);
+  const std::string& self = d_.planner->options().self.str();
+  for (const SeenClaim& c : dec.report) {
+    const DesiredAddress* a = nullptr;
+    for (const auto& h : held_local_) {
+      if (h.address.address() == c.address) a = &h;
+    }
+    if (a == nullptr) continue;
+    const std::string msg = "address " + c.address.ToString() + " announced by node " + self +
+                            " on interface " + a->interface + " is also claimed by " +
+                            c.mac.ToString() +
+                            " (ARP/NA seen); still announced: remove the address from that host";
+    log::Warn("address claimed by a foreign host", {{"address", c.address.ToString()},
+                                                    {"mac", c.mac.ToString()},
+                                                    {"interface", a->interface}});
+    if (d_.metrics) d_.metrics->Add(kMetricConflictsDetected, {{"kind", "claim"}});
+    for (const auto& key : a->services) {
+      d_.writer->Event(ServiceEvent{RefFromKey(key), true, "AddressConflict", msg});
+    }
+  }
+  for (const auto& ip : dec.defend) {
+    for (const auto& h : held_local_) {
+      if (h.address.address() == ip) d_.garp->Schedule(h.interface, h.ifindex, ip, now);
+    }
+  }
 }
 
 std::vector<net::IpAddress> Reconciler::HeldLocal() const {
@@ -185,6 +386,7 @@ std::optional<SteadyTime> Reconciler::NextWakeup(const election::Membership& mem
   consider(d_.sync->NextRenewal());
   consider(membership.NextExpiry(d_.clock->Now()));
   consider(next_reannounce_);
+  consider(gate_.NextWakeup());
   return next;
 }
 
@@ -213,7 +415,9 @@ void Reconciler::UpdateMetrics(const PassResult& r) {
   if (!r.sync.removed.empty()) {
     m.Add(kMetricAddressOps, {{"op", "remove"}}, static_cast<double>(r.sync.removed.size()));
   }
-  m.Set(kMetricAddressConflicts, {}, static_cast<double>(reported_conflicts_.size()));
+  m.Set(kMetricAddressConflicts, {},
+        static_cast<double>(reported_conflicts_.size() + gate_.Conflicts().size() +
+                            claim_tracker_.ActiveCount(d_.clock->Now())));
 }
 
 }  // namespace pylon::agent

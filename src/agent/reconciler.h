@@ -18,11 +18,15 @@
 #include <vector>
 
 #include "agent/address_sync.h"
+#include "agent/claim_monitor.h"
+#include "agent/conflicts.h"
 #include "agent/garp.h"
 #include "agent/planner.h"
+#include "agent/prober.h"
 #include "agent/writer.h"
 #include "common/clock.h"
 #include "metrics/registry.h"
+#include "model/conflicts.h"
 #include "netlink/netlink.h"
 #include "packet/announcer.h"
 
@@ -39,6 +43,13 @@ struct ReconcilerDeps {
   const Clock* clock = nullptr;
   // Re-send the announcement burst of every held local address this often (0 = never).
   Duration reannounce_interval{0};
+  // Duplicate-address detection (conflicts.h). Null prober: addresses are taken unprobed. Null
+  // claims: foreign claims on held addresses are not watched.
+  Prober* prober = nullptr;
+  ClaimSource* claims = nullptr;
+  packet::ProbeOptions probe{};  // its `ignore` is filled per probe from the membership
+  ProbeGateOptions gate{};
+  ClaimOptions claim{};
 };
 
 // Given the local addresses this pass elected for this node, the ones it must not announce
@@ -61,6 +72,12 @@ class Reconciler {
   std::vector<net::IpAddress> HeldLocal() const;
   // Sends the announcements due now (bursts started by earlier passes).
   void SendDueAnnouncements();
+  // Takes the claims the ClaimSource saw on held addresses and reports the foreign ones (event
+  // on the Services, log, metric) and defends the address with one announcement burst. Also
+  // called by Run.
+  void HandleClaims(const election::Membership& membership);
+  // Addresses withheld because a foreign host answered their probe.
+  std::vector<FoundConflict> ProbeConflicts() const { return gate_.Conflicts(); }
   // The earliest instant something time-driven is due: an announcement, an address renewal, a
   // member's lease expiry. nullopt when nothing is.
   std::optional<SteadyTime> NextWakeup(const election::Membership& membership) const;
@@ -68,6 +85,14 @@ class Reconciler {
  private:
   void ApplyStrictArp(const NodeNetwork& network);
   void UpdateMetrics(const PassResult& r);
+  // Probes before first announcement: removes from the plan what must wait or is in conflict.
+  void GateProbes(const PlanInputs& in, const election::Membership& membership, Plan& plan,
+                  SteadyTime now);
+  // Makes the conflict annotation of `address` on `services` show `entry` (nullopt: absent).
+  void SetConflictAnnotation(const PlanInputs& in, const std::vector<std::string>& services,
+                             const net::IpAddress& address,
+                             const std::optional<model::AddressConflict>& entry);
+  std::optional<packet::MacAddress> InterfaceMac(const std::string& interface) const;
 
   ReconcilerDeps d_;
   std::set<std::string> strict_arp_done_;
@@ -75,6 +100,18 @@ class Reconciler {
   std::vector<DesiredAddress> held_local_;  // local addresses of the last plan that are owned
   std::optional<SteadyTime> next_reannounce_;
   std::set<net::IpAddress> yielded_;  // yielded by the last pass (logged on entry only)
+  ProbeGate gate_;
+  ClaimTracker claim_tracker_;
+  // The annotation entry of each address withheld for a conflict (kept while it lasts).
+  std::map<net::IpAddress, model::AddressConflict> conflict_entries_;
 };
+
+// Removes `addresses` from the plan together with what announcing them implies: their
+// announcing-annotation values and L2Advertisement upserts (a withheld address must not be
+// recorded as announced: that would make its next attempt look like a takeover).
+void WithholdFromPlan(Plan& plan, const std::set<net::IpAddress>& addresses);
+
+// The MACs of every member node (lower case), from their `purelb.io/macs` lease annotations.
+std::set<std::string> MemberMacs(const election::Membership& membership);
 
 }  // namespace pylon::agent

@@ -87,6 +87,10 @@ struct DesiredAddress {
   int ifindex = 0;
   AddressKind kind = AddressKind::kLocal;
   std::vector<std::string> services;  // "ns/name", sorted
+  // Local only: no node is recorded as announcing it yet (no L2Advertisement, no announcing
+  // annotation), so it is being announced for the first time and is probed first (ProbeGate).
+  // A takeover (a recorded announcer) is never probed: the wait would add to failover.
+  bool first_announcement = false;
   friend bool operator==(const DesiredAddress&, const DesiredAddress&) = default;
 };
 

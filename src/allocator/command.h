@@ -19,7 +19,7 @@ struct CommandOptions {
   Duration lease_duration = std::chrono::seconds(15);
   Duration renew_deadline = std::chrono::seconds(10);
   Duration retry_period = std::chrono::seconds(2);
-  int workers = 4;
+  int workers = 8;  // concurrent Service writers; see docs/allocator.md (Benchmark)
   std::string log_level = "info";
 };
 

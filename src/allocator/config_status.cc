@@ -1,5 +1,7 @@
 #include "allocator/config_status.h"
 
+#include "model/conflicts.h"
+
 namespace pylon::allocator {
 
 using nlohmann::json;
@@ -54,6 +56,20 @@ ConfigStatusWrite PlanConfigStatus(const json& current, const config::ObjectStat
                          {"lastTransitionTime", transition},
                          {"observedGeneration", st.observed_generation}}})},
   };
+  if (!usage.conflicts.empty()) {
+    json conflicts = json::array();
+    for (const auto& c : usage.conflicts) {
+      conflicts.push_back({{"address", c.address.ToString()},
+                           {"mac", c.mac},
+                           {"node", c.node},
+                           {"interface", c.interface},
+                           {"service", c.service},
+                           {"since", model::FormatUtcSeconds(c.since)},
+                           {"until", model::FormatUtcSeconds(c.until)},
+                           {"action", c.requested ? "Refused" : "Reallocated"}});
+    }
+    desired["conflicts"] = std::move(conflicts);
+  }
   if (desired != cur) {
     json obj = current;
     obj["status"] = desired;

@@ -6,15 +6,18 @@
 //   status: {observedGeneration, valid, message, warnings: [..],
 //            ipv4: {size: "<decimal>", inUse: "<decimal>"}, ipv6: {...},
 //            conditions: [{type: "Valid", status: "True"|"False", reason, message,
-//                          lastTransitionTime, observedGeneration}]}
+//                          lastTransitionTime, observedGeneration}],
+//            conflicts: [..]   (only while addresses are in conflict, see PoolUsage)}
 #pragma once
 
 #include <optional>
 #include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
 #include "allocator/decision.h"
+#include "allocator/reconcile.h"
 #include "config/validate.h"
 #include "net/ip.h"
 
@@ -28,6 +31,11 @@ inline constexpr const char* kEventInvalidConfig = "InvalidConfig";
 struct PoolUsage {
   net::Uint128 in_use_v4 = 0;  // distinct addresses held, of the version in force
   net::Uint128 in_use_v6 = 0;
+  // Address conflicts in force in this group/class (ConflictBook::ForPool). Shown as
+  //   conflicts: [{address, mac, node, interface, service, since, until,
+  //                action: "Reallocated"|"Refused"}]
+  // only when there is at least one.
+  std::vector<ConflictReport> conflicts;
 };
 
 struct ConfigStatusWrite {

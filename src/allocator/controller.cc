@@ -5,6 +5,7 @@
 #include "allocator/config_status.h"
 #include "allocator/service_writes.h"
 #include "common/log.h"
+#include "k8s/field_mask.h"
 #include "k8s/time.h"
 #include "model/service.h"
 
@@ -48,6 +49,17 @@ bool ConfigSpecChanged(const k8s::Json& a, const k8s::Json& b) {
 
 }  // namespace
 
+void TrimServiceForCache(k8s::Json& service) {
+  static const k8s::FieldMask mask = k8s::FieldMask::Of(
+      {"apiVersion", "kind", "metadata", "status", "spec.type", "spec.loadBalancerIP",
+       "spec.loadBalancerClass", "spec.ipFamilies", "spec.ipFamilyPolicy",
+       "spec.externalTrafficPolicy", "spec.ports.port", "spec.ports.protocol"});
+  mask.Apply(service);
+  if (auto it = service.find("metadata"); it != service.end() && it->is_object()) {
+    it->erase("managedFields");
+  }
+}
+
 Controller::Controller(k8s::Client& client, k8s::EventRecorder& recorder, AllocatorMetrics& metrics,
                        ControllerOptions opts, const Clock& clock)
     : client_(client),
@@ -57,16 +69,20 @@ Controller::Controller(k8s::Client& client, k8s::EventRecorder& recorder, Alloca
       clock_(clock),
       ctx_{opts_.install_namespace},
       queue_(clock, opts_.rate_limit) {
-  auto make = [&](const k8s::Resource& res, const std::string& ns) {
+  auto make = [&](const k8s::Resource& res, const std::string& ns, bool services) {
     k8s::InformerOptions io;
     io.resource = res;
     io.ns = ns;
     io.min_watch_timeout = opts_.min_watch_timeout;
+    if (services) {
+      io.transform = TrimServiceForCache;
+      io.compact = true;
+    }
     return std::make_unique<k8s::Informer>(client_, io, clock_);
   };
-  services_ = make(k8s::resources::Services(), "");
-  groups_ = make(resources::ServiceGroups(), opts_.install_namespace);
-  classes_ = make(resources::LoadBalancerClasses(), "");
+  services_ = make(k8s::resources::Services(), "", true);
+  groups_ = make(resources::ServiceGroups(), opts_.install_namespace, false);
+  classes_ = make(resources::LoadBalancerClasses(), "", false);
 
   services_->AddHandlers({
       [this](const k8s::Json& o) { EnqueueService(o); },
@@ -123,13 +139,7 @@ void Controller::Lead() {
   leading_.store(true);
   metrics_.SetLeader(true);
   // Every Service, already-allocated first, oldest first; then the config statuses.
-  std::vector<k8s::Json> objs = services_->store().List();
-  std::vector<model::Service> views;
-  views.reserve(objs.size());
-  for (const auto& o : objs) {
-    if (auto v = model::ParseService(o)) views.push_back(std::move(*v));
-  }
-  objs.clear();
+  std::vector<model::Service> views = ServiceViews();
   std::vector<const model::Service*> ptrs;
   for (const auto& v : views) ptrs.push_back(&v);
   for (const model::Service* s : StartupOrder(ptrs)) queue_.Add("s/" + s->Key());
@@ -144,14 +154,17 @@ void Controller::Lead() {
   log::Info("leading: workers started", {{"services", std::to_string(views.size())}});
 }
 
-void Controller::Rebuild() {
-  std::vector<k8s::Json> objs = services_->store().List();
+std::vector<model::Service> Controller::ServiceViews() const {
   std::vector<model::Service> views;
-  views.reserve(objs.size());
-  for (const auto& o : objs) {
+  views.reserve(services_->store().Size());
+  services_->store().ForEach([&](const k8s::Json& o) {
     if (auto v = model::ParseService(o)) views.push_back(std::move(*v));
-  }
-  objs.clear();
+  });
+  return views;
+}
+
+void Controller::Rebuild() {
+  std::vector<model::Service> views = ServiceViews();
   std::vector<const model::Service*> ptrs;
   for (const auto& v : views) ptrs.push_back(&v);
   std::lock_guard<std::mutex> lock(mu_);
@@ -238,7 +251,7 @@ std::optional<k8s::Json> Controller::ServiceObject(const std::string& key) {
   auto it = written_.find(key);
   if (it == written_.end()) return cached;
   if (cached && it->second.superseded.count(k8s::ResourceVersion(*cached))) {
-    return it->second.object;
+    return it->second.object.Unpack();
   }
   written_.erase(it);
   return cached;
@@ -246,11 +259,14 @@ std::optional<k8s::Json> Controller::ServiceObject(const std::string& key) {
 
 void Controller::RememberWrite(const std::string& key, const std::string& rv_before,
                                const k8s::Json& obj) {
+  k8s::Json trimmed = obj;
+  TrimServiceForCache(trimmed);
+  k8s::PackedJson packed = k8s::PackedJson::Pack(trimmed);
   std::lock_guard<std::mutex> lock(mu_);
   Written& w = written_[key];
   w.superseded.insert(rv_before);
   w.superseded.erase(k8s::ResourceVersion(obj));
-  w.object = obj;
+  w.object = std::move(packed);
 }
 
 void Controller::ReleaseQuarantineLocked(const std::string& svc_key, std::set<std::string>* pools) {
@@ -318,7 +334,7 @@ Controller::Result_ Controller::ProcessService(const std::string& ns, const std:
     const std::size_t before = pool_.address_count();
     ReleaseQuarantineLocked(key, &touched);
     if (!obj) {
-      d = ReconcileGone(*skey, pool_);
+      d = ReconcileGone(*skey, pool_, &conflicts_);
     } else {
       auto parsed = model::ParseService(*obj);
       if (!parsed) {
@@ -327,7 +343,7 @@ Controller::Result_ Controller::ProcessService(const std::string& ns, const std:
         return Result_::kDone;
       }
       view = std::move(*parsed);
-      ServiceInput in{&*view, CurrentCondition(*obj)};
+      ServiceInput in{&*view, CurrentCondition(*obj), &conflicts_, clock_.WallNow()};
       d = Reconcile(in, config_, pool_, ctx_);
       // What the Service still shows but nobody holds now stays reserved until it is written
       // away.
@@ -346,7 +362,8 @@ Controller::Result_ Controller::ProcessService(const std::string& ns, const std:
       refused_pool_[key] = d.pool_key;
     }
     const bool freed = !d.released.empty() || pool_.address_count() < before;
-    const bool changed = freed || !d.acquired.empty() || pool_.address_count() != before;
+    const bool changed =
+        freed || !d.acquired.empty() || pool_.address_count() != before || d.conflicts_changed;
     if (changed) {
       for (const auto& p : touched) PoolChangedLocked(p, freed, &retry);
     }
@@ -354,6 +371,7 @@ Controller::Result_ Controller::ProcessService(const std::string& ns, const std:
   if (!d.acquired.empty()) metrics_.Allocation();
   if (!d.released.empty()) metrics_.Release();
   if (d.outcome == Outcome::kRefused) metrics_.Rejection(ReasonName(d.reason));
+  if (d.recheck_after) queue_.AddAfter("s/" + key, *d.recheck_after);
   for (const auto& k : retry) {
     if (k != key) queue_.Add("s/" + k);
   }
@@ -481,17 +499,15 @@ Controller::Result_ Controller::ProcessConfig() {
   if (!changed_pools.empty()) {
     // Services selecting a changed (or new, or removed) group or class. A config change is rare;
     // per-Service events never come here.
-    for (const auto& o : services_->store().List()) {
-      auto v = model::ParseService(o);
-      if (!v) continue;
-      model::Selection sel = model::SelectOwner(*v);
+    for (const model::Service& v : ServiceViews()) {
+      model::Selection sel = model::SelectOwner(v);
       if (sel.owner == model::Owner::kNone) continue;
       config::ObjectKey k =
           sel.owner == model::Owner::kServiceGroup
               ? config::ObjectKey{config::ObjectKind::kServiceGroup, opts_.install_namespace,
                                   sel.name}
               : config::ObjectKey{config::ObjectKind::kLoadBalancerClass, "", sel.name};
-      if (changed_pools.count(PoolKey(k))) queue_.Add("s/" + v->Key());
+      if (changed_pools.count(PoolKey(k))) queue_.Add("s/" + v.Key());
     }
   }
   return Result_::kDone;
@@ -526,6 +542,7 @@ Controller::Result_ Controller::ProcessConfigStatus(const std::string& key) {
       const std::string pk = PoolKey(okey);
       if (auto v4 = pool_.Stats(pk, net::Family::kV4)) usage.in_use_v4 = v4->in_use;
       if (auto v6 = pool_.Stats(pk, net::Family::kV6)) usage.in_use_v6 = v6->in_use;
+      usage.conflicts = conflicts_.ForPool(pk);
     }
   }
   // The status describes the version it was computed from; a newer one is re-validated first.

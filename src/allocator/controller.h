@@ -17,6 +17,12 @@
 // its rate limit. Events are recorded after the status write.
 //
 // Threading: informer handlers only enqueue. Workers serialise on `mu_` for the pure part.
+//
+// Memory: the Service cache keeps each Service trimmed to what the allocator reads
+// (TrimServiceForCache) and CBOR-encoded (k8s::StoreOptions::compact): 10^4 Services take a few
+// MB. The trimmed object is also the body of the status PUT; that is safe because a status
+// update takes only metadata and status from the body (the server keeps its own spec), and the
+// trim keeps all of metadata (but managedFields, which the server keeps when omitted) and status.
 #pragma once
 
 #include <atomic>
@@ -47,9 +53,15 @@ const k8s::Resource& ServiceGroups();        // purelb.io/v1, namespaced
 const k8s::Resource& LoadBalancerClasses();  // lace-cni.io/v1alpha1, cluster-scoped
 }  // namespace resources
 
+// Drops from a Service what neither model::ParseService nor the writes read: every spec field
+// but type, loadBalancerIP, loadBalancerClass, ipFamilies, ipFamilyPolicy, externalTrafficPolicy
+// and ports[].{port,protocol}; metadata.managedFields. Keeps apiVersion, kind, the rest of
+// metadata and status. A field ParseService starts reading must be added here.
+void TrimServiceForCache(k8s::Json& service);
+
 struct ControllerOptions {
   std::string install_namespace = "purelb-system";
-  int workers = 4;
+  int workers = 8;
   // Delay before a config object's status is rewritten after its usage changed (batches bursts).
   Duration config_status_delay = std::chrono::seconds(1);
   k8s::RateLimitOptions rate_limit{std::chrono::milliseconds(5), std::chrono::seconds(30)};
@@ -93,6 +105,8 @@ class Controller {
   Result_ ProcessConfig();
   Result_ ProcessConfigStatus(const std::string& key);
   void Rebuild();
+  // Every cached Service that parses, decoded one at a time (never the whole cache as JSON).
+  std::vector<model::Service> ServiceViews() const;
 
   // The Service as last known: our own last write if the cache has not caught up with it yet.
   std::optional<k8s::Json> ServiceObject(const std::string& key);
@@ -130,6 +144,7 @@ class Controller {
   std::map<config::ObjectKey, config::ObjectStatus> statuses_;
   std::map<std::string, config::ObjectKey> pool_objects_;  // pool key -> its object
   pool::Allocator pool_;
+  ConflictBook conflicts_;  // address conflicts reported by the agents (reconcile.h)
   // Services refused while their group/class exists, per pool key: retried on a release there.
   std::map<std::string, std::set<std::string>> refused_;
   std::map<std::string, std::string> refused_pool_;  // service key -> pool key in refused_
@@ -137,7 +152,7 @@ class Controller {
   std::map<std::string, std::vector<net::IpAddress>> quarantine_;
   struct Written {
     std::set<std::string> superseded;  // RVs the cache may still show
-    k8s::Json object;
+    k8s::PackedJson object;            // trimmed like the cache
   };
   std::map<std::string, Written> written_;
   std::size_t rebuild_conflicts_ = 0;

@@ -2,6 +2,7 @@
 // no client). The controller turns a Decision into writes (service_writes.h) and events. Pure.
 #pragma once
 
+#include <chrono>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -32,6 +33,7 @@ enum class Reason {
   kSharingConflict,    // shares a key with the holder of the address but a port overlaps
   kInvalidAnnotation,  // requested-address annotation or spec.loadBalancerIP malformed
   kInvalidService,     // a Service field Pylon needs is malformed (e.g. a port protocol)
+  kAddressConflict,    // a requested address is used on the network by a foreign host
 };
 std::string_view ReasonName(Reason r);
 
@@ -50,6 +52,7 @@ struct Condition {
 inline constexpr const char* kEventAssigned = "AddressAssigned";
 inline constexpr const char* kEventFailed = "AllocationFailed";
 inline constexpr const char* kEventReleased = "AddressReleased";
+inline constexpr const char* kEventConflict = "AddressConflict";
 inline constexpr const char* kEventComponent = "purelb-allocator";
 
 struct EventSpec {
@@ -86,6 +89,10 @@ struct Decision {
   // Pool key (pool::PoolDefinition::key) of the group/class selected (kAllocated; kRefused when
   // the group or class exists).
   std::string pool_key;
+  // Reconcile this Service again after this long (an address conflict's hold ends then).
+  std::optional<std::chrono::nanoseconds> recheck_after;
+  // The address conflicts recorded for this Service changed (the group/class status shows them).
+  bool conflicts_changed = false;
 };
 
 }  // namespace pylon::allocator

@@ -4,6 +4,7 @@
 #include <set>
 #include <tuple>
 
+#include "model/conflicts.h"
 #include "pool/families.h"
 #include "pool/requested.h"
 
@@ -48,6 +49,8 @@ std::string_view ReasonName(Reason r) {
       return "InvalidAnnotation";
     case Reason::kInvalidService:
       return "InvalidService";
+    case Reason::kAddressConflict:
+      return "AddressConflict";
   }
   return "?";
 }
@@ -165,6 +168,83 @@ Decision Refuse(const model::Service& svc, const pool::ServiceKey& key, const Se
   return d;
 }
 
+constexpr char kReservationNs[] = "pylon.conflict";
+
+std::string ConflictText(const ConflictReport& c) {
+  return c.address.ToString() + " is in use on the network by another host (MAC " + c.mac +
+         ", answered the probe of node " + c.node + " on " + c.interface + " at " +
+         model::FormatUtcSeconds(c.since) + ")";
+}
+
+// The conflicts in force for one Service, the reservations they imply, and the recheck time.
+struct ConflictState {
+  std::vector<ConflictReport> active;
+  std::optional<ConflictReport> requested;  // a requested address in conflict (refusal)
+  std::set<IpAddress> avoid;                // addresses the Service must not keep
+  std::optional<std::chrono::nanoseconds> recheck_after;
+};
+
+ConflictState ActiveConflicts(const model::Service& svc, const pool::RequestedAddresses& requested,
+                              const config::Group& group, const config::InForceConfig& config,
+                              const ServiceInput& in, const ReconcileContext& ctx) {
+  ConflictState st;
+  for (const auto& e : model::ParseAddressConflicts(svc.annotations).entries) {
+    auto match = config.FindAddress(e.address);
+    if (!match || match->group != &group) continue;  // not this pool's business
+    const WallTime since = std::min(e.since, in.now);
+    const WallTime until =
+        since + std::chrono::duration_cast<WallTime::duration>(ctx.conflict_hold);
+    if (in.now >= until) continue;  // hold over: the address may be tried again
+    ConflictReport r{e.address, e.mac, e.node, e.interface, svc.Key(), since, until, false};
+    const auto& want = requested.For(e.address.family());
+    r.requested = want && *want == e.address;
+    const auto left = std::chrono::duration_cast<std::chrono::nanoseconds>(until - in.now);
+    if (!st.recheck_after || left < *st.recheck_after) st.recheck_after = left;
+    if (r.requested && !st.requested) st.requested = r;
+    st.avoid.insert(e.address);
+    st.active.push_back(std::move(r));
+  }
+  // A requested address that another Service's report keeps out of the pool is in conflict for
+  // this Service too (the allocator knows without a probe).
+  for (const auto& want : {requested.v4, requested.v6}) {
+    if (!want || st.avoid.count(*want) || in.conflicts == nullptr) continue;
+    auto other = in.conflicts->ReservationOf(*want);
+    if (!other || other->service == svc.Key() || in.now >= other->until) continue;
+    ConflictReport r = *other;
+    r.service = svc.Key();
+    r.requested = true;
+    const auto left = std::chrono::duration_cast<std::chrono::nanoseconds>(r.until - in.now);
+    if (!st.recheck_after || left < *st.recheck_after) st.recheck_after = left;
+    if (!st.requested) st.requested = r;
+    st.avoid.insert(r.address);
+    st.active.push_back(std::move(r));
+  }
+  return st;
+}
+
+// Records the Service's conflicts in the book and makes the pool match: every non-requested
+// address in conflict is held under its reservation key (unless another Service holds it), and
+// reservations nobody needs any more are freed.
+void ApplyConflicts(ConflictBook& book, const pool::ServiceKey& key, const std::string& pool_key,
+                    const std::vector<ConflictReport>& active, pool::Allocator& pool, Decision& d) {
+  bool changed = false;
+  for (const IpAddress& ip : book.Set(key.ToString(), {pool_key, active}, &changed)) {
+    pool.Release(ReservationKey(ip));
+  }
+  d.conflicts_changed = changed;
+  for (const auto& r : active) {
+    if (r.requested) continue;
+    auto holders = pool.HoldersOf(r.address);
+    if (!holders.empty()) continue;  // reserved already, or another Service holds it
+    pool::AssignRequest req;
+    req.service = ReservationKey(r.address);
+    req.pool = pool_key;
+    req.families = {r.address.family()};
+    req.requested.For(r.address.family()) = r.address;
+    (void)pool.Assign(req);  // only fails if the address left the pool: nothing to keep out
+  }
+}
+
 bool HasOwnTraces(const model::Service& svc, const ServiceInput& in) {
   return in.current_condition.has_value() || svc.Annotation(model::kAnnAllocatedBy) != nullptr ||
          svc.Annotation(model::kAnnAllocatedFrom) != nullptr;
@@ -173,6 +253,60 @@ bool HasOwnTraces(const model::Service& svc, const ServiceInput& in) {
 }  // namespace
 
 std::string PoolKey(const config::ObjectKey& key) { return key.ToString(); }
+
+pool::ServiceKey ReservationKey(const net::IpAddress& address) {
+  return *pool::ServiceKey::Make(kReservationNs, address.ToString());
+}
+
+std::vector<ConflictReport> ConflictBook::ForPool(const std::string& pool_key) const {
+  std::vector<ConflictReport> out;
+  for (const auto& [svc, e] : by_service_) {
+    if (e.pool_key != pool_key) continue;
+    out.insert(out.end(), e.reports.begin(), e.reports.end());
+  }
+  std::sort(out.begin(), out.end(), [](const ConflictReport& a, const ConflictReport& b) {
+    return std::tie(a.address, a.service) < std::tie(b.address, b.service);
+  });
+  return out;
+}
+
+bool ConflictBook::Reserves(const net::IpAddress& address) const {
+  return ReservationOf(address).has_value();
+}
+
+std::optional<ConflictReport> ConflictBook::ReservationOf(const net::IpAddress& address) const {
+  for (const auto& [svc, e] : by_service_) {
+    for (const auto& r : e.reports) {
+      if (!r.requested && r.address == address) return r;
+    }
+  }
+  return std::nullopt;
+}
+
+std::vector<net::IpAddress> ConflictBook::Set(const std::string& service, Entry entry,
+                                              bool* changed) {
+  std::vector<net::IpAddress> before;
+  auto it = by_service_.find(service);
+  if (it != by_service_.end()) {
+    for (const auto& r : it->second.reports) {
+      if (!r.requested) before.push_back(r.address);
+    }
+  }
+  const bool same = it == by_service_.end() ? entry.reports.empty()
+                                            : (it->second.pool_key == entry.pool_key &&
+                                               it->second.reports == entry.reports);
+  if (changed) *changed = !same;
+  if (entry.reports.empty()) {
+    if (it != by_service_.end()) by_service_.erase(it);
+  } else {
+    by_service_[service] = std::move(entry);
+  }
+  std::vector<net::IpAddress> freed;
+  for (const auto& ip : before) {
+    if (!Reserves(ip)) freed.push_back(ip);
+  }
+  return freed;
+}
 
 std::vector<pool::PoolDefinition> PoolDefinitions(const config::InForceConfig& config) {
   std::vector<pool::PoolDefinition> out;
@@ -234,8 +368,16 @@ std::string FormatIngressGo(const std::vector<IpAddress>& ips) {
   return out + "]}";
 }
 
-Decision ReconcileGone(const pool::ServiceKey& key, pool::Allocator& pool) {
+Decision ReconcileGone(const pool::ServiceKey& key, pool::Allocator& pool,
+                       ConflictBook* conflicts) {
   Decision d;
+  if (conflicts != nullptr) {
+    bool changed = false;
+    for (const IpAddress& ip : conflicts->Set(key.ToString(), {}, &changed)) {
+      pool.Release(ReservationKey(ip));
+    }
+    d.conflicts_changed = changed;
+  }
   d.released = pool.Release(key);
   d.outcome = d.released.empty() ? Outcome::kIgnored : Outcome::kReleased;
   return d;
@@ -251,6 +393,13 @@ Decision Reconcile(const ServiceInput& in, const config::InForceConfig& config,
   const model::Selection sel = model::SelectOwner(svc);
   if (svc.deleting || sel.owner == model::Owner::kNone) {
     Decision d;
+    if (in.conflicts != nullptr) {
+      bool changed = false;
+      for (const IpAddress& ip : in.conflicts->Set(key.ToString(), {}, &changed)) {
+        pool.Release(ReservationKey(ip));
+      }
+      d.conflicts_changed = changed;
+    }
     d.released = pool.Release(key);
     // A foreign-class LoadBalancer Service is never written to; one that left LoadBalancer gets
     // Pylon's traces removed. A Service being deleted is not written to either.
@@ -360,6 +509,36 @@ Decision Reconcile(const ServiceInput& in, const config::InForceConfig& config,
     }
   }
 
+  // Address conflicts reported by the agents.
+  ConflictState conflicts;
+  Decision cd;  // carries conflicts_changed / recheck_after into whichever decision is returned
+  if (in.conflicts != nullptr) {
+    conflicts = ActiveConflicts(svc, *requested, *group, config, in, ctx);
+    if (conflicts.requested) {
+      bool changed = false;
+      for (const IpAddress& ip :
+           in.conflicts->Set(key.ToString(), {pool_key, conflicts.active}, &changed)) {
+        pool.Release(ReservationKey(ip));
+      }
+      Decision d = refuse({Reason::kAddressConflict,
+                           "requested address " + ConflictText(*conflicts.requested) +
+                               "; not taken (tried again after " +
+                               model::FormatUtcSeconds(conflicts.requested->until) + ")"});
+      d.conflicts_changed = changed;
+      d.recheck_after = conflicts.recheck_after;
+      return d;
+    }
+    // The Service lets go of what it holds in conflict first, so that Assign picks another.
+    for (const IpAddress& ip : pool.AddressesOf(key)) {
+      if (conflicts.avoid.count(ip)) {
+        pool.Release(key);
+        break;
+      }
+    }
+    ApplyConflicts(*in.conflicts, key, pool_key, conflicts.active, pool, cd);
+    cd.recheck_after = conflicts.recheck_after;
+  }
+
   pool::AssignRequest req{key, pool_key, fams, *requested, sharing_key, *ports};
   Result<pool::AssignOutcome> result = Fail(ErrorCode::kInternal, "not assigned");
   // Keep what the status shows when nothing is held here yet and nothing specific is requested
@@ -369,6 +548,7 @@ Decision Reconcile(const ServiceInput& in, const config::InForceConfig& config,
     pool::AssignRequest keep = req;
     for (const IpAddress& ip : svc.ingress) {
       if (std::find(fams.begin(), fams.end(), ip.family()) == fams.end()) continue;
+      if (conflicts.avoid.count(ip)) continue;
       if (!keep.requested.For(ip.family())) keep.requested.For(ip.family()) = ip;
     }
     if (!keep.requested.empty()) {
@@ -381,10 +561,17 @@ Decision Reconcile(const ServiceInput& in, const config::InForceConfig& config,
   if (!result) result = pool.Assign(req);
   if (!result) {
     Reason r = ReasonForAssignError(result.error(), *requested, sharing_key, key, pool);
-    return refuse({r, result.error().message()});
+    std::string msg = result.error().message();
+    for (const auto& c : conflicts.active) msg += "; " + ConflictText(c) + ", kept out of the pool";
+    Decision d = refuse({r, msg});
+    d.conflicts_changed = cd.conflicts_changed;
+    d.recheck_after = cd.recheck_after;
+    return d;
   }
 
   Decision d;
+  d.conflicts_changed = cd.conflicts_changed;
+  d.recheck_after = cd.recheck_after;
   d.outcome = Outcome::kAllocated;
   d.ingress = result->addresses;
   d.acquired = result->acquired;
@@ -396,6 +583,13 @@ Decision Reconcile(const ServiceInput& in, const config::InForceConfig& config,
   d.condition = Condition{true, kConditionReasonAllocated, d.message};
   const auto gone = Minus(svc.ingress, d.ingress);
   const auto added = Minus(d.ingress, svc.ingress);
+  for (const auto& c : conflicts.active) {
+    if (std::find(gone.begin(), gone.end(), c.address) == gone.end()) continue;
+    d.events.push_back({true, kEventConflict,
+                        ConflictText(c) + "; assigned " + JoinIps(d.ingress) +
+                            " instead (the address is kept out of the pool until " +
+                            model::FormatUtcSeconds(c.until) + ")"});
+  }
   if (!gone.empty()) d.events.push_back({false, kEventReleased, "Released " + JoinIps(gone)});
   if (!added.empty()) {
     d.events.push_back({false, kEventAssigned,

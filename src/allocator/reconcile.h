@@ -16,13 +16,20 @@
 //   - any refusal releases everything the Service held: no half-allocation.
 //   - events are decided against what the Service shows (status, condition), so re-running the
 //     reconcile on an unchanged Service decides no event and no write.
+//   - an address the agents report in conflict (annotations conflict.purelb.io/<address>, a
+//     foreign host answered the duplicate-address probe) is kept out of the pool for
+//     ReconcileContext::conflict_hold and the Service gets another one; a Service that requested
+//     that very address is refused (AddressConflict) for as long, and gets nothing else.
 #pragma once
 
+#include <chrono>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "allocator/decision.h"
+#include "common/clock.h"
 #include "config/validate.h"
 #include "model/service.h"
 #include "pool/allocator.h"
@@ -31,20 +38,72 @@ namespace pylon::allocator {
 
 struct ReconcileContext {
   std::string install_namespace = "purelb-system";  // where ServiceGroups are read
+  // How long an address reported in conflict (conflict.purelb.io/<address>, written by the agent
+  // whose duplicate-address probe a foreign host answered) stays out of the pool, counted from
+  // the time in the report. A Service that requested it stays refused as long; then the address
+  // is tried again (and probed again by the agent).
+  std::chrono::nanoseconds conflict_hold = std::chrono::minutes(5);
 };
+
+// One address conflict in force, as the group/class status shows it.
+struct ConflictReport {
+  net::IpAddress address;
+  std::string mac;
+  std::string node;       // the node whose probe was answered
+  std::string interface;  // on that node
+  std::string service;    // "ns/name" that reported it
+  WallTime since{};
+  WallTime until{};        // since + hold
+  bool requested = false;  // the Service asked for exactly this address (refused)
+  friend bool operator==(const ConflictReport&, const ConflictReport&) = default;
+};
+
+// The address conflicts in force per Service, and which addresses are kept out of the pool for
+// them (each under the synthetic pool key ReservationKey(address)). Owned by the caller next to
+// the pool state; mutated by Reconcile / ReconcileGone only. Not thread-safe.
+class ConflictBook {
+ public:
+  // Conflicts shown in the status of the group/class with this pool key, by address.
+  std::vector<ConflictReport> ForPool(const std::string& pool_key) const;
+  std::size_t size() const { return by_service_.size(); }
+
+  // The reconcile core's side (see reconcile.cc).
+  struct Entry {
+    std::string pool_key;
+    std::vector<ConflictReport> reports;
+  };
+  // Replaces the Service's entry (empty reports: removes it). Returns the addresses it reserved
+  // before that no Service's entry keeps reserved now; whether anything changed in *changed.
+  std::vector<net::IpAddress> Set(const std::string& service, Entry entry, bool* changed);
+  // Whether some Service's entry holds `address` out of the pool (a non-requested report).
+  bool Reserves(const net::IpAddress& address) const;
+  // The report that keeps `address` out of the pool, if any.
+  std::optional<ConflictReport> ReservationOf(const net::IpAddress& address) const;
+
+ private:
+  std::map<std::string, Entry> by_service_;
+};
+
+// The pool key under which a conflicted address is kept out of the pool.
+pool::ServiceKey ReservationKey(const net::IpAddress& address);
 
 struct ServiceInput {
   const model::Service* service = nullptr;  // required
   // Pylon's condition as the Service currently shows it, if any.
   std::optional<Condition> current_condition;
+  // Address conflicts: null = the annotation is ignored. `now` judges their hold.
+  ConflictBook* conflicts = nullptr;
+  WallTime now{};
 };
 
 // Reconciles one existing Service. Mutates `pool` (the caller's single pool state).
 Decision Reconcile(const ServiceInput& in, const config::InForceConfig& config,
                    pool::Allocator& pool, const ReconcileContext& ctx);
 
-// The Service no longer exists: frees what it held. Never decides writes or events.
-Decision ReconcileGone(const pool::ServiceKey& key, pool::Allocator& pool);
+// The Service no longer exists: frees what it held (and the conflict reservations only it kept).
+// Never decides writes or events.
+Decision ReconcileGone(const pool::ServiceKey& key, pool::Allocator& pool,
+                       ConflictBook* conflicts = nullptr);
 
 // The pool key of a group or class in pool::Allocator: its ObjectKey text, e.g.
 // "ServiceGroup purelb-system/localdual", "LoadBalancerClass public".

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "election/macs_annotation.h"
 #include "election/subnets_annotation.h"
 
 namespace pylon::election {
@@ -61,6 +62,10 @@ ObserveOutcome Membership::Observe(const LeaseObservation& obs, SteadyTime obser
     m.subnets = std::move(parsed.subnets);
     m.subnet_issues = parsed.issues;
     out.issues.insert(out.issues.end(), parsed.issues.begin(), parsed.issues.end());
+    m.macs_annotation = obs.macs_annotation;
+    auto macs = ParseMacsAnnotation(obs.macs_annotation);
+    m.macs = std::move(macs.macs);
+    out.issues.insert(out.issues.end(), macs.issues.begin(), macs.issues.end());
     m.version = next_version_++;
     members_.emplace(obs.node, std::move(m));
     out.joined = true;
@@ -81,6 +86,12 @@ ObserveOutcome Membership::Observe(const LeaseObservation& obs, SteadyTime obser
     m.renew_time = obs.renew_time;
     m.last_change = std::max(m.last_change, observed_at);
     out.renewed = true;
+  }
+  if (m.macs_annotation != obs.macs_annotation) {
+    m.macs_annotation = obs.macs_annotation;
+    auto macs = ParseMacsAnnotation(obs.macs_annotation);
+    m.macs = std::move(macs.macs);
+    out.issues.insert(out.issues.end(), macs.issues.begin(), macs.issues.end());
   }
   if (m.subnets_annotation != obs.subnets_annotation) {
     m.subnets_annotation = obs.subnets_annotation;
@@ -167,7 +178,9 @@ std::size_t Membership::MemoryBytes() const {
   for (const auto& [name, m] : members_) {
     bytes += kMapNode + sizeof(NodeName) + sizeof(Member);
     bytes += StringHeap(name.str()) + StringHeap(m.name.str()) + StringHeap(m.holder_identity) +
-             StringHeap(m.renew_time) + StringHeap(m.subnets_annotation);
+             StringHeap(m.renew_time) + StringHeap(m.subnets_annotation) +
+             StringHeap(m.macs_annotation);
+    for (const auto& mac : m.macs) bytes += sizeof(std::string) + StringHeap(mac);
     bytes += m.subnets.capacity() * sizeof(net::Prefix);
     for (const auto& issue : m.subnet_issues) bytes += sizeof(std::string) + StringHeap(issue);
   }

@@ -38,6 +38,7 @@ struct LeaseObservation {
   std::optional<std::int64_t> lease_duration_seconds;  // absent or <= 0: the default applies
   std::string renew_time;  // opaque: compared for change, never parsed or compared with a clock
   std::string subnets_annotation;  // the `purelb.io/subnets` value, see subnets_annotation.h
+  std::string macs_annotation;     // the `purelb.io/macs` value, see macs_annotation.h
   bool deleted = false;            // the lease is gone: the member leaves at once
 };
 
@@ -58,6 +59,10 @@ struct Member {
   std::string subnets_annotation;          // raw value, reparsed only when it changes
   std::vector<net::Prefix> subnets;        // masked, sorted, deduplicated
   std::vector<std::string> subnet_issues;  // from the last parse of subnets_annotation
+  std::string macs_annotation;             // raw value, reparsed only when it changes
+  // The node's announcing interfaces' MACs (lower case, sorted): answers from them to a
+  // duplicate-address probe are the cluster's own, never a conflict. Not part of the election.
+  std::vector<std::string> macs;
   // Changes whenever `subnets` changes or the member is (re)created; unique across members.
   std::uint64_t version = 0;
 

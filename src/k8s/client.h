@@ -27,6 +27,10 @@ struct ListOptions {
   std::optional<std::string> resource_version;
   // Page size (`limit`); pages are fetched with `continue` and merged. 0: one unlimited request.
   int64_t page_size = 500;
+  // Optional: applied to every item as its page arrives, before the next page is fetched, so a
+  // caller that trims objects (an informer transform) never holds a whole list of untrimmed ones.
+  // Clients may ignore it (test doubles); callers re-apply an idempotent transform if they must.
+  std::function<void(Json& item)> item_transform;
 };
 
 struct ObjectList {

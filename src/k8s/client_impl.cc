@@ -134,6 +134,10 @@ Result<ObjectList> ClientImpl::ListOnce(const Resource& res, std::string_view ns
     }
     auto list = ParseList(*body, &cont);
     if (!list) return Fail(list.error().Wrap(what));
+    *body = Json();  // the page's tree: freed before the items are merged
+    if (opts.item_transform) {
+      for (auto& item : list->items) opts.item_transform(item);
+    }
     if (all.items.empty()) {
       all.items = std::move(list->items);
     } else {

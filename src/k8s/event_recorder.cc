@@ -72,7 +72,7 @@ void EventRecorderImpl::Event(const ObjectReference& object, EventLevel level,
       std::chrono::duration_cast<std::chrono::nanoseconds>(now.time_since_epoch()).count();
   nanos = std::max(nanos, last_nanos_ + 1);  // unique names even on a coarse or fake clock
   last_nanos_ = nanos;
-  queue_.push_back(MakeEvent(object, level, reason, message, opts_, now, nanos));
+  queue_.push_back(Pending{object, level, std::string(reason), std::string(message), now, nanos});
   cv_.notify_one();
 }
 
@@ -96,16 +96,17 @@ void EventRecorderImpl::Stop(Duration drain) {
 
 void EventRecorderImpl::Run() {
   while (true) {
-    Json event;
+    Pending next;
     {
       std::unique_lock<std::mutex> lock(mu_);
       cv_.wait(lock, [this] { return stopping_ || !queue_.empty(); });
       if (stopping_) return;
-      event = std::move(queue_.front());
+      next = std::move(queue_.front());
       queue_.pop_front();
       busy_ = true;
     }
-    Write(std::move(event));
+    Write(MakeEvent(next.object, next.level, next.reason, next.message, opts_, next.time,
+                    next.unique_nanos));
     std::lock_guard<std::mutex> lock(mu_);
     busy_ = false;
     cv_.notify_all();

@@ -76,6 +76,16 @@ class EventRecorderImpl final : public EventRecorder {
   int64_t skipped() const;  // spam-filtered
 
  private:
+  // An event as queued: the Event object is built by the worker (a JSON tree is ~10x larger).
+  struct Pending {
+    ObjectReference object;
+    EventLevel level = EventLevel::kNormal;
+    std::string reason;
+    std::string message;
+    WallTime time;
+    int64_t unique_nanos = 0;
+  };
+
   void Run();
   void Write(Json event);
 
@@ -88,7 +98,7 @@ class EventRecorderImpl final : public EventRecorder {
 
   mutable std::mutex mu_;
   std::condition_variable cv_;
-  std::deque<Json> queue_;
+  std::deque<Pending> queue_;
   bool stopping_ = false;
   int64_t last_nanos_ = 0;
   int64_t dropped_ = 0;

@@ -82,7 +82,10 @@ Result<ObjectList> FakeClient::List(const Resource& res, std::string_view ns,
   ObjectList out;
   out.resource_version = std::to_string(rv_);
   for (const auto& [key, obj] : StoreFor(res)) {
-    if (Matches(obj, ns, opts.label_selector, opts.field_selector)) out.items.push_back(obj);
+    if (Matches(obj, ns, opts.label_selector, opts.field_selector)) {
+      out.items.push_back(obj);
+      if (opts.item_transform) opts.item_transform(out.items.back());
+    }
   }
   return out;
 }

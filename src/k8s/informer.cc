@@ -20,7 +20,8 @@ Informer::Informer(Client& client, InformerOptions opts, const Clock& clock)
       opts_(std::move(opts)),
       clock_(clock),
       backoff_(opts_.backoff, clock),
-      rng_(std::random_device{}()) {}
+      rng_(std::random_device{}()),
+      store_(StoreOptions{opts_.compact}) {}
 
 Informer::~Informer() { Stop(); }
 
@@ -96,6 +97,7 @@ Status Informer::RelistAndReplace() {
   lo.label_selector = opts_.label_selector;
   lo.field_selector = opts_.field_selector;
   lo.page_size = opts_.page_size;
+  lo.item_transform = opts_.transform;
   if (!rv.empty()) lo.resource_version = rv;
   auto list = client_.List(opts_.resource, opts_.ns, lo);
   if (!list && !rv.empty() && IsResourceVersionUnavailable(list.error())) {
@@ -189,6 +191,11 @@ Status Informer::WatchLoop() {
 
 void Informer::Apply(WatchEvent&& ev) {
   SetLastRv(ev.resource_version);
+  if (opts_.transform && ev.object.is_object() &&
+      (ev.type == EventType::kAdded || ev.type == EventType::kModified ||
+       ev.type == EventType::kDeleted)) {
+    opts_.transform(ev.object);
+  }
   {
     std::lock_guard<std::mutex> lock(mu_);
     ++stats_.events;
@@ -223,9 +230,12 @@ void Informer::Apply(WatchEvent&& ev) {
 void Informer::Replace(std::vector<Json> items) {
   std::map<std::string, Json> next;
   for (auto& item : items) {
+    if (opts_.transform && item.is_object()) opts_.transform(item);
     std::string key = KeyOf(item).String();
     next.emplace(std::move(key), std::move(item));
   }
+  items.clear();
+  items.shrink_to_fit();
   std::map<std::string, Json> prev = store_.ReplaceAll(next);
   for (const auto& [key, old] : prev) {
     if (next.count(key) != 0) continue;

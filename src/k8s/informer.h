@@ -11,6 +11,9 @@
 //  - Every event's RV (bookmarks and deletes too) becomes the last seen RV.
 //  - A relist is diffed against the cache: deletes for objects gone, updates for changed RVs,
 //    adds for new ones, so no change is lost across a relist.
+//  - `transform` (optional) rewrites every object (list items and watch events, deletes too)
+//    before it is stored or handed to handlers, e.g. to drop fields the controller never reads;
+//    the objects handlers and store() return are the transformed ones.
 // Handlers run on the informer's thread, in order, and must not block (enqueue keys instead).
 #pragma once
 
@@ -46,6 +49,12 @@ struct InformerOptions {
   Duration min_watch_timeout = std::chrono::minutes(5);
   Duration short_watch = std::chrono::seconds(1);
   BackoffOptions backoff;
+  // Applied on the informer thread to each object before it is stored (list items as each page
+  // arrives); must keep metadata name, namespace and resourceVersion, be idempotent (it may run
+  // twice on a list item) and not throw.
+  std::function<void(Json& object)> transform;
+  // Keep the cache as CBOR (see store.h): far less memory, a decode per read.
+  bool compact = false;
 };
 
 struct InformerStats {

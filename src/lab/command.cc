@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <cstring>
 #include <map>
+#include <memory>
 #include <thread>
 
 #include <nlohmann/json.hpp>
@@ -17,6 +18,7 @@
 #include "k8s/resource.h"
 #include "k8s/rest_config.h"
 #include "lab/lab.h"
+#include "lab/neighbor_probe.h"
 #include "lab/netns.h"
 #include "lab/responder.h"
 
@@ -296,7 +298,8 @@ bool WaitEvents(const Lab& lab, const std::string& ns, const std::string& name,
   return false;
 }
 
-std::string Stats(std::vector<double> v, int runs, double window_s) {
+std::string Stats(std::vector<double> v, int runs, double window_s,
+                  const std::string& missing = "the address never came back") {
   std::vector<double> ok;
   for (double x : v) {
     if (x >= 0) ok.push_back(x);
@@ -313,8 +316,8 @@ std::string Stats(std::vector<double> v, int runs, double window_s) {
     out = "       -        -        -";
   }
   if (ok.size() < v.size()) {
-    std::snprintf(buf, sizeof buf, "   %zu of %d runs: the address never came back within %.0f s",
-                  v.size() - ok.size(), runs, window_s);
+    std::snprintf(buf, sizeof buf, "   %zu of %d runs: %s within %.0f s", v.size() - ok.size(),
+                  runs, missing.c_str(), window_s);
     out += buf;
   }
   if (static_cast<int>(v.size()) < runs) {
@@ -322,6 +325,91 @@ std::string Stats(std::vector<double> v, int runs, double window_s) {
     out += buf;
   }
   return out;
+}
+
+// "3s", "2500ms" -> ms; -1 when malformed. Enough for the lab's flags (the agent parses the
+// full Go syntax itself).
+long long ParseMs(const std::string& text) {
+  const bool ms = text.size() > 2 && text.compare(text.size() - 2, 2, "ms") == 0;
+  const bool s = !ms && text.size() > 1 && text.back() == 's';
+  if (!ms && !s) return -1;
+  const std::string num = text.substr(0, text.size() - (ms ? 2 : 1));
+  if (num.empty() || num.size() > 9 ||
+      !std::all_of(num.begin(), num.end(), [](char c) { return c >= '0' && c <= '9'; })) {
+    return -1;
+  }
+  return std::stoll(num) * (ms ? 1 : 1000);
+}
+
+// After a SIGKILL of the winner's agent: who answers ARP / NS for the address, from the kill
+// until the dead node has stopped answering (its kernel drops the address when the valid
+// lifetime the agent gave it runs out) and someone else answers. Runs on its own thread,
+// probing from the client.
+class NeighborWatch {
+ public:
+  NeighborWatch(const Lab& lab, const std::string& ip, const packet::MacAddress& dead,
+                SteadyClock::time_point t0, Ms window) {
+    WatchOptions o;
+    // As an observer, so that the probes do not move the client's neighbour entry (see
+    // kObserverMac).
+    o.source =
+        *net::IpAddress::Parse(ip.find(':') == std::string::npos ? kObserverIpv4 : kObserverIpv6);
+    o.mac = kObserverMac;
+    o.target = *net::IpAddress::Parse(ip);
+    o.dead = dead;
+    o.window = window;
+    thread_ = std::thread([this, &lab, o, t0] {
+      auto r = InNetns(lab.topology().ClientNetns(), [&] { return WatchAnswers(o, t0, &g_stop); });
+      if (!r) {
+        error_ = r.error().message();
+      } else if (!*r) {
+        error_ = r->error().message();
+      } else {
+        samples_ = std::move(**r);
+      }
+    });
+  }
+  ~NeighborWatch() { Join(); }
+  NeighborWatch(const NeighborWatch&) = delete;
+  NeighborWatch& operator=(const NeighborWatch&) = delete;
+  void Join() {
+    if (thread_.joinable()) thread_.join();
+  }
+  // Valid after Join().
+  const std::vector<AnswerSample>& samples() const { return samples_; }
+  const std::string& error() const { return error_; }
+
+ private:
+  std::vector<AnswerSample> samples_;
+  std::string error_;
+  std::thread thread_;
+};
+
+// A value of the agent's /metrics in `node` (e.g. `purelb_heartbeat_peers{state="alive"}`, labels
+// written as the agent renders them); -1 when the agent does not answer or lacks the metric.
+double AgentMetric(const LabNode& node, const std::string& series) {
+  auto r = InNetns(node.netns, [] { return ProbeOnce("127.0.0.1", 7473, Ms(500), "/metrics"); });
+  if (!r || !r->ok) return -1;
+  const std::string text = "\n" + r->body;
+  const std::string key = "\n" + series + " ";
+  auto at = text.find(key);
+  if (at == std::string::npos) return -1;
+  try {
+    return std::stod(text.substr(at + key.size()));
+  } catch (const std::exception&) {
+    return -1;
+  }
+}
+
+// Whether every agent hears every other one. A restarted agent that never heard a peer judges it
+// by its lease alone (docs/failover.md), so a fault right after a restart would measure the lease,
+// not the heartbeats.
+bool AllAgentsHearEachOther(const Lab& lab) {
+  const double others = static_cast<double>(lab.topology().nodes().size()) - 1;
+  for (const auto& n : lab.topology().nodes()) {
+    if (AgentMetric(n, "purelb_heartbeat_peers{state=\"alive\"}") != others) return false;
+  }
+  return true;
 }
 
 // A lab with the localdual ServiceGroup for the measurements.
@@ -339,9 +427,17 @@ int Failover(const Flags& f) {
   LabConfig cfg;
   cfg.name = f.Get("name", "failover");
   cfg.binary = f.Get("binary");
+  // The valid lifetime of the addresses the agents add (default: the lease duration).
+  const std::string lifetime = f.Get("address-lifetime", cfg.lease_duration);
+  const long long lifetime_ms = ParseMs(lifetime);
+  if (lifetime_ms <= 0) {
+    Say("--address-lifetime: want e.g. 3s or 2500ms, got \"" + lifetime + "\"");
+    return 2;
+  }
+  if (f.Has("address-lifetime")) cfg.agent_args = {"--address-lifetime", lifetime};
   Lab lab(cfg);
   Say("bringing up lab \"" + cfg.name + "\" (3 nodes, lease " + cfg.lease_duration + ", retry " +
-      cfg.retry_period + ")");
+      cfg.retry_period + ", address lifetime " + lifetime + ")");
   if (auto s = SetUpMeasureLab(lab); !s) {
     Say("lab up failed: " + s.error().message());
     return 1;
@@ -373,6 +469,27 @@ int Failover(const Flags& f) {
       if (n.name == name) return &n;
     }
     return nullptr;
+  };
+  // Which node answers ARP / NS is told by its eth0 MAC.
+  std::map<std::string, packet::MacAddress> macs;
+  for (const auto& n : lab.topology().nodes()) {
+    auto mac = InterfaceMacIn(n.netns, "eth0");
+    if (!mac) {
+      Say("MAC of " + n.name + ": " + mac.error().message());
+      return 1;
+    }
+    macs[n.name] = *mac;
+  }
+  auto mac_names = [&](const std::vector<packet::MacAddress>& list) {
+    std::string out;
+    for (const auto& m : list) {
+      std::string name = m.ToString();
+      for (const auto& [node, mac] : macs) {
+        if (mac == m) name = node;
+      }
+      out += (out.empty() ? "" : ",") + name;
+    }
+    return out.empty() ? std::string("nobody") : out;
   };
   struct Case {
     std::string name;
@@ -407,9 +524,18 @@ int Failover(const Flags& f) {
     for (bool v6 : {false, true}) {
       const std::string& ip = v6 ? ip6 : ip4;
       const std::string fam = v6 ? "IPv6" : "IPv4";
-      std::vector<double> outages, handovers;
+      std::vector<double> outages, handovers, gone, l2_handover;
+      int sole_winner = 0;
+      const bool watch = c.name == "SIGKILL";
+      const Ms watch_window(lifetime_ms + 5000);
       for (int run = 0; run < *runs && !g_stop; ++run) {
-        // Settle: the announcer answers for the address.
+        // Settle: every agent hears the others (heartbeats on), the announcer answers.
+        if (heartbeats) {
+          auto deadline = SteadyClock::now() + Ms(20000);
+          while (!AllAgentsHearEachOther(lab) && SteadyClock::now() < deadline && !g_stop) {
+            std::this_thread::sleep_for(Ms(50));
+          }
+        }
         std::string winner;
         auto settled = WaitService(
             lab, "default", svc_name,
@@ -424,8 +550,17 @@ int Failover(const Flags& f) {
           Say("    " + c.name + " " + fam + ": " + settled.error().message());
           break;
         }
+        std::unique_ptr<NeighborWatch> nw;
         auto o = MeasureFailover(
-            lab, ip, [&] { c.fault(winner); }, c.window);
+            lab, ip,
+            [&] {
+              if (watch) {
+                nw = std::make_unique<NeighborWatch>(lab, ip, macs[winner], SteadyClock::now(),
+                                                     watch_window);
+              }
+              c.fault(winner);
+            },
+            c.window);
         char buf[200];
         if (o.ms < 0) {
           std::snprintf(buf, sizeof buf, "  %-9s %s run %d: %s -> no answer within %.0f s",
@@ -433,13 +568,39 @@ int Failover(const Flags& f) {
                         static_cast<double>(c.window.count()) / 1000);
         } else {
           std::snprintf(buf, sizeof buf,
-                        "  %-9s %s run %d: %s -> %s, outage %.0f ms, answered by %s after %.0f ms",
+                        "  %-9s %s run %d: %s -> %s, outage %.0f ms, another node answered after "
+                        "%.0f ms",
                         c.name.c_str(), fam.c_str(), run + 1, o.from.c_str(), o.to.c_str(), o.ms,
-                        o.to.c_str(), o.handover_ms);
+                        o.handover_ms);
         }
         Say(buf);
         outages.push_back(o.ms);
         handovers.push_back(o.handover_ms);
+        if (nw) {
+          nw->Join();
+          const char* what = v6 ? "NS" : "ARP";
+          if (!nw->error().empty()) {
+            Say("    " + std::string(what) + " watch failed: " + nw->error());
+          } else {
+            auto v = AnalyzeExpiry(nw->samples(), macs[winner], 500);
+            const bool sole = v.confirmed && v.after.size() == 1 && v.after[0] != macs[winner];
+            sole_winner += sole ? 1 : 0;
+            gone.push_back(v.confirmed ? v.silent_ms : -1);
+            l2_handover.push_back(v.other_ms);
+            if (v.confirmed) {
+              std::snprintf(buf, sizeof buf,
+                            "    %s: %s answered by another node after %.0f ms; %s (dead) stops "
+                            "answering after %.0f ms; then only %s",
+                            what, ip.c_str(), v.other_ms, winner.c_str(), v.silent_ms,
+                            mac_names(v.after).c_str());
+            } else {
+              std::snprintf(buf, sizeof buf, "    %s: %s (dead) still answers for %s after %.0f ms",
+                            what, winner.c_str(), ip.c_str(),
+                            nw->samples().empty() ? 0.0 : nw->samples().back().t_ms);
+            }
+            Say(buf);
+          }
+        }
         c.restore(winner);
       }
       char head[64];
@@ -447,13 +608,29 @@ int Failover(const Flags& f) {
       lines.push_back(std::string(head) + "outage   " +
                       Stats(outages, *runs, static_cast<double>(c.window.count()) / 1000));
       lines.push_back(std::string(head) + "handover " +
-                      Stats(handovers, *runs, static_cast<double>(c.window.count()) / 1000));
+                      Stats(handovers, *runs, static_cast<double>(c.window.count()) / 1000,
+                            "no other node answered"));
+      if (watch) {
+        const double ws = static_cast<double>(watch_window.count()) / 1000;
+        const std::string l2 = v6 ? "NS " : "ARP";
+        lines.push_back(std::string(head) + l2 + " new  " +
+                        Stats(l2_handover, *runs, ws, "no other node answered"));
+        lines.push_back(std::string(head) + l2 + " dead " +
+                        Stats(gone, *runs, ws, "the dead node kept answering"));
+        lines.push_back(std::string(head) +
+                        "then only the new winner answers: " + std::to_string(sole_winner) +
+                        " of " + std::to_string(gone.size()) + " runs");
+      }
     }
   }
   Say("\noutage seen by the client (ms; probes every 10 ms, 30 ms timeout), " +
       std::to_string(*runs) + " runs per case:");
   Say("(outage: longest stretch without an answer; handover: fault -> first answer from another "
       "node)");
+  Say("(SIGKILL, asked with ARP / NS from the client every 25 ms: \"new\": kill -> first answer "
+      "from another node; \"dead\": kill -> the dead agent's node stops answering; address "
+      "lifetime " +
+      lifetime + ")");
   Say("case       family          min   median      max");
   for (const auto& l : lines) Say(l);
   auto down = lab.Down();
@@ -801,8 +978,10 @@ void Usage() {
       "  status                              list labs and their processes\n"
       "  demo     [--name demo] [--nodes 3]  bring a lab up, show Pylon working, clean up\n"
       "  failover [--name failover] [--runs 3] [--cases SIGTERM,SIGKILL,link-down]\n"
-      "                                      outage seen by the client when the winner's\n"
-      "                                      agent gets SIGTERM / SIGKILL or its link goes down\n"
+      "           [--address-lifetime DUR]   outage seen by the client when the winner's\n"
+      "                                      agent gets SIGTERM / SIGKILL or its link goes down;\n"
+      "                                      after SIGKILL, until the dead node stops answering\n"
+      "                                      ARP / NS (agents' --address-lifetime, e.g. 3s)\n"
       "  timing   [--name timing] [--runs 5]  Service create -> reachable, delete -> withdrawn\n"
       "  serve    --port 80 --text NAME      (inside a node) answer HTTP with NAME\n\n"
       "  up, demo, failover and timing take --binary PATH: the pylon binary whose apiserver,\n"

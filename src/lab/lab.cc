@@ -113,6 +113,12 @@ Status Lab::StopApiserver() {
   return WriteState();
 }
 
+Status Lab::SignalApiserver(int sig) {
+  auto it = procs_.find("apiserver");
+  if (it == procs_.end()) return Fail(ErrorCode::kNotFound, "no apiserver running");
+  return it->second.Signal(sig);
+}
+
 Status Lab::StartAllocator() {
   SpawnOptions o;
   o.argv = {config_.binary, "allocator",     "--kubeconfig",   Kubeconfig(),
@@ -139,6 +145,9 @@ Status Lab::StartAgent(const std::string& node) {
   o.netns = n->netns;
   o.argv = {config_.binary, "agent", "--kubeconfig", Path("kubeconfig-internal"),
             "--node-name",  node,    "--namespace",  "purelb-system"};
+  // Nodes of a lab share one filesystem: each agent keeps its record of the addresses it added in
+  // the lab directory (the default, /run/pylon/agent-addresses, would be shared by all of them).
+  o.argv.insert(o.argv.end(), {"--state-file", Path("agent-addresses-" + node)});
   o.argv.insert(o.argv.end(), config_.agent_args.begin(), config_.agent_args.end());
   o.env = {"PURELB_LEASE_DURATION=" + config_.lease_duration,
            "PURELB_RENEW_DEADLINE=" + config_.renew_deadline,

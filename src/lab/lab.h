@@ -65,6 +65,9 @@ class Lab {
   Status StopAllocator();
   Status StartApiserver();
   Status StopApiserver();
+  // Signals the API server process, e.g. SIGSTOP / SIGCONT: an API server that hangs (connections
+  // stay open, nothing is answered) is the realistic worst case of an outage.
+  Status SignalApiserver(int sig);
 
   // Process name → pid, as recorded in the state file.
   std::map<std::string, int> Pids() const;

@@ -164,6 +164,7 @@ void Process::Stop(std::chrono::milliseconds grace) {
   if (pid_ <= 0 || exit_status_) return;
   if (grace.count() > 0) {
     kill(pid_, SIGTERM);
+    kill(pid_, SIGCONT);  // a stopped process (SIGSTOP in a test) handles SIGTERM only once resumed
     if (Wait(grace)) return;
   }
   kill(pid_, SIGKILL);

@@ -39,7 +39,7 @@ class Process {
   Status Signal(int sig);
   // Waits for exit up to `timeout`; returns the exit status (as from waitpid) or kUnavailable.
   Result<int> Wait(std::chrono::milliseconds timeout);
-  // SIGTERM, wait up to `grace`, then SIGKILL and reap.
+  // SIGTERM (and SIGCONT, in case it was stopped), wait up to `grace`, then SIGKILL and reap.
   void Stop(std::chrono::milliseconds grace = std::chrono::milliseconds(3000));
   // Forget the child: it keeps running after this object is destroyed.
   pid_t Detach();

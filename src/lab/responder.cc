@@ -66,7 +66,8 @@ Status ServeText(int port, const std::string& text, const volatile bool* stop) {
   return Ok();
 }
 
-ProbeResult ProbeOnce(const std::string& address, int port, std::chrono::milliseconds timeout) {
+ProbeResult ProbeOnce(const std::string& address, int port, std::chrono::milliseconds timeout,
+                      const std::string& path) {
   ProbeResult r;
   auto ip = net::IpAddress::Parse(address);
   if (!ip) {
@@ -111,7 +112,7 @@ ProbeResult ProbeOnce(const std::string& address, int port, std::chrono::millise
     r.error = std::string("connect: ") + std::strerror(err);
     return r;
   }
-  const std::string req = "GET / HTTP/1.1\r\nHost: pylon\r\nConnection: close\r\n\r\n";
+  const std::string req = "GET " + path + " HTTP/1.1\r\nHost: pylon\r\nConnection: close\r\n\r\n";
   if (write(fd.get(), req.data(), req.size()) != static_cast<ssize_t>(req.size())) {
     r.error = "write failed";
     return r;

@@ -20,8 +20,9 @@ struct ProbeResult {
   std::string error;
 };
 
-// One HTTP GET to address:port with a total timeout.
-ProbeResult ProbeOnce(const std::string& address, int port, std::chrono::milliseconds timeout);
+// One HTTP GET of `path` to address:port with a total timeout.
+ProbeResult ProbeOnce(const std::string& address, int port, std::chrono::milliseconds timeout,
+                      const std::string& path = "/");
 
 struct ProbeSample {
   double t_ms = 0;  // since the start of the run

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "packet/arp.h"
+#include "packet/claims.h"
 #include "packet/ndp.h"
 #include "packet/packet_socket.h"
 
@@ -30,49 +31,54 @@ Status AnnouncerImpl::Announce(const Interface& iface, const net::IpAddress& add
   return sock->Send(EncodeNdp(m), DestinationMac(m));
 }
 
-Result<std::optional<MacAddress>> AnnouncerImpl::ProbeOwner(const Interface& iface,
-                                                            const net::IpAddress& address,
-                                                            std::chrono::milliseconds timeout) {
+Result<std::optional<MacAddress>> AnnouncerImpl::Probe(const Interface& iface,
+                                                       const net::IpAddress& address,
+                                                       const ProbeOptions& options) {
   const bool v4 = address.is_v4();
+  std::vector<MacAddress> ignore = options.ignore;
+  ignore.push_back(iface.mac);
   // Open (and bind) before sending so that an immediate answer is not missed.
   auto sock = PacketSocket::Open(iface.ifindex, v4 ? kEtherTypeArp : kEtherTypeIpv6);
   if (!sock) return tl::unexpected(sock.error());
+  std::vector<std::uint8_t> bytes;
+  MacAddress destination = MacAddress::Broadcast();
   if (v4) {
     auto probe = ArpProbe(iface.mac, address);
     if (!probe) return tl::unexpected(probe.error());
-    auto bytes = EncodeArp(*probe);
-    if (auto st = sock->Send(bytes, MacAddress::Broadcast()); !st)
-      return tl::unexpected(st.error());
+    auto a = EncodeArp(*probe);
+    bytes.assign(a.begin(), a.end());
   } else {
+    if (auto st = sock->AttachNeighborDiscoveryFilter(); !st) return tl::unexpected(st.error());
     auto ns = DadSolicitation(address);
     if (!ns) return tl::unexpected(ns.error());
     NdpMessage m = *ns;
-    if (auto st = sock->Send(EncodeNdp(m), DestinationMac(m)); !st)
-      return tl::unexpected(st.error());
+    bytes = EncodeNdp(m);
+    destination = DestinationMac(m);
   }
-  const SteadyTime deadline = clock_.Now() + timeout;
-  while (true) {
-    auto frame = sock->Receive(clock_, deadline);
-    if (!frame) return tl::unexpected(frame.error());
-    if (!*frame) return std::optional<MacAddress>();
-    const ReceivedFrame& f = **frame;
-    if (v4) {
-      auto arp = DecodeArp(f.payload);
-      if (!arp) continue;
-      if (auto owner = ArpConflict(*arp, address, iface.mac)) return owner;
-      continue;
-    }
-    auto ndp = DecodeNdp(f.payload);
-    if (!ndp || !IsValidNdp(*ndp)) continue;
-    if (const auto* na = std::get_if<NeighborAdvertisement>(&*ndp)) {
-      if (na->target == address && f.source != iface.mac) {
-        return std::optional<MacAddress>(na->target_lladdr.value_or(f.source));
+  const int count = std::max(1, options.count);
+  const SteadyTime start = clock_.Now();
+  for (int i = 0; i < count; ++i) {
+    if (auto st = sock->Send(bytes, destination); !st) return tl::unexpected(st.error());
+    const SteadyTime until = start + options.interval * (i + 1);
+    while (true) {
+      auto frame = sock->Receive(clock_, until);
+      if (!frame) return tl::unexpected(frame.error());
+      if (!*frame) break;  // this probe's wait is over
+      const ReceivedFrame& f = **frame;
+      std::optional<MacAddress> who;
+      if (v4) {
+        if (auto arp = DecodeArp(f.payload)) who = ProbeAnswerArp(*arp, address, ignore);
+      } else if (auto ndp = DecodeNdp(f.payload)) {
+        who = ProbeAnswerNdp(*ndp, f.source, address, ignore);
       }
+      if (who) return who;
     }
   }
+  return std::optional<MacAddress>();
 }
 
 Status FakeAnnouncer::Announce(const Interface& iface, const net::IpAddress& address) {
+  std::lock_guard<std::mutex> lock(mu_);
   if (fail_next_) {
     Error e = *fail_next_;
     fail_next_.reset();
@@ -82,9 +88,10 @@ Status FakeAnnouncer::Announce(const Interface& iface, const net::IpAddress& add
   return Ok();
 }
 
-Result<std::optional<MacAddress>> FakeAnnouncer::ProbeOwner(const Interface& iface,
-                                                            const net::IpAddress& address,
-                                                            std::chrono::milliseconds) {
+Result<std::optional<MacAddress>> FakeAnnouncer::Probe(const Interface& iface,
+                                                       const net::IpAddress& address,
+                                                       const ProbeOptions& options) {
+  std::lock_guard<std::mutex> lock(mu_);
   if (fail_next_) {
     Error e = *fail_next_;
     fail_next_.reset();
@@ -92,12 +99,17 @@ Result<std::optional<MacAddress>> FakeAnnouncer::ProbeOwner(const Interface& ifa
   }
   probes_.push_back({iface, address});
   for (const auto& [a, mac] : owners_) {
-    if (a == address) return std::optional<MacAddress>(mac);
+    if (a != address || mac == iface.mac) continue;
+    if (std::find(options.ignore.begin(), options.ignore.end(), mac) != options.ignore.end()) {
+      continue;
+    }
+    return std::optional<MacAddress>(mac);
   }
   return std::optional<MacAddress>();
 }
 
 void FakeAnnouncer::SetOwner(const net::IpAddress& address, std::optional<MacAddress> owner) {
+  std::lock_guard<std::mutex> lock(mu_);
   std::erase_if(owners_, [&](const auto& p) { return p.first == address; });
   if (owner) owners_.emplace_back(address, *owner);
 }

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <chrono>
+#include <mutex>
 #include <optional>
 #include <vector>
 
@@ -13,6 +14,19 @@
 #include "packet/mac.h"
 
 namespace pylon::packet {
+
+// How a duplicate-address probe is sent: `count` probes `interval` apart, then one more `interval`
+// of listening (so count * interval in all when nobody answers). RFC 5227 §2.1.1 asks for 1-2 s
+// between probes; an address whose takeover waits on the probe cannot afford that, and a LAN
+// host answers within milliseconds, so the default is 3 x 80 ms = 240 ms.
+struct ProbeOptions {
+  int count = 3;
+  std::chrono::milliseconds interval{80};
+  // Answers from these MACs are not claims: the cluster's own nodes (a node killed with SIGKILL
+  // keeps answering for its addresses until their lifetime ends). The probing interface's own MAC
+  // never counts either.
+  std::vector<MacAddress> ignore;
+};
 
 struct Interface {
   int ifindex = 0;
@@ -26,11 +40,22 @@ class Announcer {
   // IPv4: an ARP Announcement (request form) to broadcast. IPv6: an unsolicited NA to ff02::1
   // with source = the address (see ndp.h).
   virtual Status Announce(const Interface& iface, const net::IpAddress& address) = 0;
-  // IPv4: an ARP probe (RFC 5227); IPv6: a DAD solicitation. Waits up to `timeout` for another
-  // host to claim `address` and returns its MAC, or nullopt if nobody did.
-  virtual Result<std::optional<MacAddress>> ProbeOwner(const Interface& iface,
-                                                       const net::IpAddress& address,
-                                                       std::chrono::milliseconds timeout) = 0;
+  // IPv4: ARP probes (RFC 5227); IPv6: DAD solicitations (RFC 4862). Returns the MAC of the
+  // first host that claims `address` (claims.h: ProbeAnswerArp / ProbeAnswerNdp), as soon as it
+  // answers, or nullopt when nobody did within the probe time. Blocks the caller for at most
+  // options.count * options.interval.
+  virtual Result<std::optional<MacAddress>> Probe(const Interface& iface,
+                                                  const net::IpAddress& address,
+                                                  const ProbeOptions& options) = 0;
+  // One probe, then listens for `timeout`.
+  Result<std::optional<MacAddress>> ProbeOwner(const Interface& iface,
+                                               const net::IpAddress& address,
+                                               std::chrono::milliseconds timeout) {
+    ProbeOptions o;
+    o.count = 1;
+    o.interval = timeout;
+    return Probe(iface, address, o);
+  }
 };
 
 // Which gratuitous ARP forms Announce sends for IPv4. The request form (RFC 5227 §3) is the one
@@ -44,16 +69,16 @@ class AnnouncerImpl final : public Announcer {
   explicit AnnouncerImpl(const Clock& clock, ArpForm arp_form = ArpForm::kRequest)
       : clock_(clock), arp_form_(arp_form) {}
   Status Announce(const Interface& iface, const net::IpAddress& address) override;
-  Result<std::optional<MacAddress>> ProbeOwner(const Interface& iface,
-                                               const net::IpAddress& address,
-                                               std::chrono::milliseconds timeout) override;
+  Result<std::optional<MacAddress>> Probe(const Interface& iface, const net::IpAddress& address,
+                                          const ProbeOptions& options) override;
 
  private:
   const Clock& clock_;
   ArpForm arp_form_;
 };
 
-// Records announcements; answers probes from a table.
+// Records announcements; answers probes from a table (an owner whose MAC is in the probe's
+// ignore list does not answer). Thread-safe.
 class FakeAnnouncer final : public Announcer {
  public:
   struct Sent {
@@ -62,16 +87,26 @@ class FakeAnnouncer final : public Announcer {
     friend bool operator==(const Sent&, const Sent&) = default;
   };
   Status Announce(const Interface& iface, const net::IpAddress& address) override;
-  Result<std::optional<MacAddress>> ProbeOwner(const Interface& iface,
-                                               const net::IpAddress& address,
-                                               std::chrono::milliseconds timeout) override;
+  Result<std::optional<MacAddress>> Probe(const Interface& iface, const net::IpAddress& address,
+                                          const ProbeOptions& options) override;
 
   void SetOwner(const net::IpAddress& address, std::optional<MacAddress> owner);
-  void FailNext(Error e) { fail_next_ = std::move(e); }
-  const std::vector<Sent>& sent() const { return sent_; }
-  const std::vector<Sent>& probes() const { return probes_; }
+  void FailNext(Error e) {
+    std::lock_guard<std::mutex> lock(mu_);
+    fail_next_ = std::move(e);
+  }
+  // Copies (another thread may be probing).
+  std::vector<Sent> sent() const {
+    std::lock_guard<std::mutex> lock(mu_);
+    return sent_;
+  }
+  std::vector<Sent> probes() const {
+    std::lock_guard<std::mutex> lock(mu_);
+    return probes_;
+  }
 
  private:
+  mutable std::mutex mu_;
   std::vector<Sent> sent_;
   std::vector<Sent> probes_;
   std::vector<std::pair<net::IpAddress, MacAddress>> owners_;

@@ -1,6 +1,7 @@
 #include "packet/packet_socket.h"
 
 #include <arpa/inet.h>
+#include <linux/filter.h>
 #include <linux/if_packet.h>
 #include <net/if.h>
 #include <net/if_arp.h>
@@ -28,6 +29,24 @@ Result<PacketSocket> PacketSocket::Open(int ifindex, std::uint16_t ethertype) {
     return FailErrno(errno, "packet socket bind ifindex " + std::to_string(ifindex));
   }
   return PacketSocket(std::move(fd), ifindex, ethertype);
+}
+
+Status PacketSocket::AttachNeighborDiscoveryFilter() {
+  // SOCK_DGRAM: the filter sees the packet from the IPv6 header on.
+  sock_filter code[] = {
+      BPF_STMT(BPF_LD | BPF_B | BPF_ABS, 6),           // next header
+      BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, 58, 0, 4),   // ICMPv6, else drop
+      BPF_STMT(BPF_LD | BPF_B | BPF_ABS, 40),          // ICMPv6 type
+      BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, 135, 1, 0),  // NS: accept
+      BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, 136, 0, 1),  // NA: accept, else drop
+      BPF_STMT(BPF_RET | BPF_K, 0x40000),              // accept
+      BPF_STMT(BPF_RET | BPF_K, 0),                    // drop
+  };
+  sock_fprog prog{static_cast<unsigned short>(sizeof(code) / sizeof(code[0])), code};
+  if (::setsockopt(fd_.get(), SOL_SOCKET, SO_ATTACH_FILTER, &prog, sizeof(prog)) != 0) {
+    return FailErrno(errno, "packet socket: SO_ATTACH_FILTER");
+  }
+  return Ok();
 }
 
 Status PacketSocket::Send(std::span<const std::uint8_t> payload, const MacAddress& destination) {

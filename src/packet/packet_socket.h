@@ -29,6 +29,11 @@ class PacketSocket {
   // to `ifindex` for `ethertype` (host order, e.g. 0x0806).
   static Result<PacketSocket> Open(int ifindex, std::uint16_t ethertype);
 
+  // Attaches a classic BPF filter that passes only ICMPv6 Neighbor Solicitations and
+  // Advertisements (IPv6 next header 58, no extension headers, type 135/136), so a socket bound
+  // to EtherType 0x86dd does not copy the node's whole IPv6 traffic to user space.
+  Status AttachNeighborDiscoveryFilter();
+
   Status Send(std::span<const std::uint8_t> payload, const MacAddress& destination);
   // Returns the next frame received before `deadline` on `clock`, or nullopt at the deadline.
   Result<std::optional<ReceivedFrame>> Receive(const Clock& clock, SteadyTime deadline);

@@ -10,15 +10,18 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
 #include <nlohmann/json.hpp>
 
 #include "agent/address_sync.h"
+#include "agent/claim_monitor.h"
 #include "agent/garp.h"
 #include "agent/ownership.h"
 #include "agent/planner.h"
+#include "agent/prober.h"
 #include "agent/reconciler.h"
 #include "agent/writer.h"
 #include "config/validate.h"
@@ -155,6 +158,21 @@ inline std::string SomeLoser(const std::vector<std::string>& nodes, const std::s
   return "";
 }
 
+// Claims handed to the reconciler by the test.
+class FakeClaims final : public ClaimSource {
+ public:
+  void SetWatched(std::map<int, std::set<net::IpAddress>> by_ifindex) override {
+    watched = std::move(by_ifindex);
+  }
+  std::vector<SeenClaim> TakeClaims() override {
+    std::vector<SeenClaim> out;
+    out.swap(pending);
+    return out;
+  }
+  std::map<int, std::set<net::IpAddress>> watched;
+  std::vector<SeenClaim> pending;
+};
+
 // One agent (node `self`) in a three-node cluster.
 class AgentWorld {
  public:
@@ -184,6 +202,18 @@ class AgentWorld {
 
   static int NodeIndex(const std::string& node) { return node.back() - '0'; }
 
+  // Turns duplicate-address detection on: probes run inline (their result is picked up by the
+  // next pass), claims come from claims_.
+  void EnableProbing(ProbeGateOptions gate = {}) {
+    prober_ = std::make_unique<InlineProber>(announcer_);
+    ReconcilerDeps d{planner_.get(), sync_.get(), &garp_,    &announcer_,
+                     &nl_,           &writer_,    &metrics_, &clock_};
+    d.prober = prober_.get();
+    d.claims = &claims_;
+    d.gate = gate;
+    reconciler_ = std::make_unique<Reconciler>(d);
+  }
+
   void Host(int ifindex, const std::string& prefix) {
     netlink::AddressSpec s;
     s.ifindex = ifindex;
@@ -201,6 +231,7 @@ class AgentWorld {
     o.lease_duration_seconds = 10;
     o.renew_time = std::to_string(++renewals_);
     o.subnets_annotation = std::move(subnets);
+    if (auto m = macs_.find(node); m != macs_.end()) o.macs_annotation = m->second;
     membership_.Observe(o, clock_.Now());
   }
   void DeleteLease(const std::string& node) {
@@ -278,6 +309,9 @@ class AgentWorld {
   std::unique_ptr<Planner> planner_;
   std::unique_ptr<AddressSync> sync_;
   std::unique_ptr<Reconciler> reconciler_;
+  std::unique_ptr<InlineProber> prober_;
+  FakeClaims claims_;
+  std::map<std::string, std::string> macs_;  // node -> its purelb.io/macs lease annotation
   int renewals_ = 0;
 };
 

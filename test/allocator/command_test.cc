@@ -31,14 +31,14 @@ TEST(CommandTest, Defaults) {
 TEST(CommandTest, Flags) {
   auto o = Parse({"--kubeconfig", "/k", "--namespace=lb", "--metrics-addr", "127.0.0.1:0",
                   "--lease-duration", "2s", "--renew-deadline", "1500ms", "--retry-period", "0.25",
-                  "--identity", "me", "--workers", "8"});
+                  "--identity", "me", "--workers", "12"});
   ASSERT_TRUE(o.has_value()) << o.error().message();
   EXPECT_EQ(o->kubeconfig, "/k");
   EXPECT_EQ(o->ns, "lb");
   EXPECT_EQ(o->renew_deadline, std::chrono::milliseconds(1500));
   EXPECT_EQ(o->retry_period, std::chrono::milliseconds(250));
   EXPECT_EQ(o->identity, "me");
-  EXPECT_EQ(o->workers, 8);
+  EXPECT_EQ(o->workers, 12);
 }
 
 TEST(CommandTest, Errors) {

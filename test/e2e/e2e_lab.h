@@ -10,6 +10,7 @@
 #include <cstdlib>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -18,6 +19,7 @@
 #include <nlohmann/json.hpp>
 
 #include "lab/lab.h"
+#include "lab/neighbor_probe.h"
 #include "lab/netns.h"
 #include "lab/process.h"
 #include "lab/responder.h"
@@ -26,6 +28,45 @@ namespace pylon::e2e {
 
 using Ms = std::chrono::milliseconds;
 using Json = nlohmann::json;
+
+// Seed 000's example in the lab's documentation ranges (local addresses on LAN A).
+inline constexpr const char* kLocalDual = R"(apiVersion: purelb.io/v1
+kind: ServiceGroup
+metadata:
+  name: localdual
+  namespace: purelb-system
+spec:
+  local:
+    v4pools:
+    - aggregation: default
+      pool: 192.0.2.225-192.0.2.229
+      subnet: 192.0.2.0/24
+    v6pools:
+    - aggregation: default
+      pool: 2001:db8:1:0:8000::4/126
+      subnet: 2001:db8:1::/64
+)";
+
+inline std::string ServiceYaml(const std::string& name, const std::string& annotations,
+                               const std::string& extra_spec, int port = 80) {
+  return "apiVersion: v1\nkind: Service\nmetadata:\n  name: " + name +
+         "\n  namespace: default\n  annotations:\n" + annotations +
+         "spec:\n  type: LoadBalancer\n  selector:\n    app: " + name + "\n" + extra_spec +
+         "  ports:\n  - port: " + std::to_string(port) +
+         "\n    protocol: TCP\n    targetPort: 8080\n";
+}
+
+inline constexpr const char* kDualSpec =
+    "  ipFamilyPolicy: RequireDualStack\n  ipFamilies:\n  - IPv4\n  - IPv6\n";
+
+inline bool IsV6(const std::string& ip) { return ip.find(':') != std::string::npos; }
+
+// "02:00:00:00:00:01,..." for messages.
+inline std::string Macs(const std::vector<packet::MacAddress>& macs) {
+  std::string out;
+  for (const auto& m : macs) out += (out.empty() ? "" : ",") + m.ToString();
+  return out.empty() ? "nobody" : out;
+}
 
 // Polls `pred` every 20 ms until it holds or `timeout` passes.
 inline bool Eventually(const std::function<bool()>& pred, Ms timeout = Ms(15000)) {
@@ -147,6 +188,49 @@ class LabTest : public ::testing::Test {
       if (HasAddress(n, dev, ip)) out.push_back(n.name);
     }
     return out;
+  }
+  // MAC of a node's eth0 (all zero if it cannot be read).
+  packet::MacAddress NodeMac(const std::string& name) {
+    auto mac = lab::InterfaceMacIn(Node(name).netns, "eth0");
+    return mac ? *mac : packet::MacAddress();
+  }
+  // Who answers ARP (IPv4) / NS (IPv6) for `ip`: one request from the client's eth0 as the lab's
+  // observer (so the client's own neighbour cache is left alone), answers collected for `listen`.
+  // Sorted MACs; an error counts as nobody.
+  std::vector<packet::MacAddress> Answerers(const std::string& ip, Ms listen = Ms(50)) {
+    const bool v6 = ip.find(':') != std::string::npos;
+    const auto source = net::IpAddress::Parse(v6 ? lab::kObserverIpv6 : lab::kObserverIpv4);
+    const auto target = net::IpAddress::Parse(ip);
+    if (!source || !target) return {};
+    auto r = lab::InNetns(lab_->topology().ClientNetns(),
+                          [&]() -> Result<std::vector<packet::MacAddress>> {
+                            auto p = lab::NeighborProber::Open("eth0", *source, lab::kObserverMac);
+                            if (!p) return Fail(p.error());
+                            return p->Ask(*target, listen);
+                          });
+    return r && *r ? **r : std::vector<packet::MacAddress>{};
+  }
+  // Whether `mac` alone answered each of `rounds` consecutive requests for `ip` (one lost or late
+  // answer of another host must not pass for silence).
+  bool OnlyAnswerer(const std::string& ip, const packet::MacAddress& mac, int rounds = 5) {
+    for (int i = 0; i < rounds; ++i) {
+      if (Answerers(ip) != std::vector<packet::MacAddress>{mac}) return false;
+    }
+    return true;
+  }
+  // A value of the agent's /metrics on `node` (a metric without labels); nullopt if unreadable.
+  std::optional<double> AgentMetric(const std::string& node, const std::string& name) {
+    auto r = lab::InNetns(Node(node).netns,
+                          [&] { return lab::ProbeOnce("127.0.0.1", 7473, Ms(1000), "/metrics"); });
+    if (!r || !r->ok) return std::nullopt;
+    const std::string key = "\n" + name + " ";
+    auto at = ("\n" + r->body).find(key);
+    if (at == std::string::npos) return std::nullopt;
+    try {
+      return std::stod(r->body.substr(at + key.size() - 1));
+    } catch (const std::exception&) {
+      return std::nullopt;
+    }
   }
   const lab::LabNode& Node(const std::string& name) {
     for (const auto& n : lab_->topology().nodes()) {

@@ -224,6 +224,29 @@ TEST_F(ClientTest, ListMergesPagesAndFallsBackOnExpiredContinue) {
   EXPECT_EQ(reqs.back().path, "/api/v1/services?labelSelector=app%3Dweb&resourceVersion=0");
 }
 
+TEST_F(ClientTest, ListTransformsEachItemAsItsPageArrives) {
+  transport_->Push(Reply(200, R"({"kind":"ServiceList","apiVersion":"v1",
+    "metadata":{"resourceVersion":"10","continue":"t1"},
+    "items":[{"metadata":{"name":"a","managedFields":[{}]},"spec":{"x":1}}]})"));
+  transport_->Push(Reply(200, R"({"kind":"ServiceList","apiVersion":"v1",
+    "metadata":{"resourceVersion":"10"},"items":[{"metadata":{"name":"b"},"spec":{"x":2}}]})"));
+  ListOptions lo;
+  lo.page_size = 1;
+  std::vector<std::size_t> requests_seen;  // requests sent when each item was transformed
+  lo.item_transform = [&](Json& item) {
+    requests_seen.push_back(transport_->requests().size());
+    item.erase("spec");
+    item["metadata"].erase("managedFields");
+  };
+  auto list = client_->List(resources::Services(), "demo", lo);
+  ASSERT_TRUE(list) << list.error().message();
+  ASSERT_EQ(list->items.size(), 2u);
+  EXPECT_EQ(list->items[0],
+            (Json{{"metadata", {{"name", "a"}}}, {"kind", "Service"}, {"apiVersion", "v1"}}));
+  EXPECT_FALSE(list->items[1].contains("spec"));
+  EXPECT_EQ(requests_seen, (std::vector<std::size_t>{1, 2})) << "page 1 transformed before page 2";
+}
+
 // ---- watch ----
 
 TEST_F(ClientTest, WatchDeliversEventsAcrossChunksAndEndsOnInStream410) {

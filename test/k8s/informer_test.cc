@@ -7,6 +7,7 @@
 
 #include "k8s/backoff.h"
 #include "k8s/fake_client.h"
+#include "k8s/field_mask.h"
 #include "k8s/informer.h"
 
 namespace pylon::k8s {
@@ -181,7 +182,8 @@ TEST(Informer, ExpiredWatchRelistsAtLastRvThenUnsetAndDiffs) {
   // Watch from the old RV → 410 → list at that RV → 410 → list with RV unset.
   ASSERT_TRUE(Eventually([&] { return seen.state() == ServerState(client); }));
   EXPECT_GE(inf.stats().expired, 2);
-  EXPECT_EQ(inf.stats().lists, 2);
+  // The relist's counter is bumped after its handlers ran: poll.
+  EXPECT_TRUE(Eventually([&] { return inf.stats().lists == 2; })) << inf.stats().lists;
   EXPECT_EQ(seen.deletes(), 1);
   EXPECT_EQ(seen.errors(), 0);
   EXPECT_EQ(inf.store().Get("demo", "change")->at("spec").at("value"), "new");
@@ -232,8 +234,68 @@ TEST(Informer, SelectorTransitionsAreAddsAndDeletes) {
   a["metadata"]["labels"]["app"] = "db";
   ASSERT_TRUE(client.Update(resources::Services(), a));
   ASSERT_TRUE(Eventually([&] { return inf.store().Size() == 0; }));
-  EXPECT_EQ(seen.deletes(), 1);
+  // The store is updated before the handlers run: poll.
+  EXPECT_TRUE(Eventually([&] { return seen.deletes() == 1; })) << seen.deletes();
   EXPECT_EQ(seen.errors(), 0);
+}
+
+TEST(Informer, TransformedCompactCacheFollowsWatchAndRelist) {
+  FakeClient client;
+  auto with_extra = [](Json o) {
+    o["spec"]["extra"] = std::string(200, 'x');
+    return o;
+  };
+  for (const char* n : {"keep", "change", "remove"}) {
+    ASSERT_TRUE(client.Create(resources::Services(), with_extra(Svc(n))));
+  }
+  auto opts = FastOptions();
+  opts.compact = true;
+  opts.transform = [](Json& o) { FieldMask::Of({"metadata", "spec.value"}).Apply(o); };
+  Informer inf(client, opts);
+  Observed seen;
+  std::mutex mu;
+  int untrimmed = 0;  // objects handed to handlers that still carry spec.extra
+  auto check = [&](const Json& o) {
+    std::lock_guard<std::mutex> l(mu);
+    if (Find(o, {"spec"}) && Find(o, {"spec"})->contains("extra")) ++untrimmed;
+  };
+  inf.AddHandlers(seen.Handlers());
+  inf.AddHandlers({check,
+                   [&](const Json& a, const Json& b) {
+                     check(a);
+                     check(b);
+                   },
+                   check});
+  inf.Start();
+  ASSERT_TRUE(inf.WaitForSync(seconds(10)));
+  ASSERT_TRUE(Eventually([&] { return client.open_watches() == 1; }));
+  EXPECT_EQ(*inf.store().Get("demo", "keep"),
+            (Json{{"metadata", client.Get(resources::Services(), "demo", "keep")->at("metadata")},
+                  {"spec", {{"value", "v"}}}}));
+  EXPECT_GT(inf.store().PackedBytes(), 0u);
+
+  // Watch events, then a relist after 410 (diffed against the compact cache).
+  Json c = *client.Get(resources::Services(), "demo", "change");
+  c["spec"]["value"] = "watched";
+  ASSERT_TRUE(client.Update(resources::Services(), c));
+  ASSERT_TRUE(Eventually([&] { return seen.state() == ServerState(client); }));
+  client.FailNext(Verb::kWatch, Error(ErrorCode::kUnavailable, "down"), 1000000);
+  client.CloseWatches();
+  ASSERT_TRUE(Eventually([&] { return client.open_watches() == 0; }));
+  c = *client.Get(resources::Services(), "demo", "change");
+  c["spec"]["value"] = "relisted";
+  ASSERT_TRUE(client.Update(resources::Services(), c));
+  ASSERT_TRUE(client.Delete(resources::Services(), "demo", "remove", {}));
+  ASSERT_TRUE(client.Create(resources::Services(), with_extra(Svc("added"))));
+  client.Compact();
+  client.ClearFailures();
+  ASSERT_TRUE(Eventually([&] { return seen.state() == ServerState(client); }));
+  EXPECT_EQ(seen.errors(), 0);
+  EXPECT_EQ(seen.deletes(), 1);
+  EXPECT_EQ(inf.store().Get("demo", "change")->at("spec"), (Json{{"value", "relisted"}}));
+  EXPECT_EQ(inf.store().Get("demo", "added")->at("spec"), (Json{{"value", "v"}}));
+  std::lock_guard<std::mutex> l(mu);
+  EXPECT_EQ(untrimmed, 0);
 }
 
 TEST(Backoff, DoublesToCapJittersAndResets) {

@@ -2,6 +2,8 @@
 // namespaces (LABELS root): A sends, B's kernel reacts.
 #include <net/if.h>
 
+#include <algorithm>
+
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
@@ -11,6 +13,7 @@
 #include "netlink/netlink_impl.h"
 #include "packet/announcer.h"
 #include "packet/arp.h"
+#include "packet/claim_listener.h"
 #include "packet/packet_socket.h"
 
 namespace pylon::packet {
@@ -155,6 +158,70 @@ TEST_F(PacketNetnsTest, ProbesFindTheOwnerAndOnlyTheOwner) {
       }
     }
   });
+}
+
+TEST_F(PacketNetnsTest, ProbeBurstIgnoresKnownMacsAndFindsForeignOnes) {
+  // B holds a /128 VIP added like the agent adds one (nodad, valid lifetime): the kernel answers
+  // DAD for it as for any address. Rows: B as a foreign host, then B as a cluster member whose
+  // MAC is known (a SIGKILLed holder): the same answer must not count.
+  ASSERT_EQ(b_->Ip("addr add 192.0.2.50/24 dev b0"), 0);
+  ASSERT_EQ(b_->Ip("addr add 2001:db8::50/128 dev b0 nodad"), 0);
+  InNetns(*a_, [&] {
+    AnnouncerImpl announcer(clock_);
+    struct Row {
+      const char* address;
+      bool b_known;
+      bool expect_owner;
+    };
+    for (const Row& r : std::vector<Row>{{"192.0.2.50", false, true},
+                                         {"2001:db8::50", false, true},
+                                         {"192.0.2.50", true, false},
+                                         {"2001:db8::50", true, false},
+                                         {"192.0.2.51", false, false},
+                                         {"2001:db8::51", false, false}}) {
+      SCOPED_TRACE(std::string(r.address) + (r.b_known ? " (B known)" : ""));
+      ProbeOptions o;  // 3 x 80 ms
+      if (r.b_known) o.ignore.push_back(b_mac_);
+      auto owner = announcer.Probe(iface_, Ip(r.address), o);
+      ASSERT_TRUE(owner.has_value()) << owner.error().message();
+      EXPECT_EQ(owner->has_value(), r.expect_owner);
+      if (r.expect_owner && owner->has_value()) {
+        EXPECT_EQ(**owner, b_mac_);
+      }
+    }
+  });
+}
+
+TEST_F(PacketNetnsTest, ClaimListenerSeesAnotherHostAnnouncingAndUsingAnAddress) {
+  // A watches; B announces 192.0.2.60 (GARP) and 2001:db8::60 (unsolicited NA from B).
+  std::optional<ClaimListener> listener;
+  InNetns(*a_, [&] {
+    auto l = ClaimListener::Open(iface_.ifindex);
+    ASSERT_TRUE(l.has_value()) << l.error().message();
+    listener.emplace(std::move(*l));
+  });
+  ASSERT_TRUE(listener.has_value());
+  ASSERT_EQ(b_->Ip("addr add 2001:db8::60/128 dev b0 nodad"), 0);
+  InNetns(*b_, [&] {
+    AnnouncerImpl announcer(clock_);
+    Interface b{static_cast<int>(::if_nametoindex("b0")), b_mac_};
+    ASSERT_TRUE(announcer.Announce(b, Ip("192.0.2.60")).has_value());
+    ASSERT_TRUE(announcer.Announce(b, Ip("2001:db8::60")).has_value());
+  });
+  std::vector<Claim> seen;
+  const auto deadline = clock_.Now() + std::chrono::seconds(2);
+  auto has = [&](const char* ip) {
+    return std::any_of(seen.begin(), seen.end(),
+                       [&](const Claim& c) { return c.address == Ip(ip) && c.mac == b_mac_; });
+  };
+  while (clock_.Now() < deadline && !(has("192.0.2.60") && has("2001:db8::60"))) {
+    auto claims = listener->Poll(clock_, deadline);
+    ASSERT_TRUE(claims.has_value()) << claims.error().message();
+    seen.insert(seen.end(), claims->begin(), claims->end());
+  }
+  EXPECT_TRUE(has("192.0.2.60"));
+  EXPECT_TRUE(has("2001:db8::60"));
+  for (const auto& c : seen) EXPECT_NE(c.mac, iface_.mac);  // never our own transmissions
 }
 
 TEST_F(PacketNetnsTest, ReceiverTimesOutWithoutTraffic) {

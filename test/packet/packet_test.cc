@@ -9,6 +9,7 @@
 
 #include "packet/announcer.h"
 #include "packet/arp.h"
+#include "packet/claims.h"
 #include "packet/mac.h"
 #include "packet/ndp.h"
 
@@ -241,6 +242,102 @@ TEST(FakeAnnouncer, RecordsAndAnswers) {
   fa.FailNext(Error(ErrorCode::kPermission, "no CAP_NET_RAW"));
   EXPECT_FALSE(fa.Announce(eth, Ip("192.0.2.10")).has_value());
   EXPECT_EQ(fa.sent().size(), 1u);
+}
+
+TEST(FakeAnnouncer, ProbeIgnoresKnownMacs) {
+  FakeAnnouncer fa;
+  Interface eth{2, Mac("02:00:00:00:00:01")};
+  fa.SetOwner(Ip("192.0.2.10"), Mac("02:00:00:00:00:99"));
+  ProbeOptions o;
+  o.ignore = {Mac("02:00:00:00:00:99")};
+  auto owner = fa.Probe(eth, Ip("192.0.2.10"), o);
+  ASSERT_TRUE(owner.has_value());
+  EXPECT_FALSE(owner->has_value());
+  EXPECT_EQ(fa.probes().size(), 1u);
+}
+
+// --- What a received packet claims (RFC 5227 §2.1.1 / §2.4, RFC 4862 §5.4.3) -----------------
+
+const MacAddress kOwn = Mac("02:00:00:00:00:01");
+const MacAddress kMember = Mac("02:00:00:00:00:02");
+const MacAddress kOther = Mac("02:00:00:00:00:99");
+
+struct ArpClaimCase {
+  std::string name;
+  ArpPacket packet;
+  std::optional<MacAddress> probe_answer;  // while probing 192.0.2.10, ignoring kOwn + kMember
+  std::optional<std::string> claim;        // the address claimed while holding, if any
+};
+
+class ArpClaims : public ::testing::TestWithParam<ArpClaimCase> {};
+
+TEST_P(ArpClaims, Classify) {
+  const auto& c = GetParam();
+  const std::vector<MacAddress> ignore = {kOwn, kMember};
+  EXPECT_EQ(ProbeAnswerArp(c.packet, Ip("192.0.2.10"), ignore), c.probe_answer);
+  auto claim = ClaimInArp(c.packet);
+  ASSERT_EQ(claim.has_value(), c.claim.has_value());
+  if (claim) {
+    EXPECT_EQ(claim->address, Ip(c.claim->c_str()));
+    EXPECT_EQ(claim->mac, c.packet.sender_mac);
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Table, ArpClaims,
+    ::testing::Values(
+        ArpClaimCase{"ReplyFromOwner",
+                     {kArpReply, kOther, Ip("192.0.2.10"), kOwn, Ip("0.0.0.0")},
+                     kOther,
+                     "192.0.2.10"},
+        ArpClaimCase{"GratuitousFromOwner", *GratuitousArpRequest(kOther, Ip("192.0.2.10")), kOther,
+                     "192.0.2.10"},
+        ArpClaimCase{"RequestFromOwnerForSomeoneElse",
+                     {kArpRequest, kOther, Ip("192.0.2.10"), MacAddress(), Ip("192.0.2.1")},
+                     kOther,
+                     "192.0.2.10"},
+        ArpClaimCase{"SimultaneousProbe", *ArpProbe(kOther, Ip("192.0.2.10")), kOther,
+                     std::nullopt},
+        ArpClaimCase{"ProbeForAnotherAddress", *ArpProbe(kOther, Ip("192.0.2.11")), std::nullopt,
+                     std::nullopt},
+        ArpClaimCase{"MemberAnswers",
+                     {kArpReply, kMember, Ip("192.0.2.10"), kOwn, Ip("0.0.0.0")},
+                     std::nullopt,
+                     "192.0.2.10"},
+        ArpClaimCase{"OurOwnProbe", *ArpProbe(kOwn, Ip("192.0.2.10")), std::nullopt, std::nullopt},
+        ArpClaimCase{"UnrelatedRequest",
+                     {kArpRequest, kOther, Ip("192.0.2.7"), MacAddress(), Ip("192.0.2.1")},
+                     std::nullopt,
+                     "192.0.2.7"}),
+    [](const auto& p) { return p.param.name; });
+
+TEST(NdpClaims, Classify) {
+  const std::vector<MacAddress> ignore = {kOwn, kMember};
+  const auto target = Ip("2001:db8::10");
+  NdpMessage na_other = *UnsolicitedNa(kOther, target);
+  NdpMessage na_member = *UnsolicitedNa(kMember, target);
+  NdpMessage dad_other = *DadSolicitation(target);
+  NeighborSolicitation ns_from_vip = std::get<NeighborSolicitation>(dad_other);
+  ns_from_vip.source = target;
+  ns_from_vip.destination = SolicitedNodeAddress(Ip("2001:db8::1"));
+  ns_from_vip.target = Ip("2001:db8::1");
+  ns_from_vip.source_lladdr = kOther;
+  NdpMessage ns_used{ns_from_vip};
+  NeighborAdvertisement bad_hop = std::get<NeighborAdvertisement>(na_other);
+  bad_hop.hop_limit = 64;
+
+  // While probing.
+  EXPECT_EQ(ProbeAnswerNdp(na_other, kOther, target, ignore), kOther);
+  EXPECT_EQ(ProbeAnswerNdp(na_member, kMember, target, ignore), std::nullopt);
+  EXPECT_EQ(ProbeAnswerNdp(dad_other, kOther, target, ignore), kOther);  // simultaneous DAD
+  EXPECT_EQ(ProbeAnswerNdp(dad_other, kOwn, target, ignore), std::nullopt);
+  EXPECT_EQ(ProbeAnswerNdp(na_other, kOther, Ip("2001:db8::11"), ignore), std::nullopt);
+  EXPECT_EQ(ProbeAnswerNdp(NdpMessage{bad_hop}, kOther, target, ignore), std::nullopt);
+  // While holding.
+  EXPECT_EQ(ClaimInNdp(na_other, kOther), (Claim{target, kOther}));
+  EXPECT_EQ(ClaimInNdp(ns_used, kOther), (Claim{target, kOther}));
+  EXPECT_EQ(ClaimInNdp(dad_other, kOther), std::nullopt);
+  EXPECT_EQ(ClaimInNdp(NdpMessage{bad_hop}, kOther), std::nullopt);
 }
 
 }  // namespace

@@ -1,0 +1,129 @@
+// Duplicate-address detection in the agent, pure parts (issue 8; RFC 5227, RFC 4862 DAD):
+//
+//  - ProbeGate decides, per pass, which local addresses wait for a probe before they are added:
+//    an address this node won and is about to hold for the FIRST time (DesiredAddress::
+//    first_announcement: no node is recorded as announcing it) is withheld until a probe of the
+//    segment finished; one answered by a foreign MAC stays withheld (and is reported once) and is
+//    probed again every `conflict_recheck`. Takeovers (a recorded announcer) are never probed: the
+//    probe time would add to failover, and the dead holder's kernel still answers anyway.
+//    A probe that fails to run (no CAP_NET_RAW, interface gone) lets the address through (fail
+//    open, logged by the caller): losing every announcement to a local error would be worse.
+//  - ClaimTracker decides which packets seen while HOLDING addresses are foreign claims worth a
+//    report: sender = an address we announce, MAC = none of the cluster's nodes; one report per
+//    (address, MAC) per `report_interval`, and at most one defending announcement per address per
+//    `defend_interval` (RFC 5227 §2.4 (b): keep the address, broadcast one announcement).
+//
+// Not thread-safe (the agent loop owns both); no clock reads (times are passed in).
+#pragma once
+
+#include <cstddef>
+#include <map>
+#include <optional>
+#include <set>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "common/clock.h"
+#include "net/ip.h"
+#include "packet/mac.h"
+
+namespace pylon::agent {
+
+struct ProbeTarget {
+  net::IpAddress address;
+  std::string interface;
+  int ifindex = 0;
+  friend bool operator==(const ProbeTarget&, const ProbeTarget&) = default;
+};
+
+struct ProbeResult {
+  ProbeTarget target;
+  std::optional<packet::MacAddress> owner;  // a foreign host answered
+  std::optional<std::string> error;         // the probe could not run
+};
+
+struct FoundConflict {
+  net::IpAddress address;
+  std::string interface;
+  packet::MacAddress mac;
+  friend bool operator==(const FoundConflict&, const FoundConflict&) = default;
+};
+
+struct ProbeGateOptions {
+  Duration conflict_recheck = std::chrono::seconds(30);
+};
+
+class ProbeGate {
+ public:
+  explicit ProbeGate(ProbeGateOptions options = {}) : options_(options) {}
+
+  struct Decision {
+    std::vector<ProbeTarget> start;       // probes to start now
+    std::set<net::IpAddress> withhold;    // not added this pass (probing or in conflict)
+    std::vector<FoundConflict> reported;  // conflicts to report now (once per owner)
+    std::vector<net::IpAddress> cleared;  // were in conflict, probed free now (clear reports)
+  };
+  // `candidates`: local addresses this node won and would add now for the first time (see the
+  // file comment). State of addresses that are no longer candidates is dropped, except for a
+  // probe still running.
+  Decision Decide(std::span<const ProbeTarget> candidates, SteadyTime now);
+  // A probe finished (at `now`).
+  void Record(const ProbeResult& result, SteadyTime now);
+
+  // Addresses in conflict now (reported or not).
+  std::vector<FoundConflict> Conflicts() const;
+  // The earliest recheck of a conflicted address, if any.
+  std::optional<SteadyTime> NextWakeup() const;
+
+ private:
+  enum class Phase { kProbing, kFree, kConflict };
+  struct State {
+    Phase phase = Phase::kProbing;
+    ProbeTarget target;
+    packet::MacAddress owner;
+    SteadyTime since{};
+    bool reported = false;
+    bool was_conflict = false;  // a conflict preceded this probe / free result
+  };
+  ProbeGateOptions options_;
+  std::map<net::IpAddress, State> states_;
+};
+
+struct ClaimOptions {
+  Duration report_interval = std::chrono::seconds(60);
+  Duration defend_interval = std::chrono::seconds(10);  // RFC 5227 DEFEND_INTERVAL
+  // How long a claim counts in ActiveCount() after it was last seen.
+  Duration active_for = std::chrono::minutes(5);
+};
+
+// A packet seen on `ifindex` showing `mac` using `address`.
+struct SeenClaim {
+  net::IpAddress address;
+  packet::MacAddress mac;
+  int ifindex = 0;
+};
+
+class ClaimTracker {
+ public:
+  explicit ClaimTracker(ClaimOptions options = {}) : options_(options) {}
+
+  struct Decision {
+    std::vector<SeenClaim> report;       // foreign claims to report now
+    std::vector<net::IpAddress> defend;  // addresses to re-announce once now
+  };
+  // `held`: the local addresses this node announces; `known`: MACs of the cluster's nodes
+  // (lower case). Claims of other addresses or from known MACs are ignored.
+  Decision Observe(std::span<const SeenClaim> claims, const std::set<net::IpAddress>& held,
+                   const std::set<std::string>& known, SteadyTime now);
+  // Distinct addresses with a foreign claim seen within `active_for` of `now`.
+  std::size_t ActiveCount(SteadyTime now) const;
+
+ private:
+  ClaimOptions options_;
+  std::map<std::pair<net::IpAddress, packet::MacAddress>, SteadyTime> last_report_;
+  std::map<net::IpAddress, SteadyTime> last_defend_;
+  std::map<net::IpAddress, SteadyTime> last_seen_;
+};
+
+}  // namespace pylon::agent

@@ -1,0 +1,74 @@
+#include "election/macs_annotation.h"
+
+#include <algorithm>
+#include <cctype>
+
+namespace pylon::election {
+
+namespace {
+
+bool ValidMac(std::string_view m) {
+  if (m.size() != 17) return false;
+  for (std::size_t i = 0; i < m.size(); ++i) {
+    if (i % 3 == 2) {
+      if (m[i] != ':') return false;
+    } else if (!std::isxdigit(static_cast<unsigned char>(m[i]))) {
+      return false;
+    }
+  }
+  return true;
+}
+
+std::string Lower(std::string_view s) {
+  std::string out(s);
+  for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return out;
+}
+
+std::string_view Trim(std::string_view s) {
+  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
+  while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) s.remove_suffix(1);
+  return s;
+}
+
+}  // namespace
+
+MacsParse ParseMacsAnnotation(std::string_view value) {
+  MacsParse out;
+  std::size_t n = 0;
+  while (true) {
+    const auto comma = value.find(',');
+    std::string_view entry = Trim(value.substr(0, comma));
+    ++n;
+    if (!entry.empty()) {
+      if (!ValidMac(entry)) {
+        out.issues.push_back("entry " + std::to_string(n) + " \"" + std::string(entry) +
+                             "\": not a MAC address");
+      } else if (out.macs.size() >= kMaxAnnotationMacs) {
+        out.issues.push_back("entry " + std::to_string(n) + ": more than " +
+                             std::to_string(kMaxAnnotationMacs) + " MACs, ignored");
+      } else {
+        out.macs.push_back(Lower(entry));
+      }
+    }
+    if (comma == std::string_view::npos) break;
+    value.remove_prefix(comma + 1);
+  }
+  std::sort(out.macs.begin(), out.macs.end());
+  out.macs.erase(std::unique(out.macs.begin(), out.macs.end()), out.macs.end());
+  return out;
+}
+
+std::string FormatMacsAnnotation(std::span<const std::string> macs) {
+  std::vector<std::string> v;
+  for (const auto& m : macs) {
+    if (ValidMac(m)) v.push_back(Lower(m));
+  }
+  std::sort(v.begin(), v.end());
+  v.erase(std::unique(v.begin(), v.end()), v.end());
+  std::string out;
+  for (const auto& m : v) out += (out.empty() ? "" : ",") + m;
+  return out;
+}
+
+}  // namespace pylon::election

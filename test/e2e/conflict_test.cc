@@ -1,0 +1,144 @@
+// Issue 8: a foreign host on the lab LAN owns addresses of the pool (configured on the client
+// namespace's eth0, which answers ARP and DAD for them like any host would). Pylon must refuse
+// them with a clear error: a Service that did not ask for a specific address gets another one
+// that the client reaches; a Service that requested one is refused and gets nothing else.
+#include <string>
+#include <vector>
+
+#include "e2e_lab.h"
+
+namespace pylon::e2e {
+namespace {
+
+constexpr const char* kForeignV4 = "192.0.2.225";           // the first address the pool hands out
+constexpr const char* kForeignV6 = "2001:db8:1:0:8000::4";  // likewise for IPv6
+constexpr const char* kForeignRequested = "192.0.2.229";
+
+class ConflictTest : public LabTest {
+ protected:
+  // The client (not a cluster node) takes the addresses, as a misconfigured host would.
+  void Foreign(const std::string& prefix) {
+    std::vector<std::string> argv = {"ip", "addr", "add", prefix, "dev", "eth0"};
+    if (prefix.find(':') != std::string::npos) argv.push_back("nodad");
+    auto s = lab::RunCommandChecked(argv, lab().topology().ClientNetns());
+    ASSERT_TRUE(s) << s.error().message();
+  }
+
+  // Events of one Service with one reason (messages).
+  std::vector<std::string> Events(const std::string& service, const std::string& reason) {
+    std::vector<std::string> out;
+    Json list = GetJson({"get", "events", "-n", "default"});
+    if (!list.contains("items") || !list["items"].is_array()) return out;
+    for (const auto& e : list["items"]) {
+      try {
+        if (e.at("involvedObject").at("name") == service && e.at("reason") == reason) {
+          out.push_back(e.at("message").get<std::string>());
+        }
+      } catch (const std::exception&) {
+      }
+    }
+    return out;
+  }
+  static bool AnyContains(const std::vector<std::string>& v, const std::vector<std::string>& all) {
+    for (const auto& s : v) {
+      bool ok = true;
+      for (const auto& part : all) ok = ok && s.find(part) != std::string::npos;
+      if (ok) return true;
+    }
+    return false;
+  }
+  // The ServiceGroup's status.conflicts entries for `address` ("<action>" each).
+  std::vector<std::string> GroupConflicts(const std::string& address) {
+    std::vector<std::string> out;
+    Json sg = GetJson({"get", "servicegroups.purelb.io", "-n", "purelb-system", "localdual"});
+    try {
+      for (const auto& c : sg.at("status").at("conflicts")) {
+        if (c.at("address") == address) out.push_back(c.at("action").get<std::string>());
+      }
+    } catch (const std::exception&) {
+    }
+    return out;
+  }
+  std::string Condition(const Json& svc, std::string* message) {
+    try {
+      for (const auto& c : svc.at("status").at("conditions")) {
+        if (c.at("type") == "purelb.io/AddressAllocated") {
+          *message = c.value("message", "");
+          return c.at("status").get<std::string>() + "/" + c.at("reason").get<std::string>();
+        }
+      }
+    } catch (const std::exception&) {
+    }
+    return "";
+  }
+};
+
+TEST_F(ConflictTest, ForeignOwnerIsRefusedAndAnotherAddressAllocated) {
+  Foreign(std::string(kForeignV4) + "/24");
+  Foreign(std::string(kForeignV6) + "/128");
+  Foreign(std::string(kForeignRequested) + "/24");
+  const std::string client_mac = [&] {
+    auto m = lab::InterfaceMacIn(lab().topology().ClientNetns(), "eth0");
+    return m ? m->ToString() : std::string("?");
+  }();
+  Apply(kLocalDual);
+
+  // 1. No specific address asked: the first addresses of the pool are the foreign host's.
+  Apply(ServiceYaml("web", "    purelb.io/service-group: localdual\n", kDualSpec));
+  std::vector<std::string> ips;
+  ASSERT_TRUE(Eventually(
+      [&] {
+        ips = IngressIps(Service("web"));
+        return ips.size() == 2 && ips[0] != kForeignV4 && ips[1] != kForeignV6;
+      },
+      Ms(40000)))
+      << "web still shows " << ::testing::PrintToString(ips);
+  // The probe's verdict, on the Service: an event naming the address, the foreign MAC and the
+  // interface, and the annotation the allocator acted on.
+  EXPECT_TRUE(Eventually([&] {
+    return AnyContains(Events("web", "AddressConflict"), {kForeignV4, client_mac, "eth0"});
+  })) << ::testing::PrintToString(Events("web", "AddressConflict"));
+  const std::string ann = Annotation(Service("web"), "conflict.purelb.io/ipv4-192-0-2-225");
+  EXPECT_NE(ann.find(kForeignV4), std::string::npos) << ann;
+  EXPECT_NE(ann.find(client_mac), std::string::npos) << ann;
+  EXPECT_TRUE(Eventually([&] {
+    return GroupConflicts(kForeignV4) == std::vector<std::string>{"Reallocated"};
+  })) << GetJson({"get", "servicegroups.purelb.io", "-n", "purelb-system", "localdual"}).dump();
+  // Nobody in the cluster took the foreign addresses; the new ones work.
+  EXPECT_TRUE(NodesWith("eth0", kForeignV4).empty());
+  EXPECT_TRUE(NodesWith("eth0", kForeignV6).empty());
+  for (const auto& ip : ips) {
+    EXPECT_TRUE(EventuallyReachable(ip)) << ip;
+    EXPECT_TRUE(Eventually([&] { return NodesWith("eth0", ip).size() == 1; })) << ip;
+  }
+
+  // 2. A Service that asked for a foreign-owned address: refused, nothing else allocated.
+  Apply(ServiceYaml("req",
+                    "    purelb.io/service-group: localdual\n    purelb.io/addresses: " +
+                        std::string(kForeignRequested) + "\n",
+                    ""));
+  std::string message, cond;
+  ASSERT_TRUE(Eventually(
+      [&] {
+        cond = Condition(Service("req"), &message);
+        return cond == "False/AddressConflict";
+      },
+      Ms(40000)))
+      << cond << " " << message;
+  EXPECT_NE(message.find("requested address " + std::string(kForeignRequested) +
+                         " is in use on the network by another host (MAC " + client_mac),
+            std::string::npos)
+      << message;
+  EXPECT_TRUE(Eventually([&] { return IngressIps(Service("req")).empty(); }));
+  EXPECT_TRUE(Eventually([&] {
+    return AnyContains(Events("req", "AllocationFailed"), {kForeignRequested, client_mac});
+  })) << ::testing::PrintToString(Events("req", "AllocationFailed"));
+  EXPECT_TRUE(Eventually(
+      [&] { return GroupConflicts(kForeignRequested) == std::vector<std::string>{"Refused"}; }));
+  EXPECT_TRUE(NodesWith("eth0", kForeignRequested).empty());
+  // The allocation of web was not disturbed.
+  EXPECT_EQ(IngressIps(Service("web")), ips);
+}
+
+}  // namespace
+}  // namespace pylon::e2e
