@@ -95,12 +95,12 @@ TEST(AllocatorRestart, TwoReplicasLeaderElection) {
   const int follow = lead == ra ? rb : ra;
   // Only the leader writes. The leader logs "status written" after the API server has answered,
   // so the test may see the ingress a moment before the line reaches the log file.
-  EXPECT_TRUE(Eventually(
-      [&] { return c.AllocatorLog(lead).find("status written") != std::string::npos; }))
-      << c.AllocatorLog(lead);
-  EXPECT_TRUE(Eventually(
-      [&] { return c.AllocatorLog(follow).find("informers synced") != std::string::npos; }))
-      << c.AllocatorLog(follow);
+  EXPECT_TRUE(Eventually([&] {
+    return c.AllocatorLog(lead).find("status written") != std::string::npos;
+  })) << c.AllocatorLog(lead);
+  EXPECT_TRUE(Eventually([&] {
+    return c.AllocatorLog(follow).find("informers synced") != std::string::npos;
+  })) << c.AllocatorLog(follow);
   EXPECT_EQ(c.AllocatorLog(follow).find("status written"), std::string::npos);
   EXPECT_EQ(c.AllocatorLog(follow).find("became leader"), std::string::npos);
 

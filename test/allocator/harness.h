@@ -169,12 +169,15 @@ class Cluster {
   int StartAllocator(const std::string& identity, std::vector<std::string> extra = {}) {
     Replica r;
     r.log = dir_ + "/allocator-" + identity + "-" + std::to_string(++starts_) + ".log";
-    std::vector<std::string> argv = {
-        PylonBinary(),      "allocator",     "--kubeconfig",     kubeconfig_,
-        "--namespace",      "purelb-system", "--metrics-addr",   "127.0.0.1:0",
-        "--identity",       identity,        "--lease-duration", kLeaseDuration,
-        "--renew-deadline", "3s",            "--retry-period",   "250ms",
-        "--log-level",      "debug"};
+    std::vector<std::string> argv = {PylonBinary(),      "allocator",
+                                     "--kubeconfig",     kubeconfig_,
+                                     "--namespace",      "purelb-system",
+                                     "--metrics-addr",   "127.0.0.1:0",
+                                     "--identity",       identity,
+                                     "--lease-duration", kLeaseDuration,
+                                     "--renew-deadline", "3s",
+                                     "--retry-period",   "250ms",
+                                     "--log-level",      "debug"};
     for (auto& e : extra) argv.push_back(e);
     auto p = lab::Process::Spawn({argv, "", r.log, {}, true});
     if (!p) {

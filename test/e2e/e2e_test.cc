@@ -67,8 +67,9 @@ TEST_F(LabTest, ServiceGroupDualStackReachableOverBothFamilies) {
       announcer = Announcer(Service("web"), IsV6(ip));
       answer = Probe(ip).body;
       return !holder.empty() && holder == announcer && answer == holder;
-    })) << ip << ": held by '" << holder << "', annotation '" << announcer << "', answered by '"
-        << answer << "'";
+    })) << ip
+        << ": held by '" << holder << "', annotation '" << announcer << "', answered by '" << answer
+        << "'";
   }
 }
 

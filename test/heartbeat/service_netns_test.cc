@@ -190,8 +190,8 @@ TEST_F(NetnsHeartbeat, StopLinkDownAndWrongKey) {
            bad_before + 10;
   }));
   EXPECT_TRUE(OthersSee(victim, PeerState::kDead));
-  EXPECT_TRUE(WaitFor(
-      [&] { return StateOf(observer, topo_->nodes()[1].name) == PeerState::kAlive; }));
+  EXPECT_TRUE(
+      WaitFor([&] { return StateOf(observer, topo_->nodes()[1].name) == PeerState::kAlive; }));
   // The wrong-key node hears nobody either: its peers stay never_heard (the lease decides).
   EXPECT_EQ(StateOf(victim, observer), PeerState::kNeverHeard);
 }
