@@ -161,19 +161,24 @@ Status Informer::WatchLoop() {
       continue;  // clean close: re-watch from the last RV, no relist
     }
     if (IsResourceVersionUnavailable(st.error())) {
+      // As client-go: the next list is a consistent read (RV unset). Listing again at the RV
+      // the watch refused can loop: kube-apiserver's watch cache may serve a list at an RV
+      // older than the oldest its watch accepts ("too old resource version: 228 (229)").
       std::lock_guard<std::mutex> lock(mu_);
       ++stats_.expired;
+      rv_unavailable_ = true;
       log::Info("informer: watch resource version unavailable, relisting",
                 {{"resource", opts_.resource.plural}, {"error", st.error().message()}});
-      return Ok();  // relist from the last seen RV (after the usual backoff)
+      return Ok();  // consistent relist (after the usual backoff)
     }
     switch (st.error().code()) {
       case ErrorCode::kGone: {
         std::lock_guard<std::mutex> lock(mu_);
         ++stats_.expired;
+        rv_unavailable_ = true;
         log::Info("informer: watch expired, relisting",
                   {{"resource", opts_.resource.plural}, {"rv", last_rv_}});
-        return Ok();  // relist from the last seen RV (after the usual backoff)
+        return Ok();  // consistent relist (after the usual backoff)
       }
       case ErrorCode::kUnavailable:
         if (events == 0) {

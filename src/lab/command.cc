@@ -427,6 +427,7 @@ int Failover(const Flags& f) {
   LabConfig cfg;
   cfg.name = f.Get("name", "failover");
   cfg.binary = f.Get("binary");
+  cfg.k8s_bin_dir = f.Get("k8s-bin-dir");
   // The valid lifetime of the addresses the agents add (default: the lease duration).
   const std::string lifetime = f.Get("address-lifetime", cfg.lease_duration);
   const long long lifetime_ms = ParseMs(lifetime);
@@ -650,6 +651,7 @@ int Timing(const Flags& f) {
   LabConfig cfg;
   cfg.name = f.Get("name", "timing");
   cfg.binary = f.Get("binary");
+  cfg.k8s_bin_dir = f.Get("k8s-bin-dir");
   Lab lab(cfg);
   if (auto s = SetUpMeasureLab(lab); !s) {
     Say("lab up failed: " + s.error().message());
@@ -750,11 +752,12 @@ int Timing(const Flags& f) {
   return 0;
 }
 
-// The LabConfig of `up` and `demo`: --name, --binary and --nodes (within [min_nodes, max_nodes]).
+// The LabConfig of `up` and `demo`: --name, --binary, --k8s-bin-dir and --nodes (within [min_nodes, max_nodes]).
 Result<LabConfig> ConfigFromFlags(const Flags& f, int min_nodes, int max_nodes) {
   LabConfig cfg;
   cfg.name = f.Get("name", "demo");
   cfg.binary = f.Get("binary");
+  cfg.k8s_bin_dir = f.Get("k8s-bin-dir");
   auto nodes = IntFlag(f, "nodes", 3, min_nodes, max_nodes);
   if (!nodes) return Fail(nodes.error());
   cfg.nodes = *nodes;
@@ -770,7 +773,7 @@ int Demo(const Flags& f) {
   const LabConfig& cfg = *parsed;
   Lab lab(cfg);
   Step("Bringing up lab \"" + cfg.name + "\": " + std::to_string(cfg.nodes) +
-       " nodes and a client on a bridge, pylon apiserver, allocator and one agent per node");
+       " nodes and a client on a bridge, etcd + kube-apiserver, allocator and one agent per node");
   if (auto s = lab.Up(); !s) {
     Say("lab up failed: " + s.error().message());
     return 1;
@@ -909,6 +912,7 @@ int Up(const Flags& f) {
   lab.Detach();
   Say("lab \"" + cfg.name + "\" is up; logs in " + lab.config().dir);
   Say("export KUBECONFIG=" + lab.Kubeconfig());
+  Say("kubectl of the server's release:  " + lab.KubectlBinary());
   Say("run a command on a node:  ip netns exec " + lab.topology().nodes()[0].netns + " ip addr");
   Say("from the client:          ip netns exec " + lab.topology().ClientNetns() + " curl ...");
   Say("remove it:                pylon lab down --name " + cfg.name);
@@ -984,8 +988,9 @@ void Usage() {
       "                                      ARP / NS (agents' --address-lifetime, e.g. 3s)\n"
       "  timing   [--name timing] [--runs 5]  Service create -> reachable, delete -> withdrawn\n"
       "  serve    --port 80 --text NAME      (inside a node) answer HTTP with NAME\n\n"
-      "  up, demo, failover and timing take --binary PATH: the pylon binary whose apiserver,\n"
-      "  allocator and agent the lab runs (default: this one)\n");
+      "  up, demo, failover and timing take --binary PATH: the pylon binary whose allocator\n"
+      "  and agent the lab runs (default: this one), and --k8s-bin-dir DIR: where etcd,\n"
+      "  kube-apiserver and kubectl are (default: $PYLON_K8S_BIN_DIR, else the build's)\n");
 }
 
 }  // namespace

@@ -19,23 +19,38 @@ namespace {
 
 namespace fs = std::filesystem;
 
-bool WaitForFile(const std::string& path, std::chrono::milliseconds timeout) {
+// Waits for `path` to exist (a socket, say).
+bool WaitForPath(const std::string& path, std::chrono::milliseconds timeout) {
   auto deadline = std::chrono::steady_clock::now() + timeout;
   while (std::chrono::steady_clock::now() < deadline) {
     std::error_code ec;
-    if (fs::exists(path, ec) && fs::file_size(path, ec) > 0) return true;
+    if (fs::exists(path, ec)) return true;
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
   return false;
 }
 
+LabConfig WithDefaults(LabConfig c) {
+  if (c.dir.empty()) c.dir = "/tmp/pylon-lab/" + c.name;
+  if (c.binary.empty()) c.binary = SelfExe();
+  if (c.deploy_dir.empty()) c.deploy_dir = std::string(PYLON_SOURCE_DIR) + "/deploy";
+  if (c.k8s_bin_dir.empty()) c.k8s_bin_dir = K8sBinDir();
+  return c;
+}
+
+ControlPlaneConfig ControlPlaneFor(const LabConfig& c) {
+  ControlPlaneConfig out;
+  out.dir = c.dir;
+  out.bin_dir = c.k8s_bin_dir;
+  return out;
+}
+
 }  // namespace
 
-Lab::Lab(LabConfig config) : config_(std::move(config)), topology_(config_.name, config_.nodes) {
-  if (config_.dir.empty()) config_.dir = "/tmp/pylon-lab/" + config_.name;
-  if (config_.binary.empty()) config_.binary = SelfExe();
-  if (config_.crds_dir.empty()) config_.crds_dir = std::string(PYLON_SOURCE_DIR) + "/deploy/crds";
-}
+Lab::Lab(LabConfig config)
+    : config_(WithDefaults(std::move(config))),
+      topology_(config_.name, config_.nodes),
+      control_plane_(ControlPlaneFor(config_)) {}
 
 Lab::~Lab() {
   if (!detached_) (void)Down();
@@ -44,6 +59,7 @@ Lab::~Lab() {
 void Lab::Detach() {
   detached_ = true;
   for (auto& [k, p] : procs_) p.Detach();
+  control_plane_.Detach();
 }
 
 Status Lab::Spawn(const std::string& key, SpawnOptions opts) {
@@ -60,6 +76,7 @@ Status Lab::WriteState() const {
   st["nodes"] = config_.nodes;
   st["kubeconfig"] = Kubeconfig();
   for (const auto& [k, p] : procs_) st["pids"][k] = p.pid();
+  for (const auto& [k, pid] : control_plane_.Pids()) st["pids"][k] = pid;
   std::ofstream out(Path("state.json"));
   out << st.dump(2) << "\n";
   if (!out) return Fail(ErrorCode::kSystem, "cannot write " + Path("state.json"));
@@ -78,50 +95,82 @@ std::map<std::string, int> Lab::Pids() const {
   return out;
 }
 
-Status Lab::StartApiserver() {
-  SpawnOptions o;
-  o.argv = {config_.binary,
-            "apiserver",
-            "--listen",
-            "127.0.0.1:0",
-            "--kubeconfig-out",
-            Kubeconfig(),
-            "--listen-unix",
-            Path("api.sock"),
-            "--kubeconfig-unix-out",
-            Path("kubeconfig-internal"),
-            "--audit-log",
-            Path("audit.log")};
+Status Lab::StartApiserver() { return control_plane_.StartApiserver(); }
+
+Status Lab::StopApiserver() { return control_plane_.StopApiserver(); }
+
+Status Lab::SignalApiserver(int sig) { return control_plane_.SignalApiserver(sig); }
+
+Status Lab::StartControlPlane() {
+  // A fresh cluster each time: etcd's data of an earlier lab of this name goes.
   std::error_code ec;
-  fs::remove(Kubeconfig(), ec);
-  fs::remove(Path("kubeconfig-internal"), ec);
-  fs::remove(Path("api.sock"), ec);
-  if (auto s = Spawn("apiserver", o); !s) return s;
-  if (!WaitForFile(Kubeconfig(), std::chrono::seconds(15)) ||
-      !WaitForFile(Path("kubeconfig-internal"), std::chrono::seconds(5))) {
-    return Fail(ErrorCode::kUnavailable,
-                "the API server did not start; see " + Path("apiserver.log"));
+  fs::remove_all(Path("etcd"), ec);
+  if (auto s = control_plane_.Start(); !s) return s;
+  if (auto s = WriteState(); !s) return s;
+  // What `kubectl apply -k deploy` installs, but the workloads: the lab runs the allocator and
+  // the agents itself. Default validation, as a user applies them.
+  const std::string& d = config_.deploy_dir;
+  if (auto r = Kubectl({"apply", "-f", d + "/namespace.yaml", "-f", d + "/crds", "-f",
+                        d + "/rbac-allocator.yaml", "-f", d + "/rbac-agent.yaml"});
+      !r) {
+    return Fail(r.error());
+  }
+  if (auto r = Kubectl({"wait", "--for=condition=Established", "--timeout=60s", "crd", "--all"});
+      !r) {
+    return Fail(r.error());
+  }
+  for (const auto& n : topology_.nodes()) {
+    std::string node = "apiVersion: v1\nkind: Node\nmetadata:\n  name: " + n.name +
+                       "\n  labels:\n    kubernetes.io/hostname: " + n.name +
+                       "\n    kubernetes.io/os: linux\n";
+    if (auto s = Apply(node); !s) return s;
+    // Status is a subresource: addresses as a kubelet reports them.
+    const std::string status = R"({"status":{"addresses":[{"type":"InternalIP","address":")" +
+                               n.ipv4 + R"("},{"type":"InternalIP","address":")" + n.ipv6 +
+                               R"("},{"type":"Hostname","address":")" + n.name + R"("}]}})";
+    if (auto r = Kubectl({"patch", "node", n.name, "--subresource=status", "--type=merge", "-p",
+                          status});
+        !r) {
+      return Fail(r.error());
+    }
+  }
+  // The components authenticate as the ServiceAccounts deploy/ creates (TokenRequest API).
+  const std::string node_server = "https://127.0.0.1:" + std::to_string(kNodeApiPort);
+  if (auto s = control_plane_.WriteServiceAccountKubeconfig(Path("kubeconfig-allocator"),
+                                                            "purelb-system", "allocator");
+      !s) {
+    return s;
+  }
+  if (auto s = control_plane_.WriteServiceAccountKubeconfig(Path("kubeconfig-agent"),
+                                                            "purelb-system", "agent", node_server);
+      !s) {
+    return s;
+  }
+  // API forwarders: host unix socket → API server; in every node 127.0.0.1:6443 → the socket.
+  const std::string sock = Path("api.sock");
+  fs::remove(sock, ec);
+  SpawnOptions host;
+  host.argv = {"socat", "UNIX-LISTEN:" + sock + ",fork,unlink-early,mode=600",
+               "TCP:127.0.0.1:" + std::to_string(control_plane_.port())};
+  if (auto s = Spawn("api-forward", host); !s) return s;
+  for (const auto& n : topology_.nodes()) {
+    SpawnOptions o;
+    o.netns = n.netns;
+    o.argv = {"socat",
+              "TCP-LISTEN:" + std::to_string(kNodeApiPort) + ",bind=127.0.0.1,fork,reuseaddr",
+              "UNIX-CONNECT:" + sock};
+    if (auto s = Spawn("api-forward-" + n.name, o); !s) return s;
+  }
+  if (!WaitForPath(sock, std::chrono::seconds(5))) {
+    return Fail(ErrorCode::kUnavailable, "API forwarder did not start; see " +
+                                             Path("api-forward.log"));
   }
   return Ok();
 }
 
-Status Lab::StopApiserver() {
-  auto it = procs_.find("apiserver");
-  if (it == procs_.end()) return Fail(ErrorCode::kNotFound, "no apiserver running");
-  it->second.Stop();
-  procs_.erase(it);
-  return WriteState();
-}
-
-Status Lab::SignalApiserver(int sig) {
-  auto it = procs_.find("apiserver");
-  if (it == procs_.end()) return Fail(ErrorCode::kNotFound, "no apiserver running");
-  return it->second.Signal(sig);
-}
-
 Status Lab::StartAllocator() {
   SpawnOptions o;
-  o.argv = {config_.binary, "allocator",     "--kubeconfig",   Kubeconfig(),
+  o.argv = {config_.binary, "allocator",     "--kubeconfig",   Path("kubeconfig-allocator"),
             "--namespace",  "purelb-system", "--metrics-addr", "127.0.0.1:0"};
   o.argv.insert(o.argv.end(), config_.allocator_args.begin(), config_.allocator_args.end());
   return Spawn("allocator", o);
@@ -143,7 +192,7 @@ Status Lab::StartAgent(const std::string& node) {
   if (!n) return Fail(ErrorCode::kNotFound, "no node " + node + " in lab " + config_.name);
   SpawnOptions o;
   o.netns = n->netns;
-  o.argv = {config_.binary, "agent", "--kubeconfig", Path("kubeconfig-internal"),
+  o.argv = {config_.binary, "agent", "--kubeconfig", Path("kubeconfig-agent"),
             "--node-name",  node,    "--namespace",  "purelb-system"};
   // Nodes of a lab share one filesystem: each agent keeps its record of the addresses it added in
   // the lab directory (the default, /run/pylon/agent-addresses, would be shared by all of them).
@@ -171,10 +220,7 @@ bool Lab::WaitAgentExit(const std::string& node, int timeout_ms) {
 }
 
 Result<std::string> Lab::Kubectl(const std::vector<std::string>& args) const {
-  std::vector<std::string> argv = {"kubectl", "--kubeconfig", Kubeconfig(), "--cache-dir",
-                                   Path("kubectl-cache")};
-  argv.insert(argv.end(), args.begin(), args.end());
-  return RunCommandChecked(argv);
+  return control_plane_.Kubectl(args);
 }
 
 Status Lab::Apply(const std::string& manifest) const {
@@ -184,7 +230,7 @@ Status Lab::Apply(const std::string& manifest) const {
     std::ofstream out(file);
     out << manifest;
   }
-  auto r = Kubectl({"apply", "--validate=false", "-f", file});
+  auto r = Kubectl({"apply", "-f", file});
   if (!r) return Fail(r.error());
   return Ok();
 }
@@ -231,18 +277,7 @@ Status Lab::Up() {
     (void)Down();
     return Fail(e);
   };
-  if (auto s = StartApiserver(); !s) return fail(s.error());
-  if (auto r = Kubectl({"apply", "--validate=false", "-f", config_.crds_dir}); !r) {
-    return fail(r.error());
-  }
-  std::string nodes;
-  for (const auto& n : topology_.nodes()) {
-    nodes += "apiVersion: v1\nkind: Node\nmetadata:\n  name: " + n.name +
-             "\n  labels:\n    kubernetes.io/hostname: " + n.name +
-             "\nstatus:\n  addresses:\n  - type: InternalIP\n    address: " + n.ipv4 +
-             "\n  - type: InternalIP\n    address: " + n.ipv6 + "\n---\n";
-  }
-  if (auto s = Apply(nodes); !s) return fail(s.error());
+  if (auto s = StartControlPlane(); !s) return fail(s.error());
   for (const auto& n : topology_.nodes()) {
     SpawnOptions o;
     o.netns = n.netns;
@@ -264,6 +299,7 @@ Status Lab::Down() {
   // Processes this object started, then any recorded by another `pylon lab` process.
   for (auto& [k, p] : procs_) p.Stop(std::chrono::milliseconds(2000));
   procs_.clear();
+  control_plane_.Stop();
   for (const auto& [k, pid] : Pids()) {
     if (pid > 0 && kill(pid, 0) == 0) {
       Process p = Process::Adopt(pid);
@@ -274,6 +310,7 @@ Status Lab::Down() {
   std::error_code ec;
   fs::remove(Path("api.sock"), ec);
   fs::remove(Path("state.json"), ec);
+  fs::remove_all(Path("etcd"), ec);
   return s;
 }
 

@@ -1,6 +1,12 @@
-// A whole cluster on one machine: the lab network (topology.h), `pylon apiserver`, the allocator
-// and one agent per node as real processes, and a small HTTP responder in every node that answers
-// with the node's name. Everything a lab writes lives in its directory (logs, kubeconfigs, state).
+// A whole cluster on one machine: the lab network (topology.h), a real control plane (etcd and
+// kube-apiserver, control_plane.h), the allocator and one agent per node as real processes, and a
+// small HTTP responder in every node that answers with the node's name. Everything a lab writes
+// lives in its directory (logs, kubeconfigs, certificates, etcd's data, state).
+//
+// The API server listens on the host's loopback. Each node reaches it at https://127.0.0.1:6443
+// inside its own namespace, as nodes reach a local API proxy on many clusters: a socat in the node
+// forwards to a unix socket in the lab directory (unix sockets reach across network namespaces),
+// and a socat on the host forwards that socket to the API server.
 #pragma once
 
 #include <map>
@@ -8,6 +14,7 @@
 #include <vector>
 
 #include "common/result.h"
+#include "lab/control_plane.h"
 #include "lab/process.h"
 #include "lab/topology.h"
 
@@ -18,7 +25,8 @@ struct LabConfig {
   int nodes = 3;
   std::string dir;       // default /tmp/pylon-lab/<name>
   std::string binary;    // the pylon binary; default this executable
-  std::string crds_dir;  // default <source>/deploy/crds
+  std::string deploy_dir;  // default <source>/deploy: its namespace, CRDs and RBAC are applied
+  std::string k8s_bin_dir;  // default K8sBinDir()
   // Election timing handed to the agents (PURELB_* environment variables).
   std::string lease_duration = "3s";
   std::string renew_deadline = "2s";
@@ -49,12 +57,17 @@ class Lab {
   const LabConfig& config() const { return config_; }
   const Topology& topology() const { return topology_; }
   std::string Path(const std::string& file) const { return config_.dir + "/" + file; }
-  // kubeconfig for kubectl on the host (TCP on loopback).
+  // The admin's kubeconfig for kubectl on the host (TCP on loopback).
   std::string Kubeconfig() const { return Path("kubeconfig"); }
+  // kubectl of the control plane's release.
+  std::string KubectlBinary() const { return control_plane_.KubectlBinary(); }
+  ControlPlane& control_plane() { return control_plane_; }
+  // The port every node reaches the API server on, at 127.0.0.1 in its namespace.
+  static constexpr int kNodeApiPort = 6443;
 
   // Runs kubectl against the lab's API server; returns its output or an error with the output.
   Result<std::string> Kubectl(const std::vector<std::string>& args) const;
-  // Applies a manifest given as text.
+  // Applies a manifest given as text (kubectl apply, default validation).
   Status Apply(const std::string& manifest) const;
 
   Status StartAgent(const std::string& node);
@@ -63,6 +76,7 @@ class Lab {
   bool WaitAgentExit(const std::string& node, int timeout_ms);
   Status StartAllocator();
   Status StopAllocator();
+  // The API server alone (etcd keeps its data): a restart.
   Status StartApiserver();
   Status StopApiserver();
   // Signals the API server process, e.g. SIGSTOP / SIGCONT: an API server that hangs (connections
@@ -74,11 +88,15 @@ class Lab {
 
  private:
   Status WriteState() const;
+  // Control plane, the lab's namespace/CRDs/RBAC from deploy/, Node objects, the ServiceAccount
+  // kubeconfigs of the allocator and the agents, the API forwarders into every node.
+  Status StartControlPlane();
   // Writes heartbeat.key and adds the flag to agent_args if the agent supports it.
   Status SetUpHeartbeat();
   Status Spawn(const std::string& key, SpawnOptions opts);
   LabConfig config_;
   Topology topology_;
+  ControlPlane control_plane_;
   std::map<std::string, Process> procs_;
   bool detached_ = false;
 };

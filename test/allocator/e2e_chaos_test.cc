@@ -49,7 +49,7 @@ json MakeService(int i, std::mt19937& rng) {
 }
 
 TEST(AllocatorChaos, FaultsAndRandomEditsConverge) {
-  Cluster c("chaos", {"--history", "2000"});
+  Cluster c("chaos", ClusterOptions::WithFaultProxy());
   for (const auto& [name, v4a, v4b, v6] :
        std::vector<std::tuple<std::string, std::string, std::string, std::string>>{
            {"chaos", "198.18.4.0/24", "198.18.5.0/24", "2001:db8:c4::/120"},

@@ -1,4 +1,4 @@
-// Restart safety and leader election of `pylon allocator` against `pylon apiserver`:
+// Restart safety and leader election of `pylon allocator` against kube-apiserver:
 //  - a crash between the status write and the annotation write (the API server's fault injection
 //    fails every annotation patch, then the allocator is killed) never leads to a reused address;
 //  - two replicas: only the leader writes; killing it hands over within the lease duration;
@@ -54,7 +54,7 @@ void ApplyGroup(Cluster& c, const std::string& name, const std::string& local_ya
 }
 
 TEST(AllocatorRestart, CrashBetweenStatusAndAnnotationWrites) {
-  Cluster c("crash");
+  Cluster c("crash", ClusterOptions::WithFaultProxy());
   ApplyGroup(c, "default",
              "    v4pools:\n    - pool: 192.0.2.10-192.0.2.12\n      subnet: 192.0.2.0/24\n");
   // Every write to a single Service object fails (the annotation patch); /status and
@@ -126,7 +126,7 @@ TEST(AllocatorRestart, TwoReplicasLeaderElection) {
 
 TEST(AllocatorRestart, TenThousandServicesKilledMidBurst) {
   constexpr int kServices = 10000;
-  Cluster c("burst", {"--history", "200000"});
+  Cluster c("burst");
   ApplyGroup(c, "default",
              "    v4pools:\n    - pool: 198.18.0.0/16\n      subnet: 198.18.0.0/16\n");
   const std::vector<std::string> flags = {"--log-level",      "info", "--lease-duration", "4s",

@@ -1,4 +1,4 @@
-// `pylon allocator` against `pylon apiserver`, driven with kubectl and the client: the seed
+// `pylon allocator` against kube-apiserver, driven with kubectl and the client: the seed
 // examples, every refusal, edits, release, class changes, sharing and the config status figures.
 // One API server and one allocator replica are shared by the tests of this binary; each test uses
 // its own ServiceGroups / classes and Service names.

@@ -1,11 +1,16 @@
-// Integration harness: a real `pylon apiserver` and `pylon allocator` as child processes, driven
-// with kubectl and the Kubernetes client as a user would. Waiting is polling with a deadline.
+// Integration harness: a real control plane (etcd + kube-apiserver, src/lab/control_plane.h) and
+// `pylon allocator` replicas as child processes, driven with kubectl and the Kubernetes client as
+// a user would. The allocator authenticates as the ServiceAccount deploy/ creates, so deploy's
+// RBAC is enforced. With `fault_proxy`, the allocators reach the API server through
+// `pylon fault-proxy` (docs/fault-proxy.md), whose faults a test switches on and off.
+// Waiting is polling with a deadline.
 #pragma once
 
 #include <signal.h>
 #include <stdlib.h>
 #include <unistd.h>
 
+#include <cctype>
 #include <cerrno>
 #include <chrono>
 #include <cstdio>
@@ -29,6 +34,7 @@
 #include "k8s/client_impl.h"
 #include "k8s/curl_transport.h"
 #include "k8s/rest_config.h"
+#include "lab/control_plane.h"
 #include "lab/process.h"
 
 namespace pylon::allocator::e2e {
@@ -83,26 +89,31 @@ inline std::string ReadAll(const std::string& path) {
   return ss.str();
 }
 
+struct ClusterOptions {
+  static ClusterOptions WithFaultProxy() {
+    ClusterOptions o;
+    o.fault_proxy = true;
+    return o;
+  }
+  bool fault_proxy = false;
+  std::vector<std::string> apiserver_args;  // extra kube-apiserver flags
+};
+
 class Cluster {
  public:
-  // Starts the API server (extra flags appended) and installs the CRDs.
-  explicit Cluster(const std::string& tag, std::vector<std::string> extra = {}) {
+  // Starts the control plane and installs deploy/'s namespace, CRDs and the allocator's RBAC.
+  explicit Cluster(const std::string& tag, ClusterOptions opts = {}) {
     dir_ = MakeTempDir(tag);
     if (dir_.empty()) return;
-    kubeconfig_ = dir_ + "/kubeconfig";
-    std::vector<std::string> argv = {PylonBinary(), "apiserver",        "--listen",
-                                     "127.0.0.1:0", "--kubeconfig-out", kubeconfig_};
-    for (auto& e : extra) argv.push_back(e);
-    auto p = lab::Process::Spawn({argv, "", dir_ + "/apiserver.log", {}, true});
-    if (!p) {
-      ADD_FAILURE() << p.error().message();
+    lab::ControlPlaneConfig cpc;
+    cpc.dir = dir_ + "/k8s";
+    cpc.apiserver_args = opts.apiserver_args;
+    control_plane_ = std::make_unique<lab::ControlPlane>(cpc);
+    if (auto s = control_plane_->Start(); !s) {
+      ADD_FAILURE() << s.error().message();
       return;
     }
-    apiserver_ = std::move(*p);
-    if (!Eventually([&] { return std::filesystem::exists(kubeconfig_); }, 10s)) {
-      ADD_FAILURE() << "apiserver did not start:\n" << ReadAll(dir_ + "/apiserver.log");
-      return;
-    }
+    kubeconfig_ = control_plane_->AdminKubeconfig();
     auto rc = k8s::LoadKubeconfig(kubeconfig_);
     if (!rc) {
       ADD_FAILURE() << rc.error().message();
@@ -115,41 +126,71 @@ class Cluster {
       return;
     }
     client_ = std::move(*c);
-    auto out = Kubectl(
-        {"apply", "--validate=false", "-f", std::string(PYLON_SOURCE_DIR) + "/deploy/crds/"});
+    const std::string deploy = std::string(PYLON_SOURCE_DIR) + "/deploy";
+    auto out = Kubectl({"apply", "-f", deploy + "/namespace.yaml", "-f", deploy + "/crds", "-f",
+                        deploy + "/rbac-allocator.yaml"});
     EXPECT_TRUE(out.has_value()) << (out ? "" : out.error().message());
-    for (const char* crd : {"servicegroups.purelb.io", "loadbalancerclasses.lace-cni.io"}) {
-      auto w = Kubectl(
-          {"wait", "--for=condition=Established", "--timeout=20s", std::string("crd/") + crd});
-      EXPECT_TRUE(w.has_value()) << (w ? "" : w.error().message());
+    auto w = Kubectl({"wait", "--for=condition=Established", "--timeout=60s", "crd", "--all"});
+    EXPECT_TRUE(w.has_value()) << (w ? "" : w.error().message());
+    std::string server = control_plane_->Server();
+    if (opts.fault_proxy) {
+      const std::string addr_file = dir_ + "/fault-proxy.address";
+      auto p = lab::Process::Spawn({{PylonBinary(), "fault-proxy", "--upstream", server,
+                                     "--upstream-ca", control_plane_->CaFile(), "--etcd",
+                                     control_plane_->EtcdEndpoint(), "--address-out", addr_file},
+                                    "",
+                                    dir_ + "/fault-proxy.log",
+                                    {},
+                                    true});
+      if (!p) {
+        ADD_FAILURE() << p.error().message();
+        return;
+      }
+      proxy_ = std::move(*p);
+      if (!Eventually([&] { return !ReadAll(addr_file).empty(); }, 10s)) {
+        ADD_FAILURE() << "fault-proxy did not start:\n" << ReadAll(dir_ + "/fault-proxy.log");
+        return;
+      }
+      server = ReadAll(addr_file);
+      while (!server.empty() && std::isspace(static_cast<unsigned char>(server.back()))) {
+        server.pop_back();
+      }
+      proxy_url_ = server;
     }
+    allocator_kubeconfig_ = dir_ + "/kubeconfig-allocator";
+    auto s = control_plane_->WriteServiceAccountKubeconfig(allocator_kubeconfig_, "purelb-system",
+                                                          "allocator", server);
+    EXPECT_TRUE(s.has_value()) << (s ? "" : s.error().message());
   }
   ~Cluster() {
     allocators_.clear();
-    apiserver_.Stop(std::chrono::milliseconds(2000));
+    proxy_.Stop(std::chrono::milliseconds(2000));
+    if (control_plane_) control_plane_->Stop();
     if (!dir_.empty() && !::testing::Test::HasFailure()) std::filesystem::remove_all(dir_);
   }
 
   const std::string& dir() const { return dir_; }
   const std::string& kubeconfig() const { return kubeconfig_; }
   k8s::Client& client() { return *client_; }
+  lab::ControlPlane& control_plane() { return *control_plane_; }
 
+  // kubectl (of the server's release) as the admin.
   Result<std::string> Kubectl(std::vector<std::string> args) {
-    std::vector<std::string> argv = {"kubectl", "--kubeconfig", kubeconfig_, "--cache-dir",
-                                     dir_ + "/kubectl-cache"};
-    for (auto& a : args) argv.push_back(a);
-    return lab::RunCommandChecked(argv);
+    return control_plane_->Kubectl(args);
   }
-  // `kubectl apply -f` of a YAML/JSON document.
+  // `kubectl apply -f` of a YAML/JSON document, with default validation.
   Result<std::string> Apply(const std::string& doc) {
     const std::string file = dir_ + "/apply-" + std::to_string(++files_) + ".yaml";
     std::ofstream(file) << doc;
-    return Kubectl({"apply", "--validate=false", "-f", file});
+    return Kubectl({"apply", "-f", file});
   }
 
-  // POST /pylon/faults (or a sub-path) on the API server.
+  // POST /pylon/faults (or a sub-path) on the fault proxy (ClusterOptions::fault_proxy).
   Status Faults(const std::string& path, const std::string& body) {
-    auto t = k8s::CurlTransport::Create(rest_);
+    if (proxy_url_.empty()) return Fail(ErrorCode::kInvalidArgument, "no fault proxy");
+    k8s::RestConfig rc;
+    rc.server = proxy_url_;
+    auto t = k8s::CurlTransport::Create(rc);
     if (!t) return Fail(t.error());
     k8s::HttpRequest req;
     req.method = "POST";
@@ -170,7 +211,7 @@ class Cluster {
     Replica r;
     r.log = dir_ + "/allocator-" + identity + "-" + std::to_string(++starts_) + ".log";
     std::vector<std::string> argv = {PylonBinary(),      "allocator",
-                                     "--kubeconfig",     kubeconfig_,
+                                     "--kubeconfig",     allocator_kubeconfig_,
                                      "--namespace",      "purelb-system",
                                      "--metrics-addr",   "127.0.0.1:0",
                                      "--identity",       identity,
@@ -294,9 +335,12 @@ class Cluster {
     std::string log;
   };
   std::string dir_;
-  std::string kubeconfig_;
+  std::string kubeconfig_;            // the admin's
+  std::string allocator_kubeconfig_;  // the allocator ServiceAccount's (through the proxy if any)
+  std::string proxy_url_;
   k8s::RestConfig rest_;
-  lab::Process apiserver_;
+  std::unique_ptr<lab::ControlPlane> control_plane_;
+  lab::Process proxy_;
   std::unique_ptr<k8s::Client> client_;
   std::vector<Replica> allocators_;
   int files_ = 0;
