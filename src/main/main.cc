@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "agent/command.h"
+#include "faultproxy/proxy.h"
 #include "lab/lab.h"
 #include "main/commands.h"
 
@@ -32,6 +33,8 @@ const std::vector<Command>& Commands() {
        pylon::agent::RunAgentCommand},
       {"apiserver", "an in-memory Kubernetes API server for tests and the lab",
        pylon::RunApiserver},
+      {"fault-proxy", "a fault-injecting reverse proxy in front of kube-apiserver (tests)",
+       pylon::faultproxy::RunFaultProxyCommand},
       {"lab", "a whole cluster in network namespaces: up, down, demo (root)",
        pylon::lab::LabCommand},
   };

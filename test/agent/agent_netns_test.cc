@@ -1,6 +1,6 @@
-// Needs root: three real agents in node namespaces on a bridge, a client namespace, and
-// `pylon apiserver` on the host (kubectl over loopback TCP, the agents over its unix socket, which
-// every namespace reaches). The test writes the
+// Needs root: three real agents in node namespaces on a bridge, a client namespace, and a lab's
+// real control plane (src/lab/lab.h: kube-apiserver on the host, reached from every node at
+// 127.0.0.1:6443; the agents authenticate as deploy/'s agent ServiceAccount). The test writes the
 // ServiceGroup, the Service and its status ingress itself, then checks that exactly one node holds
 // each address, that the client's neighbour table names the winner's MAC, and that the address
 // and the client's neighbour entry move when the winner is stopped with SIGTERM and with SIGKILL.
@@ -24,6 +24,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "lab/lab.h"
 #include "lab/process.h"
 #include "lab/topology.h"
 
@@ -63,52 +64,35 @@ class AgentNetnsTest : public ::testing::Test {
     name_ = "ag" + std::to_string(getpid() % 100000);
     dir_ = std::filesystem::temp_directory_path() / ("pylon-agent-test-" + name_);
     std::filesystem::create_directories(dir_);
-    topo_ = std::make_unique<lab::Topology>(name_, 3);
-    auto up = topo_->Up();
+    // The lab's network and control plane only: the test runs the agents itself and plays the
+    // allocator.
+    lab::LabConfig cfg;
+    cfg.name = name_;
+    cfg.nodes = 3;
+    cfg.dir = dir_.string();
+    cfg.heartbeat = false;
+    cfg.start_allocator = false;
+    cfg.start_agents = false;
+    lab_ = std::make_unique<lab::Lab>(cfg);
+    auto up = lab_->Up();
     ASSERT_TRUE(up) << up.error().message();
+    topo_ = &lab_->topology();
   }
   void TearDown() override {
     agents_.clear();
-    apiserver_.reset();
-    if (topo_) (void)topo_->Down();
+    if (lab_) (void)lab_->Down();
     if (!HasFailure() && !std::getenv("PYLON_KEEP_LOGS")) std::filesystem::remove_all(dir_);
   }
 
-  std::string Kubeconfig() const { return (dir_ / "kubeconfig").string(); }
-
-  void StartApiserver() {
-    // On the host: kubectl uses TCP on loopback; the agents, inside their namespaces, the unix
-    // socket (unix sockets are not network-namespaced).
-    auto p = lab::Process::Spawn(
-        {{PYLON_BINARY, "apiserver", "--listen", "127.0.0.1:0", "--kubeconfig-out", Kubeconfig(),
-          "--listen-unix", (dir_ / "api.sock").string(), "--kubeconfig-unix-out", UnixKubeconfig()},
-         "",
-         (dir_ / "apiserver.log").string(),
-         {}});
-    ASSERT_TRUE(p) << p.error().message();
-    apiserver_ = std::make_unique<lab::Process>(std::move(*p));
-    ASSERT_TRUE(Eventually(
-        [&] {
-          return !Kubectl({"get", "namespaces"}).empty();
-        },
-        seconds(20)))
-        << "the API server did not come up; see " << (dir_ / "apiserver.log");
-    ASSERT_TRUE(std::filesystem::exists(UnixKubeconfig()));
-  }
-  std::string UnixKubeconfig() const { return (dir_ / "kubeconfig-unix").string(); }
+  std::string AgentKubeconfig() const { return lab_->Path("kubeconfig-agent"); }
 
   std::string Kubectl(std::vector<std::string> args) {
-    args.insert(args.begin(), {"kubectl", "--kubeconfig", Kubeconfig()});
-    return Output(args);
+    auto r = lab_->Kubectl(args);
+    return r ? *r : std::string();
   }
   void KubectlApply(const json& obj) {
-    auto path = dir_ / ("obj-" + std::to_string(applied_++) + ".json");
-    std::ofstream(path) << obj.dump();
-    std::string out;
-    auto rc = lab::RunCommand(
-        {"kubectl", "--kubeconfig", Kubeconfig(), "apply", "--validate=false", "-f", path.string()},
-        &out);
-    ASSERT_TRUE(rc && *rc == 0) << out;
+    auto s = lab_->Apply(obj.dump());
+    ASSERT_TRUE(s) << s.error().message();
   }
 
   // Short leases by default (the lease-only failover tests); `extra` flags and `env` replace
@@ -121,7 +105,7 @@ class AgentNetnsTest : public ::testing::Test {
     const auto& node = topo_->nodes()[static_cast<std::size_t>(i)];
     std::vector<std::string> argv = {
         PYLON_BINARY,      "agent",         "--kubeconfig",
-        UnixKubeconfig(),  "--node-name",   node.name,
+        AgentKubeconfig(), "--node-name",   node.name,
         "--namespace",     "purelb-system", "--metrics-addr",
         "127.0.0.1:7473",  "--state-file",  (dir_ / ("state-" + node.name)).string(),
         "--garp-interval", "200ms"};
@@ -208,19 +192,9 @@ class AgentNetnsTest : public ::testing::Test {
         << mac;
   }
 
-  // The API server, the CRDs, the install namespace, a ServiceGroup and the dual-stack Service
-  // `web` with its status ingress kV4 / kV6 (the allocator's part, written by the test).
+  // A ServiceGroup and the dual-stack Service `web` with its status ingress kV4 / kV6 (the
+  // allocator's part, written by the test). The lab installed the namespace, CRDs and RBAC.
   void SetUpCluster() {
-    StartApiserver();
-    for (const auto& entry : std::filesystem::directory_iterator(PYLON_SOURCE_DIR "/deploy/crds")) {
-      std::string out;
-      auto rc = lab::RunCommand({"kubectl", "--kubeconfig", Kubeconfig(), "apply",
-                                 "--validate=false", "-f", entry.path().string()},
-                                &out);
-      ASSERT_TRUE(rc && *rc == 0) << out;
-    }
-    KubectlApply(
-        {{"apiVersion", "v1"}, {"kind", "Namespace"}, {"metadata", {{"name", "purelb-system"}}}});
     KubectlApply({{"apiVersion", "purelb.io/v1"},
                   {"kind", "ServiceGroup"},
                   {"metadata", {{"name", "default"}, {"namespace", "purelb-system"}}},
@@ -251,8 +225,8 @@ class AgentNetnsTest : public ::testing::Test {
 
   std::string name_;
   std::filesystem::path dir_;
-  std::unique_ptr<lab::Topology> topo_;
-  std::unique_ptr<lab::Process> apiserver_;
+  std::unique_ptr<lab::Lab> lab_;
+  const lab::Topology* topo_ = nullptr;
   std::map<std::size_t, std::unique_ptr<lab::Process>> agents_;
   int applied_ = 0;
 };

@@ -125,6 +125,8 @@ spec:
         std::map<std::string, std::pair<std::string, std::string>> holder;  // ip -> (svc, key)
         for (const auto& s : l->items) {
           const std::string name = k8s::Name(s);
+          // Only the driver's Services (the real server also keeps `kubernetes` here).
+          if (k8s::FindString(s, {"spec", "type"}).value_or("") != "LoadBalancer") continue;
           const json* st = k8s::Find(s, {"status"});
           bool ok = false;
           if (st && st->contains("conditions")) {

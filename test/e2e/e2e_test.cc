@@ -1,4 +1,4 @@
-// End to end: a lab per test (pylon apiserver, the allocator, one agent per node in network
+// End to end: a lab per test (etcd + kube-apiserver, the allocator, one agent per node in network
 // namespaces, a client host) driven with the real kubectl; reachability is checked from the client
 // with HTTP (every node answers with its name). Needs root.
 #include <signal.h>

@@ -1,6 +1,10 @@
-// Runs `pylon apiserver` on loopback for integration tests and benchmarks: port 0, a kubeconfig
-// written to a temporary directory, killed (SIGTERM, then SIGKILL) on destruction. Fault
-// injection through its /pylon/faults endpoints.
+// Test harnesses for the Kubernetes client against a server on loopback:
+//  - RealApiServer: the real etcd + kube-apiserver (lab::ControlPlane: TLS, RBAC, admin token)
+//    with `pylon fault-proxy` (src/faultproxy) in front of it, run in-process. config() goes
+//    through the proxy (faults apply), direct_config() straight to kube-apiserver over TLS.
+//    SetFaults / CutWatches / Compact use the proxy's /pylon/faults control API.
+//  - ApiServerProcess: the legacy in-memory `pylon apiserver`, still used by bench/k8s only; it
+//    goes away with src/apiserver.
 #pragma once
 
 #include <signal.h>
@@ -15,9 +19,11 @@
 #include <thread>
 #include <vector>
 
+#include "faultproxy/proxy.h"
 #include "k8s/client_impl.h"
 #include "k8s/curl_transport.h"
 #include "k8s/rest_config.h"
+#include "lab/control_plane.h"
 
 namespace pylon::k8s {
 
@@ -120,6 +126,103 @@ class ApiServerProcess {
   pid_t pid_ = -1;
   std::string dir_;
   std::string kubeconfig_;
+  RestConfig config_;
+};
+
+// POSTs `body` to `path` with `config` and wants a 2xx.
+inline Status PostJson(const RestConfig& config, const std::string& path,
+                       const std::string& body) {
+  auto t = CurlTransport::Create(config);
+  if (!t) return Fail(t.error());
+  HttpRequest req;
+  req.method = "POST";
+  req.path = path;
+  req.body = body;
+  req.content_type = "application/json";
+  auto resp = (*t)->Do(req);
+  if (!resp) return Fail(resp.error());
+  if (resp->status / 100 != 2) {
+    return Fail(ErrorCode::kUnavailable,
+                path + ": HTTP " + std::to_string(resp->status) + ": " + resp->body);
+  }
+  return Ok();
+}
+
+class RealApiServer {
+ public:
+  // Whether the Kubernetes binaries are there (tests skip, saying why, when they are not).
+  static bool Available(std::string* why) {
+    std::string dir = lab::K8sBinDir();
+    for (const char* b : {"etcd", "kube-apiserver", "kubectl"}) {
+      if (dir.empty() || access((dir + "/" + b).c_str(), X_OK) != 0) {
+        *why = std::string("no ") + b + " in \"" + dir +
+               "\" (scripts/k8s-components.sh builds it; set PYLON_K8S_BIN_DIR)";
+        return false;
+      }
+    }
+    return true;
+  }
+
+  // Starts etcd + kube-apiserver in a fresh temporary directory, then the fault proxy.
+  static Result<std::unique_ptr<RealApiServer>> Start(
+      std::vector<std::string> apiserver_args = {}) {
+    std::unique_ptr<RealApiServer> s(new RealApiServer());
+    char tmpl[] = "/tmp/pylon-k8s-it-XXXXXX";
+    if (mkdtemp(tmpl) == nullptr) return FailErrno(errno, "mkdtemp");
+    s->dir_ = tmpl;
+    lab::ControlPlaneConfig cc;
+    cc.dir = s->dir_ + "/cp";
+    cc.audit = false;
+    cc.apiserver_args = std::move(apiserver_args);
+    s->plane_ = std::make_unique<lab::ControlPlane>(cc);
+    if (auto st = s->plane_->Start(); !st) return Fail(st.error());
+    auto direct = LoadKubeconfig(s->plane_->AdminKubeconfig());
+    if (!direct) return Fail(direct.error());
+    s->direct_ = *direct;
+    faultproxy::ProxyOptions po;
+    po.upstream = s->plane_->Server();
+    po.upstream_ca_pem = s->direct_.ca_pem;
+    po.etcd = s->plane_->EtcdEndpoint();
+    auto proxy = faultproxy::FaultProxy::Start(po);
+    if (!proxy) return Fail(proxy.error());
+    s->proxy_ = std::move(*proxy);
+    s->config_ = s->direct_;
+    s->config_.server = s->proxy_->Url();
+    s->config_.ca_pem.clear();
+    return s;
+  }
+
+  ~RealApiServer() {
+    if (proxy_) proxy_->Stop();
+    proxy_.reset();
+    if (plane_) {
+      plane_->SignalApiserver(SIGCONT);  // in case a test left it stopped
+      plane_->Stop();
+    }
+    plane_.reset();
+    if (!dir_.empty() && std::getenv("PYLON_KEEP_TEST_DIRS") == nullptr) {
+      std::filesystem::remove_all(dir_);
+    }
+  }
+
+  lab::ControlPlane& plane() { return *plane_; }
+  faultproxy::FaultProxy& proxy() { return *proxy_; }
+  // Through the fault proxy (plain HTTP on loopback), as the admin.
+  const RestConfig& config() const { return config_; }
+  // Straight to kube-apiserver (TLS with the control plane's CA), as the admin.
+  const RestConfig& direct_config() const { return direct_; }
+  const std::string& dir() const { return dir_; }
+
+  Status SetFaults(const std::string& json) { return PostJson(config_, "/pylon/faults", json); }
+  Status CutWatches() { return PostJson(config_, "/pylon/faults/cut-watches", "{}"); }
+  Status Compact() { return PostJson(config_, "/pylon/faults/compact", "{}"); }
+
+ private:
+  RealApiServer() = default;
+  std::string dir_;
+  std::unique_ptr<lab::ControlPlane> plane_;
+  std::unique_ptr<faultproxy::FaultProxy> proxy_;
+  RestConfig direct_;
   RestConfig config_;
 };
 
