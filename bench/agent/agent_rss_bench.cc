@@ -1,7 +1,10 @@
-// The real `pylon agent` process holding N local addresses (default 1000): one lab node, the API
-// server and the allocator in the LAN namespace, N Services created with one `kubectl apply`.
-// Prints the agent's VmRSS / VmHWM once it holds every address, and the time it took. Needs root.
+// The real `pylon agent` process holding N local addresses (default 1000): a one-node lab
+// (src/lab/lab.h: the real etcd + kube-apiserver, deploy/'s namespace, CRDs and RBAC, the
+// components as their ServiceAccounts), N Services created with one `kubectl apply`, then the
+// allocator and the agent. Prints the agent's VmRSS / VmHWM once it holds every address, and the
+// time it took from the agent's start. Needs root.
 // Run: build-agent/bench/agent/pylon_agent_rss_bench [N]
+#include <signal.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -14,8 +17,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "lab/lab.h"
 #include "lab/process.h"
-#include "lab/topology.h"
 
 namespace {
 
@@ -45,49 +48,23 @@ int CountAddresses(const std::string& netns) {
   return n;
 }
 
-}  // namespace
+namespace fs = std::filesystem;
 
-int main(int argc, char** argv) {
-  const int n = argc > 1 ? std::atoi(argv[1]) : 1000;
-  if (geteuid() != 0) {
-    std::fprintf(stderr, "needs root\n");
-    return 2;
-  }
-  namespace fs = std::filesystem;
-  const std::string name = "rss" + std::to_string(getpid() % 10000);
-  const fs::path dir = fs::temp_directory_path() / ("pylon-agent-rss-" + name);
-  fs::create_directories(dir);
-  pylon::lab::Topology topo(name, 1);
-  if (auto up = topo.Up(); !up) {
+int Run(int n, const std::string& name, const fs::path& dir) {
+  pylon::lab::LabConfig lc;
+  lc.name = name;
+  lc.nodes = 1;
+  lc.dir = dir.string();
+  lc.binary = PYLON_BINARY;
+  lc.heartbeat = false;
+  lc.start_allocator = false;  // started once the Services exist, like the agent
+  lc.start_agents = false;
+  pylon::lab::Lab lab(lc);  // its destructor tears the lab down (before main removes `dir`)
+  if (auto up = lab.Up(); !up) {
     std::fprintf(stderr, "lab: %s\n", up.error().message().c_str());
     return 1;
   }
-  struct Down {
-    pylon::lab::Topology& t;
-    ~Down() { (void)t.Down(); }
-  } down{topo};
-  const std::string kc = (dir / "kubeconfig").string();
-  const std::string lan = topo.LanNetns();
-  auto api = pylon::lab::Process::Spawn(
-      {{PYLON_BINARY, "apiserver", "--listen", "192.0.2.1:0", "--kubeconfig-out", kc},
-       lan,
-       (dir / "apiserver.log").string(),
-       {}});
-  if (!api) return 1;
-  auto kubectl = [&](std::vector<std::string> args) {
-    args.insert(args.begin(), {"kubectl", "--kubeconfig", kc});
-    std::string out;
-    auto rc = pylon::lab::RunCommand(args, &out, lan);
-    return rc && *rc == 0;
-  };
-  for (int i = 0; i < 200 && !kubectl({"get", "namespaces"}); ++i)
-    std::this_thread::sleep_for(100ms);
-  for (const auto& e : fs::directory_iterator(PYLON_SOURCE_DIR "/deploy/crds")) {
-    kubectl({"apply", "--validate=false", "-f", e.path().string()});
-  }
   json items = json::array();
-  items.push_back(
-      {{"apiVersion", "v1"}, {"kind", "Namespace"}, {"metadata", {{"name", "purelb-system"}}}});
   items.push_back({{"apiVersion", "purelb.io/v1"},
                    {"kind", "ServiceGroup"},
                    {"metadata", {{"name", "default"}, {"namespace", "purelb-system"}}},
@@ -108,24 +85,21 @@ int main(int argc, char** argv) {
   }
   std::ofstream(dir / "objects.json")
       << json{{"apiVersion", "v1"}, {"kind", "List"}, {"items", items}}.dump();
-  if (!kubectl({"apply", "--validate=false", "-f", (dir / "objects.json").string()})) {
-    std::fprintf(stderr, "kubectl apply failed\n");
+  if (auto r = lab.Kubectl({"apply", "-f", (dir / "objects.json").string()}); !r) {
+    std::fprintf(stderr, "kubectl apply: %s\n", r.error().message().c_str());
     return 1;
   }
-  auto alloc = pylon::lab::Process::Spawn(
-      {{PYLON_BINARY, "allocator", "--kubeconfig", kc, "--metrics-addr", "127.0.0.1:0"},
-       lan,
-       (dir / "allocator.log").string(),
-       {}});
-  const auto& node = topo.nodes()[0];
+  const auto& node = lab.topology().nodes()[0];
+  if (auto st = lab.StartAllocator(); !st) {
+    std::fprintf(stderr, "allocator: %s\n", st.error().message().c_str());
+    return 1;
+  }
   const auto t0 = std::chrono::steady_clock::now();
-  auto agent =
-      pylon::lab::Process::Spawn({{PYLON_BINARY, "agent", "--kubeconfig", kc, "--node-name",
-                                   node.name, "--state-file", (dir / "state").string()},
-                                  node.netns,
-                                  (dir / "agent.log").string(),
-                                  {}});
-  if (!alloc || !agent) return 1;
+  if (auto st = lab.StartAgent(node.name); !st) {
+    std::fprintf(stderr, "agent: %s\n", st.error().message().c_str());
+    return 1;
+  }
+  const pid_t agent = lab.Pids()["agent-" + node.name];
   int held = 0;
   for (int i = 0; i < 1200 && held < n; ++i) {
     std::this_thread::sleep_for(100ms);
@@ -134,10 +108,25 @@ int main(int argc, char** argv) {
   const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   std::this_thread::sleep_for(3s);  // a few renewal rounds
   std::printf("addresses held: %d of %d after %.1f s\n", held, n, secs);
-  std::printf("agent VmRSS:%s\nagent VmHWM:%s\n", Status(agent->pid(), "VmRSS").c_str(),
-              Status(agent->pid(), "VmHWM").c_str());
-  agent->Stop(10000ms);
+  std::printf("agent VmRSS:%s\nagent VmHWM:%s\n", Status(agent, "VmRSS").c_str(),
+              Status(agent, "VmHWM").c_str());
+  (void)lab.SignalAgent(node.name, SIGTERM);
+  (void)lab.WaitAgentExit(node.name, 10000);
   std::printf("after SIGTERM: %d addresses left on eth0\n", CountAddresses(node.netns));
-  fs::remove_all(dir);
   return held == n ? 0 : 1;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const int n = argc > 1 ? std::atoi(argv[1]) : 1000;
+  if (geteuid() != 0) {
+    std::fprintf(stderr, "needs root\n");
+    return 2;
+  }
+  const std::string name = "rss" + std::to_string(getpid() % 10000);
+  const fs::path dir = fs::temp_directory_path() / ("pylon-agent-rss-" + name);
+  const int rc = Run(n, name, dir);
+  fs::remove_all(dir);
+  return rc;
 }

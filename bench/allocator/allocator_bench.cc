@@ -1,4 +1,5 @@
-// End-to-end allocation latency of `pylon allocator` against `pylon apiserver` on loopback:
+// End-to-end allocation latency of `pylon allocator` against the real etcd + kube-apiserver
+// (lab::ControlPlane on loopback, the release scripts/k8s-components.sh builds, PYLON_K8S_BIN_DIR):
 // time from a Service's creation (the POST returned) to its status showing an address, observed
 // with a watch; p50/p99 for Services created one at a time and for a burst, plus the allocator's
 // peak RSS (VmHWM). Then (unless --restart 0) a second allocator starts next to the 1+single+burst
@@ -30,6 +31,7 @@
 #include "k8s/canceller.h"
 #include "k8s/client_impl.h"
 #include "k8s/rest_config.h"
+#include "lab/control_plane.h"
 #include "lab/process.h"
 
 namespace {
@@ -167,20 +169,16 @@ int main(int argc, char** argv) {
   }
   char templ[] = "/tmp/pylon-alloc-bench-XXXXXX";
   const std::string dir = mkdtemp(templ);
-  const std::string kubeconfig = dir + "/kubeconfig";
-  auto api = pylon::lab::Process::Spawn({{pylon, "apiserver", "--listen", "127.0.0.1:0",
-                                          "--kubeconfig-out", kubeconfig, "--history", "500000"},
-                                         "",
-                                         dir + "/apiserver.log",
-                                         {},
-                                         true});
-  if (!api) {
-    std::fprintf(stderr, "apiserver: %s\n", api.error().message().c_str());
+  pylon::lab::ControlPlaneConfig cpc;
+  cpc.dir = dir + "/cp";
+  cpc.audit = false;
+  pylon::lab::ControlPlane plane(cpc);
+  if (auto st = plane.Start(); !st) {
+    std::fprintf(stderr, "control plane: %s\n", st.error().message().c_str());
     return 1;
   }
-  for (int i = 0; i < 500 && !std::filesystem::exists(kubeconfig); ++i) {
-    std::this_thread::sleep_for(20ms);
-  }
+  // The admin (system:masters) for the bench's client and the allocator alike.
+  const std::string kubeconfig = plane.AdminKubeconfig();
   auto rc = k8s::LoadKubeconfig(kubeconfig);
   if (!rc) {
     std::fprintf(stderr, "%s\n", rc.error().message().c_str());
@@ -188,15 +186,17 @@ int main(int argc, char** argv) {
   }
   auto client = k8s::NewClient(*rc, "pylon-allocator-bench/0");
   if (!client) return 1;
-  std::string out;
-  (void)pylon::lab::RunCommand(
-      {"kubectl", "--kubeconfig", kubeconfig, "--cache-dir", dir + "/cache", "apply",
-       "--validate=false", "-f", std::string(PYLON_SOURCE_DIR) + "/deploy/crds/"},
-      &out);
-  (void)pylon::lab::RunCommand(
-      {"kubectl", "--kubeconfig", kubeconfig, "--cache-dir", dir + "/cache", "wait",
-       "--for=condition=Established", "--timeout=20s", "crd/servicegroups.purelb.io"},
-      &out);
+  const std::string deploy = std::string(PYLON_SOURCE_DIR) + "/deploy";
+  for (const std::vector<std::string>& args :
+       {std::vector<std::string>{"apply", "-f", deploy + "/namespace.yaml", "-f",
+                                 deploy + "/crds"},
+        std::vector<std::string>{"wait", "--for=condition=Established", "--timeout=60s", "crd",
+                                 "--all"}}) {
+    if (auto r = plane.Kubectl(args); !r) {
+      std::fprintf(stderr, "kubectl: %s\n", r.error().message().c_str());
+      return 1;
+    }
+  }
   json group = {
       {"apiVersion", "purelb.io/v1"},
       {"kind", "ServiceGroup"},
@@ -330,7 +330,7 @@ int main(int argc, char** argv) {
     std::fflush(stdout);
     again->Stop(std::chrono::milliseconds(3000));
   }
-  api->Stop(std::chrono::milliseconds(2000));
+  plane.Stop();
   std::filesystem::remove_all(dir);
   return burst_ms.size() == static_cast<size_t>(burst) && restarted_ok ? 0 : 1;
 }

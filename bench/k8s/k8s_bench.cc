@@ -1,9 +1,12 @@
-// pylon_k8s_bench: end-to-end figures of the Kubernetes client against `pylon apiserver` on
-// loopback (one process each, real HTTP):
+// pylon_k8s_bench: end-to-end figures of the Kubernetes client against the real etcd +
+// kube-apiserver (lab::ControlPlane on loopback, the release scripts/k8s-components.sh builds; see
+// test/k8s/apiserver_process.h), real HTTPS with the control plane's CA:
 //   1. list+watch start-up of an informer over N Services (paginated LIST limit=500, then WATCH);
 //   2. watch-event throughput: a raw watch replaying the server's history, and a live informer
 //      fed by concurrent writers (events/s as seen by the informer's handler).
-// Usage: pylon_k8s_bench [--binary PATH] [--services N] [--updates N] [--writers N] [--tls]
+// --proxy goes through `pylon fault-proxy` (in-process, plain HTTP, no faults) instead, to see
+// what the proxy the tests use costs.
+// Usage: pylon_k8s_bench [--services N] [--updates N] [--writers N] [--proxy]
 #include <algorithm>
 #include <atomic>
 #include <cstdio>
@@ -47,38 +50,40 @@ bool Parallel(int n, int threads, const std::function<bool(int)>& fn) {
 }
 
 int Main(int argc, char** argv) {
-  std::string binary = PYLON_BINARY;
   int services = 10000;
   int updates = 20000;
   int writers = 4;
-  bool tls = false;
+  bool proxy = false;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
     auto next = [&] { return i + 1 < argc ? std::string(argv[++i]) : std::string(); };
-    if (a == "--binary") {
-      binary = next();
-    } else if (a == "--services") {
+    if (a == "--services") {
       services = std::stoi(next());
     } else if (a == "--updates") {
       updates = std::stoi(next());
     } else if (a == "--writers") {
       writers = std::stoi(next());
-    } else if (a == "--tls") {
-      tls = true;
+    } else if (a == "--proxy") {
+      proxy = true;
     } else {
-      std::fprintf(stderr,
-                   "usage: %s [--binary PATH] [--services N] [--updates N] [--writers N] [--tls]\n",
+      std::fprintf(stderr, "usage: %s [--services N] [--updates N] [--writers N] [--proxy]\n",
                    argv[0]);
       return 2;
     }
   }
-  auto server = ApiServerProcess::Start(binary, tls,
-                                        {"--history", std::to_string(services + updates + 1000)});
+  std::string why;
+  if (!RealApiServer::Available(&why)) {
+    std::fprintf(stderr, "pylon_k8s_bench: %s\n", why.c_str());
+    return 2;
+  }
+  auto server = RealApiServer::Start();
   if (!server) {
-    std::fprintf(stderr, "cannot start apiserver: %s\n", server.error().message().c_str());
+    std::fprintf(stderr, "cannot start the control plane: %s\n",
+                 server.error().message().c_str());
     return 1;
   }
-  auto client_r = NewClient((*server)->config(), "pylon-k8s-bench/0.1.0");
+  const RestConfig& config = proxy ? (*server)->config() : (*server)->direct_config();
+  auto client_r = NewClient(config, "pylon-k8s-bench/0.1.0");
   if (!client_r) return 1;
   Client& client = **client_r;
   const std::string ns = "bench";
@@ -86,7 +91,8 @@ int Main(int argc, char** argv) {
   const std::string rv_before = client.List(resources::Namespaces(), "", {})->resource_version;
 
   std::printf("pylon_k8s_bench: %d Services, %d updates, %d writers, %s\n", services, updates,
-              writers, tls ? "HTTPS" : "HTTP");
+              writers,
+              proxy ? "HTTP via pylon fault-proxy" : "HTTPS straight to kube-apiserver");
   auto t0 = Clock::now();
   bool ok = Parallel(services, writers, [&](int i) {
     return client.Create(resources::Services(), Service(ns, "svc-" + std::to_string(i)))

@@ -4,5 +4,4 @@
 
 namespace pylon {
 int RunAllocator(int argc, char** argv);  // src/allocator/command.cc
-int RunApiserver(int argc, char** argv);  // src/apiserver/command.cc
 }  // namespace pylon

@@ -31,8 +31,6 @@ const std::vector<Command>& Commands() {
        pylon::RunAllocator},
       {"agent", "the node agent: election, addresses, GARP/NA (DaemonSet, NET_ADMIN+NET_RAW)",
        pylon::agent::RunAgentCommand},
-      {"apiserver", "an in-memory Kubernetes API server for tests and the lab",
-       pylon::RunApiserver},
       {"fault-proxy", "a fault-injecting reverse proxy in front of kube-apiserver (tests)",
        pylon::faultproxy::RunFaultProxyCommand},
       {"lab", "a whole cluster in network namespaces: up, down, demo (root)",
