@@ -2,8 +2,10 @@
 //  - a crash between the status write and the annotation write (the API server's fault injection
 //    fails every annotation patch, then the allocator is killed) never leads to a reused address;
 //  - two replicas: only the leader writes; killing it hands over within the lease duration;
-//  - 10^4 Services, the allocator killed with SIGKILL mid-burst and restarted: no Service changes
-//    address and no address is held twice.
+//  - 4000 Services, the allocator killed with SIGKILL mid-burst and restarted: no Service changes
+//    address and no address is held twice. (4000, not 10^4: creating 10^4 Services through
+//    kube-apiserver and etcd takes about 5 minutes of both cores; the 10^4 burst is a figure of
+//    bench/allocator, docs/allocator.md.)
 #include <gtest/gtest.h>
 
 #include <atomic>
@@ -16,13 +18,15 @@
 namespace pylon::allocator::e2e {
 namespace {
 
-// Service name -> ingress IPs, read with one paginated list (never faulted: the fault regex of
-// the tests only matches single-object paths).
+// LoadBalancer Service name -> ingress IPs, read with one paginated list (never faulted: the
+// fault regex of the tests only matches single-object paths).
 std::map<std::string, std::vector<std::string>> AllIngress(Cluster& c, const std::string& ns) {
   std::map<std::string, std::vector<std::string>> out;
   auto l = c.client().List(k8s::resources::Services(), ns, {});
   if (!l) return out;
   for (const auto& s : l->items) {
+    // LoadBalancer Services only: the real server also keeps `kubernetes` in default.
+    if (k8s::FindString(s, {"spec", "type"}).value_or("") != "LoadBalancer") continue;
     std::vector<std::string> ips;
     if (const json* lb = k8s::Find(s, {"status", "loadBalancer"}); lb && lb->contains("ingress")) {
       for (const auto& e : (*lb)["ingress"]) ips.push_back(e.value("ip", ""));
@@ -124,8 +128,8 @@ TEST(AllocatorRestart, TwoReplicasLeaderElection) {
       kLeaseDuration);
 }
 
-TEST(AllocatorRestart, TenThousandServicesKilledMidBurst) {
-  constexpr int kServices = 10000;
+TEST(AllocatorRestart, ThousandsOfServicesKilledMidBurst) {
+  constexpr int kServices = 4000;
   Cluster c("burst");
   ApplyGroup(c, "default",
              "    v4pools:\n    - pool: 198.18.0.0/16\n      subnet: 198.18.0.0/16\n");
@@ -152,7 +156,7 @@ TEST(AllocatorRestart, TenThousandServicesKilledMidBurst) {
         auto all = AllIngress(c, "default");
         int with = 0;
         for (const auto& [n, ips] : all) with += ips.empty() ? 0 : 1;
-        return with >= 2500;
+        return with >= kServices / 4;
       },
       120s, 500ms));
   ASSERT_TRUE(c.allocator(a).Signal(SIGKILL).has_value());
