@@ -1,22 +1,30 @@
 #include "agent/agent_metrics.h"
 
+#include "heartbeat/detector.h"
+#include "net/ip.h"
+
 namespace pylon::agent {
 
 void DescribeAgentMetrics(metrics::Registry& r) {
+  using metrics::LabelValues;
+  using metrics::Start;
   using metrics::Type;
+  const LabelValues family{"family",
+                           {std::string(net::FamilyName(net::Family::kV4)),
+                            std::string(net::FamilyName(net::Family::kV6))}};
   r.Describe(kMetricLeaseHealthy,
              "1 while this node renews its lease within the renew deadline, else 0", Type::kGauge);
   r.Describe(kMetricMemberCount, "Live nodes in the election (leases seen renewed)", Type::kGauge);
   r.Describe(kMetricWinnerChanges, "Elected addresses whose winner moved to another node",
              Type::kCounter);
   r.Describe(kMetricAnnounced, "Addresses this node holds, by kind (local|virtual) and family",
-             Type::kGauge);
+             Type::kGauge, {{"kind", {"local", "virtual"}}, family});
   r.Describe(kMetricGarpSent, "Gratuitous ARP / unsolicited NA packets sent, by family",
-             Type::kCounter);
+             Type::kCounter, {family});
   r.Describe(kMetricGarpFailed, "Gratuitous ARP / unsolicited NA packets that failed, by family",
-             Type::kCounter);
-  r.Describe(kMetricAddressOps, "Address adds and removals on this node, by op and result",
-             Type::kCounter);
+             Type::kCounter, {family});
+  r.Describe(kMetricAddressOps, "Address adds and removals on this node, by op (add|remove)",
+             Type::kCounter, {{"op", {"add", "remove"}}});
   r.Describe(kMetricAddressConflicts,
              "Addresses in conflict now: held by someone else on this node (left untouched), "
              "withheld because a foreign MAC answered their probe, or claimed by a foreign MAC "
@@ -25,14 +33,24 @@ void DescribeAgentMetrics(metrics::Registry& r) {
   r.Describe(kMetricConflictsDetected,
              "Address conflicts detected, by kind (probe: answered before first announcement; "
              "claim: a foreign MAC claimed an announced address)",
-             Type::kCounter);
-  r.Describe(kMetricLeaseRenewals, "Node lease renewal attempts, by result", Type::kCounter);
+             Type::kCounter, {{"kind", {"probe", "claim"}}});
+  // No result values are defined (nothing counts renewals yet): no series until one is set.
+  r.Describe(kMetricLeaseRenewals, "Node lease renewal attempts, by result", Type::kCounter,
+             {{"result", {}}});
+  // Heartbeats on only: set from the first pass when they are (a 0 without heartbeats would
+  // read as "unfit to announce").
+  std::vector<std::string> states;
+  for (auto st : {heartbeat::PeerState::kNeverHeard, heartbeat::PeerState::kAlive,
+                  heartbeat::PeerState::kUnhealthy, heartbeat::PeerState::kSilent,
+                  heartbeat::PeerState::kDead}) {
+    states.emplace_back(heartbeat::PeerStateName(st));
+  }
   r.Describe(kMetricHeartbeatPeers,
              "Heartbeat peers by detector state (never_heard|alive|unhealthy|silent|dead)",
-             Type::kGauge);
+             Type::kGauge, {{"state", states}}, Start::kWhenSet);
   r.Describe(kMetricHeartbeatHealthy,
              "1 while this node judges itself fit to announce (heartbeat policy), else 0",
-             Type::kGauge);
+             Type::kGauge, {}, Start::kWhenSet);
 }
 
 }  // namespace pylon::agent

@@ -21,7 +21,9 @@ inline constexpr char kMetricLeaseRenewals[] = "purelb_election_lease_renewals_t
 inline constexpr char kMetricHeartbeatPeers[] = "purelb_heartbeat_peers";
 inline constexpr char kMetricHeartbeatHealthy[] = "purelb_heartbeat_self_healthy";
 
-// Declares every family above (idempotent).
+// Declares every family above (idempotent: a second call keeps every value). Each series known up
+// front exists at 0 from then on (metrics/registry.h); the heartbeat families appear on the first
+// pass with heartbeats on; purelb_election_lease_renewals_total has no series.
 void DescribeAgentMetrics(metrics::Registry& r);
 
 }  // namespace pylon::agent

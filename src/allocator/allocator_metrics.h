@@ -20,6 +20,13 @@ inline constexpr const char* kMetricConflicts = "purelb_allocator_conflicts_tota
 inline constexpr const char* kMetricIsLeader = "purelb_allocator_is_leader";
 inline constexpr const char* kMetricQueueDepth = "purelb_allocator_workqueue_depth";
 
+// The `verb` values of kMetricApiErrors: the writes Controller::CountApiError counts.
+inline constexpr const char* kApiVerbs[] = {"update_status", "patch", "update_config_status"};
+
+// Every series known up front exists at 0 from construction (metrics/registry.h): the unlabelled
+// families, rejections by every refusal reason, API errors by every verb and error code. The pool
+// families are per pool, a name not known up front: none until the first pool is counted.
+
 class AllocatorMetrics {
  public:
   explicit AllocatorMetrics(metrics::Registry& registry);

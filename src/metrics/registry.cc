@@ -62,13 +62,34 @@ std::string Registry::RenderLabels(Labels labels) {
   return out + "}";
 }
 
-void Registry::Describe(const std::string& name, const std::string& help, Type type) {
-  std::lock_guard<std::mutex> lock(mu_);
-  auto [it, inserted] = families_.try_emplace(name);
-  if (inserted) {
-    it->second.help = help;
-    it->second.type = type;
+void Registry::Describe(const std::string& name, const std::string& help, Type type,
+                        const std::vector<LabelValues>& labels, Start start) {
+  // Every combination of the known label values; none when a label is open-ended.
+  std::vector<Labels> initial;
+  if (start == Start::kAtZero) {
+    initial.emplace_back();
+    for (const LabelValues& l : labels) {
+      std::vector<Labels> next;
+      for (const Labels& partial : initial) {
+        for (const std::string& v : l.values) {
+          next.push_back(partial);
+          next.back().emplace_back(l.name, v);
+        }
+      }
+      initial = std::move(next);
+    }
   }
+  std::vector<std::string> keys;
+  keys.reserve(initial.size());
+  for (const Labels& l : initial) keys.push_back(RenderLabels(l));
+
+  std::lock_guard<std::mutex> lock(mu_);
+  Family& fam = families_[name];
+  if (fam.declared) return;
+  fam.declared = true;
+  fam.help = help;
+  fam.type = type;
+  for (const std::string& key : keys) fam.series.try_emplace(key, 0);
 }
 
 void Registry::Set(const std::string& name, const Labels& labels, double value) {
