@@ -261,11 +261,14 @@ int main(int argc, char** argv) {
   for (auto& t : threads) t.join();
   const auto created_all = Clock::now();
   const size_t want = static_cast<size_t>(1 + single + burst);
-  while (obs.Count() < want && Clock::now() - burst_start < 300s) {
+  // Creating 10^4 Services can itself take minutes on a loaded machine: the wait is counted
+  // from the last creation, and "all allocated" is the last status seen.
+  while (obs.Count() < want && Clock::now() - created_all < 120s) {
     std::this_thread::sleep_for(10ms);
   }
-  const auto burst_end = Clock::now();
   auto seen = obs.Seen();
+  auto burst_end = burst_start;
+  for (const auto& [n, t] : seen) burst_end = std::max(burst_end, t);
   std::vector<double> burst_ms;
   for (int i = 0; i < burst; ++i) {
     auto it = seen.find("b-" + std::to_string(i));
@@ -282,9 +285,10 @@ int main(int argc, char** argv) {
       single, fs.p50, fs.p99, fs.max);
   std::printf(
       "burst of %d (%d creators): created in %.2f s; all allocated %.2f s after the first "
-      "creation; %zu allocated\n",
+      "creation, %.0f ms after the last; %zu allocated\n",
       burst, creators, std::chrono::duration<double>(created_all - burst_start).count(),
-      std::chrono::duration<double>(burst_end - burst_start).count(), burst_ms.size());
+      std::chrono::duration<double>(burst_end - burst_start).count(),
+      std::chrono::duration<double, std::milli>(burst_end - created_all).count(), burst_ms.size());
   std::printf("burst creation -> status p50 %.1f ms, p99 %.1f ms, max %.1f ms\n", fb.p50, fb.p99,
               fb.max);
   std::printf("allocator peak RSS (VmHWM): %.1f MB\n", static_cast<double>(rss) / 1024.0);
