@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Builds the real Kubernetes components the lab and the end-to-end tests run against:
-# kube-apiserver, kube-controller-manager, kube-proxy and kubectl of one pinned release, etcd of
+# kube-apiserver, kube-proxy and kubectl of one pinned release, etcd of
 # one pinned release. They are built from their published Go modules (a small wrapper module per
 # project, as envtest does for Go controllers), cached outside the checkout and reused when
 # present. Prints the directory that holds the binaries on its last line.
@@ -15,7 +15,7 @@ K8S_VERSION=v1.35.4           # k8s.io/kubernetes; staging modules are v0.35.4
 ETCD_VERSION=v3.6.16          # go.etcd.io/etcd/server/v3 and its sibling modules
 CACHE=${PYLON_K8S_CACHE:-/var/cache/pylon}
 BIN="$CACHE/k8s-$K8S_VERSION-etcd-$ETCD_VERSION/bin"
-COMPONENTS=(kube-apiserver kube-controller-manager kube-proxy kubectl etcd)
+COMPONENTS=(kube-apiserver kube-proxy kubectl etcd)
 
 have_all() {
   local c
@@ -54,7 +54,6 @@ package tools
 
 import (
 	_ "k8s.io/kubernetes/cmd/kube-apiserver"
-	_ "k8s.io/kubernetes/cmd/kube-controller-manager"
 	_ "k8s.io/kubernetes/cmd/kube-proxy"
 	_ "k8s.io/kubernetes/cmd/kubectl"
 )
@@ -62,7 +61,7 @@ GO
 go mod tidy -e >/dev/null 2>&1 || true
 ldflags="-s -w -X k8s.io/component-base/version.gitVersion=$K8S_VERSION -X k8s.io/component-base/version.gitMajor=1 -X k8s.io/component-base/version.gitMinor=$(echo "$K8S_VERSION" | cut -d. -f2)"
 ldflags+=" -X k8s.io/client-go/pkg/version.gitVersion=$K8S_VERSION -X k8s.io/client-go/pkg/version.gitMajor=1 -X k8s.io/client-go/pkg/version.gitMinor=$(echo "$K8S_VERSION" | cut -d. -f2)"
-for c in kube-apiserver kube-controller-manager kube-proxy kubectl; do
+for c in kube-apiserver kube-proxy kubectl; do
   [[ -x "$BIN/$c" ]] && continue
   echo "pylon: building $c $K8S_VERSION (first time only)" >&2
   go build -trimpath -ldflags "$ldflags" -o "$BIN/$c.tmp" "k8s.io/kubernetes/cmd/$c"

@@ -254,37 +254,10 @@ Status ControlPlane::Start() {
     Stop();
     return s;
   }
-  if (config_.controller_manager) {
-    if (auto s = StartControllerManager(); !s) {
-      Stop();
-      return s;
-    }
-  }
-  return Ok();
-}
-
-Status ControlPlane::StartControllerManager() {
-  SpawnOptions o;
-  o.argv = {Binary("kube-controller-manager"),
-            "--kubeconfig=" + AdminKubeconfig(),
-            "--authentication-kubeconfig=" + AdminKubeconfig(),
-            "--authorization-kubeconfig=" + AdminKubeconfig(),
-            "--controllers=namespace,serviceaccount,endpointslice,garbagecollector,"
-            "root-ca-cert-publisher",
-            "--root-ca-file=" + CaFile(),
-            "--leader-elect=false",
-            "--bind-address=127.0.0.1",
-            "--secure-port=0",
-            "--v=1"};
-  o.log_path = Path("kube-controller-manager.log");
-  auto proc = Process::Spawn(o);
-  if (!proc) return Fail(proc.error().Wrap("start kube-controller-manager"));
-  controller_manager_ = std::move(*proc);
   return Ok();
 }
 
 void ControlPlane::Stop() {
-  controller_manager_.Stop(2s);
   apiserver_.Stop(5s);
   etcd_.Stop(5s);
 }
@@ -293,7 +266,6 @@ std::map<std::string, int> ControlPlane::Pids() const {
   std::map<std::string, int> out;
   if (etcd_.pid() > 0) out["etcd"] = etcd_.pid();
   if (apiserver_.pid() > 0) out["kube-apiserver"] = apiserver_.pid();
-  if (controller_manager_.pid() > 0) out["kube-controller-manager"] = controller_manager_.pid();
   return out;
 }
 
@@ -301,7 +273,6 @@ void ControlPlane::Detach() {
   detached_ = true;
   etcd_.Detach();
   apiserver_.Detach();
-  controller_manager_.Detach();
 }
 
 Status ControlPlane::StopApiserver() {

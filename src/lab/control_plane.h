@@ -1,6 +1,6 @@
 // A real Kubernetes control plane for the lab and the end-to-end tests: etcd and kube-apiserver
-// (and optionally kube-controller-manager) of the release that scripts/k8s-components.sh builds,
-// run as child processes on loopback. TLS with a CA made for it, the RBAC authorizer, a
+// of the release that scripts/k8s-components.sh builds, run as child processes on loopback.
+// TLS with a CA made for it, the RBAC authorizer, a
 // service-account issuer (so the TokenRequest API mints tokens), the Service CIDRs of both
 // families. The admin (system:masters) authenticates with a static token; components get
 // ServiceAccount tokens, so the RBAC that deploy/ ships is the RBAC that is enforced.
@@ -22,7 +22,6 @@ struct ControlPlaneConfig {
   std::string bin_dir;  // kube-apiserver, etcd, kubectl, ...; default K8sBinDir()
   // Both families, in private ranges used only inside the lab's namespaces.
   std::string service_cidrs = "10.96.0.0/16,fd00:10:96::/112";
-  bool controller_manager = false;  // namespace, serviceaccount, endpointslice, gc controllers
   bool audit = true;                // audit log of every request (metadata level) in audit.log
   std::vector<std::string> apiserver_args;  // extra kube-apiserver flags
 };
@@ -48,7 +47,6 @@ class ControlPlane {
   Status StopApiserver();
   Status StartApiserver();
   Status SignalApiserver(int sig);
-  Status StartControllerManager();
 
   const std::string& dir() const { return config_.dir; }
   std::string Path(const std::string& file) const { return config_.dir + "/" + file; }
@@ -96,7 +94,6 @@ class ControlPlane {
   std::string admin_token_;
   Process etcd_;
   Process apiserver_;
-  Process controller_manager_;
   bool detached_ = false;
 };
 
