@@ -758,6 +758,8 @@ Result<LabConfig> ConfigFromFlags(const Flags& f, int min_nodes, int max_nodes) 
   cfg.name = f.Get("name", "demo");
   cfg.binary = f.Get("binary");
   cfg.k8s_bin_dir = f.Get("k8s-bin-dir");
+  cfg.kube_proxy = f.Has("kube-proxy");
+  cfg.proxy_mode = f.Get("proxy-mode", "nftables");
   auto nodes = IntFlag(f, "nodes", 3, min_nodes, max_nodes);
   if (!nodes) return Fail(nodes.error());
   cfg.nodes = *nodes;
@@ -911,6 +913,14 @@ int Up(const Flags& f) {
   if (g_stop) return 1;  // interrupted: the destructor tears down
   lab.Detach();
   Say("lab \"" + cfg.name + "\" is up; logs in " + lab.config().dir);
+  if (cfg.kube_proxy) {
+    Say(lab.kube_proxy_running()
+            ? "kube-proxy (" + cfg.proxy_mode +
+                  " mode) runs on every node; pod CIDRs 10.244.<i>.0/24, "
+                  "fd00:10:244:<i>::/64 (docs/datapath.md)"
+            : "kube-proxy is NOT running, the nodes' responders answer instead: " +
+                  lab.kube_proxy_problem());
+  }
   Say("export KUBECONFIG=" + lab.Kubeconfig());
   Say("kubectl of the server's release:  " + lab.KubectlBinary());
   Say("run a command on a node:  ip netns exec " + lab.topology().nodes()[0].netns + " ip addr");
@@ -966,7 +976,7 @@ int Serve(const Flags& f) {
     std::fprintf(stderr, "%s\n", port.error().message().c_str());
     return 2;
   }
-  auto s = ServeText(*port, f.Get("text", "pylon"), &g_stop);
+  auto s = ServeText(*port, f.Get("text", "pylon"), &g_stop, f.Get("report-peer") == "true");
   if (!s) {
     std::fprintf(stderr, "pylon lab serve: %s\n", s.error().message().c_str());
     return 1;
@@ -987,7 +997,10 @@ void Usage() {
       "                                      after SIGKILL, until the dead node stops answering\n"
       "                                      ARP / NS (agents' --address-lifetime, e.g. 3s)\n"
       "  timing   [--name timing] [--runs 5]  Service create -> reachable, delete -> withdrawn\n"
-      "  serve    --port 80 --text NAME      (inside a node) answer HTTP with NAME\n\n"
+      "  serve    --port 80 --text NAME      (inside a node) answer HTTP with NAME\n"
+      "           [--report-peer]            ... followed by \" client=<source address>\"\n\n"
+      "  up and demo take --kube-proxy [--proxy-mode nftables|iptables]: kube-proxy on every\n"
+      "  node (docs/datapath.md)\n"
       "  up, demo, failover and timing take --binary PATH: the pylon binary whose allocator\n"
       "  and agent the lab runs (default: this one), and --k8s-bin-dir DIR: where etcd,\n"
       "  kube-apiserver and kubectl are (default: $PYLON_K8S_BIN_DIR, else the build's)\n");
@@ -1001,7 +1014,7 @@ int LabCommand(int argc, char** argv) {
     return argc < 2 ? 2 : 0;
   }
   std::string sub = argv[1];
-  Flags f = ParseFlags(argc, argv, 2, {"all", "keep"});
+  Flags f = ParseFlags(argc, argv, 2, {"all", "keep", "kube-proxy", "report-peer"});
   if (!f.error.empty()) {
     std::fprintf(stderr, "pylon lab %s: %s\n", sub.c_str(), f.error.c_str());
     return 2;

@@ -4,6 +4,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <filesystem>
 #include <fstream>
@@ -13,6 +14,9 @@
 #include <nlohmann/json.hpp>
 
 #include "common/log.h"
+#include "lab/kube_proxy.h"
+#include "lab/netns.h"
+#include "lab/responder.h"
 
 namespace pylon::lab {
 namespace {
@@ -28,6 +32,18 @@ bool WaitForPath(const std::string& path, std::chrono::milliseconds timeout) {
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
   return false;
+}
+
+// The last lines of a log, for an error message.
+std::string LogTail(const std::string& path, size_t lines = 8) {
+  std::ifstream in(path);
+  std::vector<std::string> all;
+  for (std::string line; std::getline(in, line);) all.push_back(line);
+  std::string out;
+  for (size_t i = all.size() > lines ? all.size() - lines : 0; i < all.size(); ++i) {
+    out += "\n    " + all[i];
+  }
+  return out;
 }
 
 LabConfig WithDefaults(LabConfig c) {
@@ -284,6 +300,20 @@ Status Lab::Up() {
     o.argv = {config_.binary, "lab", "serve", "--port", "80", "--text", n.name};
     if (auto s = Spawn("serve-" + n.name, o); !s) return fail(s.error());
   }
+  if (config_.kube_proxy) {
+    if (auto s = StartKubeProxy(); !s) {
+      kube_proxy_problem_ = s.error().message();
+      StopKubeProxy();
+      log::Warn(
+          "kube-proxy cannot run in this lab; going on without it (the nodes' responders "
+          "answer on port 80 as without --kube-proxy)",
+          {{"lab", config_.name}, {"reason", kube_proxy_problem_}});
+    } else {
+      kube_proxy_running_ = true;
+      log::Info("kube-proxy running on every node",
+                {{"lab", config_.name}, {"mode", config_.proxy_mode}});
+    }
+  }
   if (config_.start_allocator) {
     if (auto s = StartAllocator(); !s) return fail(s.error());
   }
@@ -299,6 +329,9 @@ Status Lab::Down() {
   // Processes this object started, then any recorded by another `pylon lab` process.
   for (auto& [k, p] : procs_) p.Stop(std::chrono::milliseconds(2000));
   procs_.clear();
+  pods_.clear();
+  pod_routing_ = false;
+  kube_proxy_running_ = false;
   control_plane_.Stop();
   for (const auto& [k, pid] : Pids()) {
     if (pid > 0 && kill(pid, 0) == 0) {
@@ -312,6 +345,190 @@ Status Lab::Down() {
   fs::remove(Path("state.json"), ec);
   fs::remove_all(Path("etcd"), ec);
   return s;
+}
+
+Status Lab::StartKubeProxy() {
+  const std::string bin = control_plane_.Binary("kube-proxy");
+  if (access(bin.c_str(), X_OK) != 0) {
+    return Fail(ErrorCode::kNotFound, "no kube-proxy in \"" + config_.k8s_bin_dir +
+                                          "\" (scripts/k8s-components.sh builds it)");
+  }
+  if (config_.proxy_mode != "nftables" && config_.proxy_mode != "iptables") {
+    return Fail(ErrorCode::kInvalidArgument,
+                "proxy mode \"" + config_.proxy_mode + "\": nftables or iptables");
+  }
+  if (auto s = Apply(kKubeProxyRbac); !s) return s;
+  const std::string node_server = "https://127.0.0.1:" + std::to_string(kNodeApiPort);
+  if (auto s = control_plane_.WriteServiceAccountKubeconfig(
+          Path("kubeconfig-kube-proxy"), "kube-system", "kube-proxy", node_server);
+      !s) {
+    return s;
+  }
+  if (auto s = SetUpPodRouting(topology_); !s) return s;
+  pod_routing_ = true;
+  for (const auto& n : topology_.nodes()) {
+    SpawnOptions o;
+    o.netns = n.netns;
+    o.argv = KubeProxyArgv(bin, Path("kubeconfig-kube-proxy"), n.name, config_.proxy_mode);
+    if (auto s = Spawn("kube-proxy-" + n.name, o); !s) return s;
+  }
+  // Ready when /healthz answers 200 on every node: kube-proxy has synced its rules once.
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  for (const auto& n : topology_.nodes()) {
+    const std::string key = "kube-proxy-" + n.name;
+    std::string last;
+    while (true) {
+      auto it = procs_.find(key);
+      if (it == procs_.end() || !it->second.running()) {
+        return Fail(ErrorCode::kUnavailable, "kube-proxy on " + n.name + " exited; " +
+                                                 Path(key + ".log") + ":" +
+                                                 LogTail(Path(key + ".log")));
+      }
+      auto r = InNetns(n.netns, [] {
+        return ProbeOnce("127.0.0.1", kKubeProxyHealthzPort, std::chrono::milliseconds(1000),
+                         "/healthz");
+      });
+      if (r && r->ok) break;
+      last = r ? (r->error + " " + r->body) : r.error().message();
+      if (std::chrono::steady_clock::now() > deadline) {
+        return Fail(ErrorCode::kUnavailable,
+                    "kube-proxy on " + n.name + " not healthy after 60 s (/healthz: " + last +
+                        "); " + Path(key + ".log") + ":" + LogTail(Path(key + ".log")));
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    }
+  }
+  return Ok();
+}
+
+void Lab::StopKubeProxy() {
+  const std::string bin = control_plane_.Binary("kube-proxy");
+  for (const auto& n : topology_.nodes()) {
+    auto it = procs_.find("kube-proxy-" + n.name);
+    if (it != procs_.end()) {
+      it->second.Stop(std::chrono::milliseconds(2000));
+      procs_.erase(it);
+    }
+    // Rules a kube-proxy left (it does not remove them when it exits) would reject traffic to
+    // Services without endpoints instead of letting the node's responder answer.
+    if (access(bin.c_str(), X_OK) == 0) (void)RunCommand({bin, "--cleanup"}, nullptr, n.netns);
+  }
+  (void)WriteState();
+}
+
+const LabPod* Lab::FindPod(const std::string& name) const {
+  for (const auto& p : pods_) {
+    if (p.name == name) return &p;
+  }
+  return nullptr;
+}
+
+Status Lab::WriteEndpointSlices(const std::string& ns, const std::string& service) const {
+  std::vector<LabPod> of;
+  for (const auto& p : pods_) {
+    if (p.namespace_ == ns && p.service == service) of.push_back(p);
+  }
+  for (const char* family : {"IPv4", "IPv6"}) {
+    if (auto s = Apply(EndpointSliceYaml(ns, service, family, of)); !s) return s;
+  }
+  return Ok();
+}
+
+Status Lab::AddPod(const std::string& node, const std::string& name, const std::string& service,
+                   int port) {
+  if (FindPod(name) != nullptr) {
+    return Fail(ErrorCode::kAlreadyExists, "pod " + name + " exists in lab " + config_.name);
+  }
+  const int i = NodeIndex(topology_, node);
+  if (i == 0) return Fail(ErrorCode::kNotFound, "no node " + node + " in lab " + config_.name);
+  const LabNode& n = topology_.nodes()[static_cast<size_t>(i - 1)];
+  std::vector<bool> used(11, false);
+  for (const auto& p : pods_) {
+    if (p.node == node) used[static_cast<size_t>(std::stoi(p.host_veth.substr(2)))] = true;
+  }
+  int k = 1;
+  while (k <= 9 && used[static_cast<size_t>(k)]) ++k;
+  if (k > 9) return Fail(ErrorCode::kInvalidArgument, "at most 9 pods per node in the lab");
+  LabPod p;
+  p.name = name;
+  p.node = node;
+  auto slash = service.find('/');
+  if (slash != std::string::npos) {
+    p.namespace_ = service.substr(0, slash);
+    p.service = service.substr(slash + 1);
+  } else {
+    p.service = service;
+  }
+  p.netns = "pylon-" + config_.name + "-p" + std::to_string(i) + std::to_string(k);
+  p.host_veth = "vp" + std::to_string(k);
+  p.ipv4 = "10.244." + std::to_string(i) + "." + std::to_string(10 + k);
+  p.ipv6 = "fd00:10:244:" + std::to_string(i) + "::" + std::to_string(10 + k);
+  p.port = port;
+  if (!pod_routing_) {
+    if (auto s = SetUpPodRouting(topology_); !s) return s;
+    pod_routing_ = true;
+  }
+  if (auto s = CreatePodNetwork(n, p); !s) return s;
+  SpawnOptions o;
+  o.netns = p.netns;
+  o.argv = {config_.binary,
+            "lab",
+            "serve",
+            "--port",
+            std::to_string(port),
+            "--text",
+            "pod=" + name + " node=" + node,
+            "--report-peer=true"};
+  if (auto s = Spawn("pod-" + name, o); !s) {
+    (void)DeletePodNetwork(p);
+    return s;
+  }
+  // Listening before its endpoints are published (from the node, as a kubelet's probe would).
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+  while (true) {
+    auto r =
+        InNetns(n.netns, [&] { return ProbeOnce(p.ipv4, port, std::chrono::milliseconds(300)); });
+    if (r && r->ok) break;
+    if (std::chrono::steady_clock::now() > deadline) {
+      procs_.erase("pod-" + name);
+      (void)DeletePodNetwork(p);
+      (void)WriteState();
+      return Fail(ErrorCode::kUnavailable, "pod " + name + " does not answer on " + p.ipv4 + ":" +
+                                               std::to_string(port) + " from " + node + " (" +
+                                               (r ? r->error : r.error().message()) + "); see " +
+                                               Path("pod-" + name + ".log"));
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  pods_.push_back(p);
+  return WriteEndpointSlices(p.namespace_, p.service);
+}
+
+Status Lab::SetPodReady(const std::string& name, bool ready) {
+  for (auto& p : pods_) {
+    if (p.name != name) continue;
+    p.ready = ready;
+    return WriteEndpointSlices(p.namespace_, p.service);
+  }
+  return Fail(ErrorCode::kNotFound, "no pod " + name + " in lab " + config_.name);
+}
+
+Status Lab::DeletePod(const std::string& name) {
+  auto it =
+      std::find_if(pods_.begin(), pods_.end(), [&](const LabPod& p) { return p.name == name; });
+  if (it == pods_.end()) return Fail(ErrorCode::kNotFound, "no pod " + name);
+  LabPod p = *it;
+  pods_.erase(it);
+  auto proc = procs_.find("pod-" + name);
+  if (proc != procs_.end()) {
+    proc->second.Stop(std::chrono::milliseconds(2000));
+    procs_.erase(proc);
+  }
+  (void)WriteState();
+  auto slices = WriteEndpointSlices(p.namespace_, p.service);
+  auto net = DeletePodNetwork(p);
+  if (!slices) return slices;
+  return net;
 }
 
 }  // namespace pylon::lab

@@ -15,6 +15,7 @@
 
 #include "common/result.h"
 #include "lab/control_plane.h"
+#include "lab/pods.h"
 #include "lab/process.h"
 #include "lab/topology.h"
 
@@ -38,6 +39,10 @@ struct LabConfig {
   bool heartbeat = true;
   bool start_allocator = true;
   bool start_agents = true;
+  // kube-proxy on every node and pods behind Services (docs/datapath.md). When kube-proxy cannot
+  // start, the lab says why (log, kube_proxy_problem()) and goes on without it.
+  bool kube_proxy = false;
+  std::string proxy_mode = "nftables";  // or "iptables"
 };
 
 class Lab {
@@ -83,6 +88,19 @@ class Lab {
   // stay open, nothing is answered) is the realistic worst case of an outage.
   Status SignalApiserver(int sig);
 
+  // Pods (pods.h; docs/datapath.md): a namespace on `node` with a responder on `port` answering
+  // "pod=<name> node=<node> client=<peer>", and the EndpointSlices of `service` ("name" in
+  // namespace default, or "ns/name") rewritten with every pod of it. At most 9 pods per node.
+  Status AddPod(const std::string& node, const std::string& name, const std::string& service,
+                int port = 8080);
+  Status SetPodReady(const std::string& name, bool ready);
+  Status DeletePod(const std::string& name);
+  const std::vector<LabPod>& pods() const { return pods_; }
+  const LabPod* FindPod(const std::string& name) const;
+  // Whether kube-proxy runs on every node; if not (and config().kube_proxy), why.
+  bool kube_proxy_running() const { return kube_proxy_running_; }
+  const std::string& kube_proxy_problem() const { return kube_proxy_problem_; }
+
   // Process name → pid, as recorded in the state file.
   std::map<std::string, int> Pids() const;
 
@@ -94,11 +112,20 @@ class Lab {
   // Writes heartbeat.key and adds the flag to agent_args if the agent supports it.
   Status SetUpHeartbeat();
   Status Spawn(const std::string& key, SpawnOptions opts);
+  // RBAC, kubeconfig, one kube-proxy per node, waits for every /healthz. Fails with the reason.
+  Status StartKubeProxy();
+  void StopKubeProxy();
+  // Applies the EndpointSlices (both families) of one Service from pods_.
+  Status WriteEndpointSlices(const std::string& ns, const std::string& service) const;
   LabConfig config_;
   Topology topology_;
   ControlPlane control_plane_;
   std::map<std::string, Process> procs_;
   bool detached_ = false;
+  std::vector<LabPod> pods_;
+  bool pod_routing_ = false;
+  bool kube_proxy_running_ = false;
+  std::string kube_proxy_problem_;
 };
 
 // `pylon lab ...`: up | down | status | demo | failover | serve | probe.

@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
 #include <thread>
 
@@ -24,9 +25,26 @@ int RemainingMs(Clock::time_point deadline) {
   return left.count() > 0 ? static_cast<int>(left.count()) : 0;
 }
 
+// "192.0.2.2" for an IPv4-mapped peer, "2001:db8:1::2" for an IPv6 one.
+std::string PeerText(const sockaddr_in6& peer) {
+  char buf[INET6_ADDRSTRLEN] = {};
+  if (IN6_IS_ADDR_V4MAPPED(&peer.sin6_addr)) {
+    inet_ntop(AF_INET, &peer.sin6_addr.s6_addr[12], buf, sizeof buf);
+  } else {
+    inet_ntop(AF_INET6, &peer.sin6_addr, buf, sizeof buf);
+  }
+  return buf;
+}
+
+std::string HttpReply(const std::string& text) {
+  const std::string body = text + "\n";
+  return "HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: " +
+         std::to_string(body.size()) + "\r\nConnection: close\r\n\r\n" + body;
+}
+
 }  // namespace
 
-Status ServeText(int port, const std::string& text, const volatile bool* stop) {
+Status ServeText(int port, const std::string& text, const volatile bool* stop, bool report_peer) {
   UniqueFd fd(socket(AF_INET6, SOCK_STREAM | SOCK_CLOEXEC, 0));
   if (!fd) return FailErrno(errno, "socket");
   int zero = 0, one = 1;
@@ -42,14 +60,16 @@ Status ServeText(int port, const std::string& text, const volatile bool* stop) {
     return FailErrno(errno, "bind [::]:" + std::to_string(port));
   }
   if (listen(fd.get(), 128) != 0) return FailErrno(errno, "listen");
-  const std::string body = text + "\n";
-  const std::string reply = "HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: " +
-                            std::to_string(body.size()) + "\r\nConnection: close\r\n\r\n" + body;
+  const std::string fixed_reply = HttpReply(text);
   while (!*stop) {
     pollfd p{fd.get(), POLLIN, 0};
     if (poll(&p, 1, 200) <= 0) continue;
-    UniqueFd c(accept4(fd.get(), nullptr, nullptr, SOCK_CLOEXEC));
+    sockaddr_in6 peer{};
+    socklen_t peer_len = sizeof peer;
+    UniqueFd c(accept4(fd.get(), reinterpret_cast<sockaddr*>(&peer), &peer_len, SOCK_CLOEXEC));
     if (!c) continue;
+    const std::string reply =
+        report_peer ? HttpReply(text + " client=" + PeerText(peer)) : fixed_reply;
     // Read the request head (bounded), then answer and close.
     char buf[2048];
     std::string req;
@@ -131,13 +151,18 @@ ProbeResult ProbeOnce(const std::string& address, int port, std::chrono::millise
     resp.append(buf, static_cast<size_t>(n));
   }
   auto head_end = resp.find("\r\n\r\n");
-  if (resp.rfind("HTTP/1.1 200", 0) != 0 || head_end == std::string::npos) {
+  if (resp.rfind("HTTP/1.", 0) != 0 || head_end == std::string::npos || resp.size() < 12) {
     r.error = "bad reply";
     return r;
   }
-  r.ok = true;
+  r.status = std::atoi(resp.substr(9, 3).c_str());
   r.body = resp.substr(head_end + 4);
   while (!r.body.empty() && (r.body.back() == '\n' || r.body.back() == '\r')) r.body.pop_back();
+  if (r.status != 200) {
+    r.error = "HTTP " + std::to_string(r.status);
+    return r;
+  }
+  r.ok = true;
   return r;
 }
 

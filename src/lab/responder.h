@@ -12,12 +12,17 @@
 namespace pylon::lab {
 
 // Serves "HTTP/1.1 200" with `text` on [::]:port (IPv4 and IPv6) until `stop` becomes true.
-Status ServeText(int port, const std::string& text, const volatile bool* stop);
+// With `report_peer`, the body is `text` followed by " client=<address>": the source address
+// the connection came from as this host sees it (an IPv4 peer without the ::ffff: prefix), so a
+// pod behind kube-proxy shows whether the client's address was kept or masqueraded.
+Status ServeText(int port, const std::string& text, const volatile bool* stop,
+                 bool report_peer = false);
 
 struct ProbeResult {
   bool ok = false;
-  std::string body;  // the responder's text (node name) when ok
+  std::string body;  // the responder's text (node name) when ok; the body of any HTTP answer
   std::string error;
+  int status = 0;  // the HTTP status code when an answer came (200, 503, ...), else 0
 };
 
 // One HTTP GET of `path` to address:port with a total timeout.

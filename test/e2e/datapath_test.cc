@@ -1,0 +1,167 @@
+// The real data path in the lab (docs/datapath.md): kube-proxy on every node, pods in their own
+// namespaces behind a ServiceGroup Service, reached from the client through the LoadBalancer
+// address. Needs root.
+#include <map>
+#include <set>
+#include <sstream>
+
+#include "e2e_lab.h"
+#include "lab/kube_proxy.h"
+
+namespace pylon::e2e {
+namespace {
+
+class DatapathTest : public LabTest {
+ protected:
+  void Configure(lab::LabConfig* cfg) override {
+    cfg->kube_proxy = true;
+    // PYLON_E2E_PROXY_MODE=iptables runs the same checks with kube-proxy's iptables mode.
+    const char* mode = std::getenv("PYLON_E2E_PROXY_MODE");
+    if (mode != nullptr && *mode != 0) cfg->proxy_mode = mode;
+    // Keep externalTrafficPolicy Local and announce from a node with a ready endpoint.
+    cfg->agent_args = {"--etp-local=elect"};
+  }
+  void SetUp() override {
+    LabTest::SetUp();
+    if (IsSkipped() || HasFatalFailure()) return;
+    ASSERT_TRUE(lab().kube_proxy_running()) << lab().kube_proxy_problem();
+  }
+  void AddPod(const std::string& node, const std::string& name, const std::string& service) {
+    auto s = lab().AddPod(node, name, service);
+    ASSERT_TRUE(s) << s.error().message();
+  }
+  // "pod=web-a node=node1 client=192.0.2.2" → {"pod": "web-a", ...}.
+  static std::map<std::string, std::string> Fields(const std::string& body) {
+    std::map<std::string, std::string> out;
+    std::istringstream in(body);
+    for (std::string w; in >> w;) {
+      auto eq = w.find('=');
+      if (eq != std::string::npos) out[w.substr(0, eq)] = w.substr(eq + 1);
+    }
+    return out;
+  }
+  // The health check of an externalTrafficPolicy Local Service on a node, from the client.
+  lab::ProbeResult HealthCheck(const std::string& node_ip, int port) {
+    auto r = lab::InNetns(lab().topology().ClientNetns(),
+                          [&] { return lab::ProbeOnce(node_ip, port, Ms(1000), "/healthz"); });
+    return r ? *r : lab::ProbeResult{false, "", r.error().message()};
+  }
+};
+
+TEST_F(DatapathTest, ClientReachesPodsOnTwoNodesThroughTheVip) {
+  Apply(kLocalDual);
+  Apply(ServiceYaml("web", "    purelb.io/service-group: localdual\n", kDualSpec));
+  AddPod("node1", "web-a", "web");
+  AddPod("node2", "web-b", "web");
+  auto ips = WaitIngress("web", 2);
+  ASSERT_EQ(ips.size(), 2u);
+  for (const auto& ip : ips) {
+    lab::ProbeResult last;
+    ASSERT_TRUE(Eventually([&] {
+      last = Probe(ip);
+      return last.ok && last.body.rfind("pod=", 0) == 0;
+    })) << ip
+        << ": " << last.error << " " << last.body;
+    // kube-proxy spreads new connections over both pods (ETP Cluster) once it has synced both
+    // endpoints for this family (iptables mode takes ~0.5 s per family and sync on this machine).
+    std::set<std::string> pods;
+    int failed = 0;
+    std::string wrong;
+    EXPECT_TRUE(Eventually(
+        [&] {
+          auto r = Probe(ip, Ms(1000));
+          if (!r.ok) {
+            ++failed;
+            wrong = r.error;
+            return false;
+          }
+          auto f = Fields(r.body);
+          if (f["node"] != (f["pod"] == "web-a" ? "node1" : "node2")) wrong = r.body;
+          pods.insert(f["pod"]);
+          return pods.size() >= 2;
+        },
+        Ms(20000)));
+    EXPECT_EQ(failed, 0) << ip << ": " << wrong;
+    EXPECT_TRUE(wrong.empty()) << ip << ": " << wrong;
+    EXPECT_EQ(pods, (std::set<std::string>{"web-a", "web-b"})) << ip;
+    std::printf("%s -> %s\n", ip.c_str(), Probe(ip, Ms(1000)).body.c_str());
+  }
+}
+
+TEST_F(DatapathTest, EtpLocalHealthCheckAndClientAddressKept) {
+  Apply(kLocalDual);
+  Apply(ServiceYaml("loc", "    purelb.io/service-group: localdual\n",
+                    std::string(kDualSpec) + "  externalTrafficPolicy: Local\n"));
+  AddPod("node1", "loc-a", "loc");
+  AddPod("node2", "loc-b", "loc");
+  auto ips = WaitIngress("loc", 2);
+  ASSERT_EQ(ips.size(), 2u);
+  auto svc = Service("loc");
+  ASSERT_EQ(svc["spec"].value("externalTrafficPolicy", ""), "Local") << "the agent reset it";
+  const int hc = svc["spec"].value("healthCheckNodePort", 0);
+  ASSERT_GT(hc, 0);
+
+  // kube-proxy's health check: 200 and localEndpoints 1 where a pod runs, 503 and 0 elsewhere.
+  for (const auto& n : lab().topology().nodes()) {
+    const bool has_pod = n.name != "node3";
+    lab::ProbeResult r;
+    EXPECT_TRUE(Eventually([&] {
+      r = HealthCheck(n.ipv4, hc);
+      return r.status == (has_pod ? 200 : 503);
+    })) << n.name
+        << ": HTTP " << r.status << " " << r.error << " " << r.body;
+    auto j = Json::parse(r.body, nullptr, false);
+    EXPECT_EQ(j.value("localEndpoints", -1), has_pod ? 1 : 0) << n.name << ": " << r.body;
+    std::printf("client$ curl http://%s:%d/healthz -> %d %s\n", n.ipv4.c_str(), hc, r.status,
+                r.body.c_str());
+  }
+
+  // The announcing node has a local endpoint; its pod answers and sees the client's address.
+  for (const auto& ip : ips) {
+    const bool v6 = IsV6(ip);
+    const std::string client = v6 ? lab::Topology::kClientIpv6 : lab::Topology::kClientIpv4;
+    std::string announcer, body;
+    EXPECT_TRUE(Eventually([&] {
+      announcer = Announcer(Service("loc"), v6);
+      auto r = Probe(ip, Ms(1000));
+      body = r.ok ? r.body : r.error;
+      auto f = Fields(body);
+      return !announcer.empty() && f["node"] == announcer && f["client"] == client;
+    })) << ip
+        << ": announcer '" << announcer << "', answer '" << body << "'";
+    std::printf("%s (announced by %s) -> %s\n", ip.c_str(), announcer.c_str(), body.c_str());
+  }
+
+  // The announcer's pod becomes unready: its health check fails, the address moves to the other
+  // node, whose pod answers, still seeing the client's address.
+  const std::string from = Announcer(Service("loc"), false);
+  ASSERT_FALSE(from.empty());
+  const std::string pod = from == "node1" ? "loc-a" : "loc-b";
+  const std::string to = from == "node1" ? "node2" : "node1";
+  auto s = lab().SetPodReady(pod, false);
+  ASSERT_TRUE(s) << s.error().message();
+  lab::ProbeResult h;
+  EXPECT_TRUE(Eventually([&] {
+    h = HealthCheck(Node(from).ipv4, hc);
+    return h.status == 503;
+  })) << from
+      << ": HTTP " << h.status << " " << h.body;
+  for (const auto& ip : ips) {
+    const bool v6 = IsV6(ip);
+    const std::string client = v6 ? lab::Topology::kClientIpv6 : lab::Topology::kClientIpv4;
+    std::string body;
+    EXPECT_TRUE(Eventually(
+        [&] {
+          auto r = Probe(ip, Ms(1000));
+          body = r.ok ? r.body : r.error;
+          auto f = Fields(body);
+          return f["node"] == to && f["client"] == client;
+        },
+        Ms(20000)))
+        << ip << ": answer '" << body << "', expected from " << to;
+    std::printf("after %s unready: %s -> %s\n", pod.c_str(), ip.c_str(), body.c_str());
+  }
+}
+
+}  // namespace
+}  // namespace pylon::e2e
