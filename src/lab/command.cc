@@ -781,6 +781,12 @@ int Demo(const Flags& f) {
     return 1;
   }
   Say("    lab directory (logs, kubeconfig): " + lab.config().dir);
+  if (cfg.kube_proxy) {
+    Say(lab.kube_proxy_running()
+            ? "    kube-proxy (" + cfg.proxy_mode + " mode) on every node"
+            : "    kube-proxy is NOT running, the nodes' responders answer instead: " +
+                  lab.kube_proxy_problem());
+  }
   for (const auto& n : lab.topology().nodes()) {
     Say("    " + n.name + ": eth0 " + n.ipv4 + "/24, " + n.ipv6 + "/128 (on-link /64 from RA)");
   }
@@ -798,6 +804,15 @@ int Demo(const Flags& f) {
   if (auto s = lab.Apply(kDemoService); !s) {
     Say("apply failed: " + s.error().message());
     return 1;
+  }
+  if (lab.kube_proxy_running()) {
+    // With kube-proxy, the address leads to the Service's pods (docs/datapath.md): two of them.
+    Step("Two pods of the Service, on node1 and node2 (kube-proxy on every node)");
+    for (const auto& [node, pod] : {std::pair<std::string, std::string>{"node1", "kuard-a"},
+                                    {"node2", "kuard-b"}}) {
+      auto s = lab.AddPod(node, pod, "kuard-svc-dual-remote");
+      Say("    pod " + pod + " on " + node + (s ? "" : ": " + s.error().message()));
+    }
   }
   auto svc = WaitService(
       lab, "default", "kuard-svc-dual-remote",
@@ -828,7 +843,10 @@ int Demo(const Flags& f) {
   Say("$ kubectl describe service kuard-svc-dual-remote");
   if (auto out = lab.Kubectl({"describe", "service", "kuard-svc-dual-remote"})) Indent(*out);
 
-  Step("Reaching the Service from the client (every node answers HTTP with its own name)");
+  Step(lab.kube_proxy_running()
+           ? "Reaching the Service from the client (a pod answers with its name, its node and "
+             "the client address it saw; kube-proxy spreads requests over both pods)"
+           : "Reaching the Service from the client (every node answers HTTP with its own name)");
   for (const auto& ip : ips) {
     auto r = ProbeFromClient(lab, ip, Ms(500));
     std::string url =
@@ -1000,7 +1018,7 @@ void Usage() {
       "  serve    --port 80 --text NAME      (inside a node) answer HTTP with NAME\n"
       "           [--report-peer]            ... followed by \" client=<source address>\"\n\n"
       "  up and demo take --kube-proxy [--proxy-mode nftables|iptables]: kube-proxy on every\n"
-      "  node (docs/datapath.md)\n"
+      "  node (docs/datapath.md); the demo then puts two pods behind its Service\n"
       "  up, demo, failover and timing take --binary PATH: the pylon binary whose allocator\n"
       "  and agent the lab runs (default: this one), and --k8s-bin-dir DIR: where etcd,\n"
       "  kube-apiserver and kubectl are (default: $PYLON_K8S_BIN_DIR, else the build's)\n");

@@ -455,7 +455,7 @@ TEST_F(ApiServerTest, InformerConvergesUnderEveryFault) {
   EXPECT_GE(stats.lists, 2) << "compaction must have forced a relist";
   // Each compaction makes the resuming watch 410 (the fault proxy answers it: kube-apiserver's
   // watch cache would not, see docs/fault-proxy.md). The relist from the last RV is then served
-  // by kube-apiserver's cache, so unlike `pylon apiserver` there is no second (list) 410.
+  // by kube-apiserver's cache, so there is no second (list) 410.
   EXPECT_GE(stats.expired, 1) << "watch 410";
   EXPECT_GE(stats.watches, 3);
   inf.Stop();
