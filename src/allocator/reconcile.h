@@ -3,7 +3,7 @@
 // and decides status, annotations, condition and events; it does no I/O. The controller calls it
 // from its single worker thread and turns the Decision into writes (service_writes.h).
 //
-// Rules (DESIGN.md "Which Services are Pylon's", "Allocation"):
+// Rules (docs/design.md "Which Services are Pylon's", "Allocation"):
 //   - type LoadBalancer, class lace-cni.io/<name> -> LoadBalancerClass <name>; class
 //     purelb.io/purelb or none -> the ServiceGroup of purelb.io/service-group (else "default") in
 //     the install namespace; any other class, or another type -> not Pylon's (its addresses, if
@@ -127,7 +127,7 @@ std::vector<const model::Service*> StartupOrder(std::vector<const model::Service
 std::vector<pool::ExistingRecord> RebuildRecords(const std::vector<const model::Service*>& ordered,
                                                  const config::InForceConfig& config);
 
-// Go's %+v of a LoadBalancerStatus, as the seed shows in AddressAssigned:
+// Go's %+v of a LoadBalancerStatus, as PureLB's AddressAssigned event shows it (docs/seeds.md):
 // "{Ingress:[{IP:192.168.10.226 Hostname: Ports:[]} {IP:fc00:270:154:0:8000::5 Hostname:
 // Ports:[]}]}".
 std::string FormatIngressGo(const std::vector<net::IpAddress>& ips);

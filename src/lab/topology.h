@@ -8,7 +8,7 @@
 //   LAN A   192.0.2.0/24      gateway .1, client .2, node i .(10+i)
 //   LAN B   198.51.100.0/24   gateway .1, client .2, node i .(10+i)   (a second subnet on eth0)
 //   IPv6 A  2001:db8:1::/64   node i has 2001:db8:1::(10+i)/128 plus the on-link /64 learned as
-//                             a `proto ra` route, exactly the shape seed 000 describes
+//                             a `proto ra` route, the shape seed 000 describes (docs/seeds.md)
 //   IPv6 B  2001:db8:f00d::/64  node i ::(10+i)/64
 // Nothing in the lab uses 203.0.113.0/24 or 2001:db8:beef::/64: they are free for virtual pools.
 #pragma once

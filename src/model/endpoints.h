@@ -1,5 +1,5 @@
 // EndpointSlice view and kube-proxy's rules for "usable local endpoints"
-// (reference/linux-l2.md, externalTrafficPolicy Local).
+// (docs/references.md, "externalTrafficPolicy Local (kube-proxy)").
 #pragma once
 
 #include <optional>

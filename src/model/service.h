@@ -15,7 +15,7 @@
 
 namespace pylon::model {
 
-// Annotation and class names of both seed APIs.
+// Annotation and class names of both APIs Pylon speaks (PureLB's and Lace's; docs/seeds.md).
 inline constexpr const char* kAnnServiceGroup = "purelb.io/service-group";
 inline constexpr const char* kAnnAddresses = "purelb.io/addresses";
 inline constexpr const char* kAnnLaceAddresses = "loadbalancer.lace-cni.io/loadBalancerIPs";
@@ -64,7 +64,7 @@ struct Service {
 
 Result<Service> ParseService(const nlohmann::json& obj);
 
-// Which Services are Pylon's (DESIGN.md): a lace-cni.io/<name> class → that LoadBalancerClass;
+// Which Services are Pylon's (docs/design.md): a lace-cni.io/<name> class → that LoadBalancerClass;
 // purelb.io/purelb or no class → the ServiceGroup named by purelb.io/service-group, else
 // "default"; any other class → not Pylon's. Only type LoadBalancer Services are considered.
 enum class Owner { kNone, kServiceGroup, kLaceClass };

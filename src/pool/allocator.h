@@ -1,6 +1,6 @@
 // The address-pool allocator: a pure state machine (no Kubernetes, no I/O, no clock) that hands
 // out load-balancer addresses from pools of ranges, MetalLB-style (SetPools / Assign / Release),
-// with the peers' traps avoided (docs: DESIGN.md "Allocation", peers.md "Allocation"):
+// with the peers' traps avoided (docs/design.md "Allocation", docs/references.md "Allocation"):
 //   - a free address is found in O(log n) of live allocations, never by enumerating a range, so a
 //     /64 or /48 pool works; sharing-key lookups never scan a pool;
 //   - next-fit per range (continue after the last address handed out, wrapping), so a released

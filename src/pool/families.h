@@ -1,4 +1,4 @@
-// Which address families a Service gets (DESIGN.md "Allocation"): the Service's ipFamilies in
+// Which address families a Service gets (docs/design.md "Allocation"): the Service's ipFamilies in
 // order, limited to the families its ServiceGroup / LoadBalancerClass has pools for, under its
 // ipFamilyPolicy. Pure.
 #pragma once

@@ -47,6 +47,21 @@ spec:
       subnet: 2001:db8:1::/64
 )";
 
+// A Lace class with small pools on LAN B (documentation ranges).
+inline constexpr const char* kPublicClass = R"(apiVersion: lace-cni.io/v1alpha1
+kind: LoadBalancerClass
+metadata:
+  name: public
+spec:
+  mode: l2
+  ipv4Pools:
+  - start: 198.51.100.5
+    end: 198.51.100.9
+  ipv6Pools:
+  - start: 2001:db8:f00d::5
+    end: 2001:db8:f00d::9
+)";
+
 inline std::string ServiceYaml(const std::string& name, const std::string& annotations,
                                const std::string& extra_spec, int port = 80) {
   return "apiVersion: v1\nkind: Service\nmetadata:\n  name: " + name +

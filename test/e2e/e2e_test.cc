@@ -31,20 +31,6 @@ spec:
 )";
 
 // Seed 002's class `public`, adapted: pools inside the lab's LAN B (nodes hold .11-.13 / ::11-13).
-const char* kPublicClass = R"(apiVersion: lace-cni.io/v1alpha1
-kind: LoadBalancerClass
-metadata:
-  name: public
-spec:
-  mode: l2
-  ipv4Pools:
-  - start: 198.51.100.5
-    end: 198.51.100.9
-  ipv6Pools:
-  - start: 2001:db8:f00d::5
-    end: 2001:db8:f00d::9
-)";
-
 std::string NodeOf(const std::vector<std::string>& nodes) {
   return nodes.size() == 1 ? nodes[0] : "";
 }

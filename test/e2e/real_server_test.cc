@@ -17,20 +17,6 @@
 namespace pylon::e2e {
 namespace {
 
-const char* kPublicClass = R"(apiVersion: lace-cni.io/v1alpha1
-kind: LoadBalancerClass
-metadata:
-  name: public
-spec:
-  mode: l2
-  ipv4Pools:
-  - start: 198.51.100.5
-    end: 198.51.100.9
-  ipv6Pools:
-  - start: 2001:db8:f00d::5
-    end: 2001:db8:f00d::9
-)";
-
 std::string InDemo(std::string yaml) {
   const std::string from = "namespace: default";
   yaml.replace(yaml.find(from), from.size(), "namespace: demo");

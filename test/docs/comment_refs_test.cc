@@ -1,0 +1,256 @@
+// Every comment under src/ cites only what is in the repository: a path it names (a token ending
+// in .md/.h/.cc/.yaml/.yml or starting with docs/, deploy/, src/, test/, scripts/, bench/, fuzz/)
+// must exist, relative to the repository root, to src/ or to the commenting file's directory;
+// and no comment names an issue number ("issue 8": the tracker is not in a clone) or "../shared"
+// (the design documents outside the checkout; docs/design.md, docs/references.md and
+// docs/seeds.md hold what the code relies on).
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cctype>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <regex>
+#include <sstream>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace {
+
+namespace fs = std::filesystem;
+
+struct CommentLine {
+  int line = 0;
+  std::string text;  // the comment's text on that line, without the // or /* */ markers
+};
+
+bool IsIdent(char c) { return std::isalnum(static_cast<unsigned char>(c)) != 0 || c == '_'; }
+
+// The comments of a C++ source, one entry per source line a comment covers. String, raw-string and
+// character literals are skipped (a "//" inside a string is no comment), and so are digit
+// separators (1'000).
+std::vector<CommentLine> ExtractComments(std::string_view s) {
+  std::vector<CommentLine> out;
+  int line = 1;
+  size_t i = 0;
+  const size_t n = s.size();
+  auto skip_quoted = [&](char q) {  // i at the opening quote
+    ++i;
+    while (i < n && s[i] != q && s[i] != '\n') {
+      if (s[i] == '\\') ++i;
+      ++i;
+    }
+    if (i < n && s[i] == q) ++i;
+  };
+  while (i < n) {
+    const char c = s[i];
+    if (c == '\n') {
+      ++line;
+      ++i;
+    } else if (s.compare(i, 2, "//") == 0) {
+      size_t end = s.find('\n', i);
+      if (end == std::string_view::npos) end = n;
+      out.push_back({line, std::string(s.substr(i + 2, end - i - 2))});
+      i = end;
+    } else if (s.compare(i, 2, "/*") == 0) {
+      i += 2;
+      size_t start = i;
+      while (i < n && s.compare(i, 2, "*/") != 0) {
+        if (s[i] == '\n') {
+          out.push_back({line, std::string(s.substr(start, i - start))});
+          ++line;
+          start = i + 1;
+        }
+        ++i;
+      }
+      out.push_back({line, std::string(s.substr(start, i - start))});
+      i = std::min(n, i + 2);
+    } else if (c == '"') {
+      // A raw string: R"delim( ... )delim", with an optional u8/u/U/L prefix.
+      size_t b = i;
+      while (b > 0 && IsIdent(s[b - 1])) --b;
+      const std::string_view prefix = s.substr(b, i - b);
+      if (prefix == "R" || prefix == "u8R" || prefix == "uR" || prefix == "UR" || prefix == "LR") {
+        const size_t paren = s.find('(', i);
+        if (paren == std::string_view::npos) break;
+        const std::string close = ")" + std::string(s.substr(i + 1, paren - i - 1)) + "\"";
+        size_t end = s.find(close, paren);
+        end = end == std::string_view::npos ? n : end + close.size();
+        line += static_cast<int>(std::count(s.begin() + i, s.begin() + end, '\n'));
+        i = end;
+      } else {
+        skip_quoted('"');
+      }
+    } else if (c == '\'') {
+      size_t b = i;
+      while (b > 0 && (IsIdent(s[b - 1]) || s[b - 1] == '.')) --b;
+      if (b < i && std::isdigit(static_cast<unsigned char>(s[b])) != 0) {
+        ++i;  // a digit separator
+      } else {
+        skip_quoted('\'');
+      }
+    } else {
+      ++i;
+    }
+  }
+  return out;
+}
+
+bool IsPathChar(char c) { return IsIdent(c) || c == '.' || c == '/' || c == '-'; }
+
+bool EndsWith(std::string_view s, std::string_view suffix) {
+  return s.size() >= suffix.size() && s.substr(s.size() - suffix.size()) == suffix;
+}
+
+// Whether a token of a comment reads as a path inside the repository.
+bool LooksLikeRepoPath(std::string_view t) {
+  for (std::string_view ext : {".md", ".h", ".cc", ".yaml", ".yml"}) {
+    if (EndsWith(t, ext) && t.size() > ext.size()) return true;
+  }
+  for (std::string_view dir :
+       {"docs/", "deploy/", "src/", "test/", "scripts/", "bench/", "fuzz/"}) {
+    if (t.substr(0, dir.size()) == dir) return true;
+  }
+  return false;
+}
+
+struct Finding {
+  int line = 0;
+  std::string what;
+};
+
+// The problems in the comments of one file. `exists(path)` answers whether `path` (relative to the
+// repository root, as written in the comment) exists; `file_dir` is the file's directory relative
+// to the root (e.g. "src/agent"), so that a comment may name a sibling ("garp.h").
+std::vector<Finding> ScanSource(std::string_view source, const std::string& file_dir,
+                                const std::function<bool(const std::string&)>& exists) {
+  static const std::regex kIssue(R"(\bissues? #?[0-9])", std::regex::icase);
+  std::vector<Finding> findings;
+  for (const CommentLine& c : ExtractComments(source)) {
+    const std::string& t = c.text;
+    if (t.find("../shared") != std::string::npos) {
+      findings.push_back({c.line, "names ../shared (outside the repository)"});
+    }
+    if (std::regex_search(t, kIssue)) {
+      findings.push_back({c.line, "names an issue number (not in the repository)"});
+    }
+    size_t i = 0;
+    while (i < t.size()) {
+      if (!IsPathChar(t[i])) {
+        ++i;
+        continue;
+      }
+      const size_t start = i;
+      while (i < t.size() && IsPathChar(t[i])) ++i;
+      std::string tok = t.substr(start, i - start);
+      const char before = start > 0 ? t[start - 1] : ' ';
+      const char after = i < t.size() ? t[i] : ' ';
+      // Not a repository path: a system header (<linux/if_addr.h>), a URL or host path, an
+      // absolute path, or a pattern (src/lab/pods.{h,cc}, deploy/rbac-*.yaml, test/<module>/).
+      if (before == '<' || before == ':' || before == '/' || before == '*' || before == '}' ||
+          after == '{' || after == '*' || after == '<' || tok.find("//") != std::string::npos ||
+          tok.find("..") != std::string::npos || tok.front() == '/') {
+        continue;
+      }
+      while (!tok.empty() && (tok.back() == '.' || tok.back() == '-')) tok.pop_back();
+      if (tok.empty() || !LooksLikeRepoPath(tok)) continue;
+      if (exists(tok) || exists("src/" + tok) || exists(file_dir + "/" + tok)) continue;
+      findings.push_back({c.line, "names \"" + tok + "\", which is not in the repository"});
+    }
+  }
+  return findings;
+}
+
+// --- the scanner itself (so that the repository test below can fail) ---
+
+std::vector<std::string> Describe(const std::vector<Finding>& fs) {
+  std::vector<std::string> out;
+  for (const Finding& f : fs) out.push_back(std::to_string(f.line) + ": " + f.what);
+  return out;
+}
+
+bool Known(const std::string& p) {
+  return p == "docs/design.md" || p == "src/agent/garp.h" || p == "src/agent" || p == "docs";
+}
+
+TEST(CommentScanner, FlagsMissingFilesIssuesAndShared) {
+  const std::string src =
+      "// Rules (DESIGN.md \"Announcement\"), see docs/design.md.\n"
+      "int x = 1;  // peers.md, Operations\n"
+      "/* a block comment naming\n"
+      "   reference/linux-l2.md and docs/missing.md */\n"
+      "// issue 8; Issue #12\n"
+      "// the seed documents in ../shared/seeds/\n";
+  EXPECT_EQ(Describe(ScanSource(src, "src/agent", Known)),
+            (std::vector<std::string>{
+                "1: names \"DESIGN.md\", which is not in the repository",
+                "2: names \"peers.md\", which is not in the repository",
+                "4: names \"reference/linux-l2.md\", which is not in the repository",
+                "4: names \"docs/missing.md\", which is not in the repository",
+                "5: names an issue number (not in the repository)",
+                "6: names ../shared (outside the repository)",
+            }));
+}
+
+TEST(CommentScanner, AcceptsExistingPathsSiblingsAndNonPaths) {
+  const std::string src =
+      "// docs/design.md \"Allocation\"; garp.h; agent/garp.h; src/agent/garp.h.\n"
+      "// <linux/if_addr.h>, purelb.io/v1, lace-cni.io/<name>, https://example.com/a/b.md\n"
+      "// patterns: src/lab/pods.{h,cc}, deploy/rbac-*.yaml, test/<module>/, /proc/sys/x.h\n"
+      "// metallb#2723 is another project's tracker; 1.5 s; e.g. 0.25 s\n";
+  EXPECT_TRUE(ScanSource(src, "src/agent", Known).empty())
+      << ::testing::PrintToString(Describe(ScanSource(src, "src/agent", Known)));
+}
+
+TEST(CommentScanner, IgnoresStringsAndCharacterLiterals) {
+  const std::string src =
+      "const char* a = \"// DESIGN.md issue 8 ../shared\";\n"
+      "const char* b = R\"x(\n// peers.md\n)x\";\n"
+      "char c = '\"'; int big = 1'000'000;  // docs/design.md\n"
+      "const char* d = \"/* not a comment */\";  // peers.md\n";
+  EXPECT_EQ(Describe(ScanSource(src, "src/agent", Known)),
+            (std::vector<std::string>{"6: names \"peers.md\", which is not in the repository"}));
+}
+
+TEST(CommentScanner, CountsLinesThroughRawStringsAndBlocks) {
+  const auto cs = ExtractComments("/* a\nb */ R\"(\n\n)\" // c\n");
+  ASSERT_EQ(cs.size(), 3u);
+  EXPECT_EQ(cs[0].line, 1);
+  EXPECT_EQ(cs[1].line, 2);
+  EXPECT_EQ(cs[2].line, 4);
+  EXPECT_EQ(cs[2].text, " c");
+}
+
+// --- the repository ---
+
+TEST(RepositoryComments, EverySourceCommentCitesOnlyWhatIsInTheRepository) {
+  const fs::path root = PYLON_SOURCE_DIR;
+  ASSERT_TRUE(fs::is_directory(root / "src")) << root;
+  auto exists = [&](const std::string& p) { return fs::exists(root / p); };
+  std::vector<std::string> problems;
+  int files = 0;
+  for (const auto& e : fs::recursive_directory_iterator(root / "src")) {
+    if (!e.is_regular_file()) continue;
+    const std::string ext = e.path().extension().string();
+    if (ext != ".h" && ext != ".cc" && ext != ".cpp" && ext != ".hpp") continue;
+    ++files;
+    std::ifstream in(e.path(), std::ios::binary);
+    std::stringstream ss;
+    ss << in.rdbuf();
+    const std::string rel = fs::relative(e.path(), root).generic_string();
+    const std::string dir = fs::path(rel).parent_path().generic_string();
+    for (const Finding& f : ScanSource(ss.str(), dir, exists)) {
+      problems.push_back(rel + ":" + std::to_string(f.line) + ": " + f.what);
+    }
+  }
+  EXPECT_GT(files, 50);
+  std::sort(problems.begin(), problems.end());
+  std::string all;
+  for (const std::string& p : problems) all += p + "\n";
+  EXPECT_TRUE(problems.empty()) << problems.size() << " comment(s) cite what a clone lacks:\n"
+                                << all;
+}
+
+}  // namespace
