@@ -70,8 +70,52 @@ Agent::Agent(AgentOptions options, AgentDeps deps, Planner planner)
   if (d_.metrics) DescribeAgentMetrics(*d_.metrics);
 }
 
+Status Agent::StartKubeProxyCheck() {
+  if (!options_.kube_proxy.enabled) {
+    log::Info("kube-proxy health check off (--kube-proxy-check=off)");
+    return Ok();
+  }
+  auto c = KubeProxyChecker::Create(options_.kube_proxy, *d_.clock, [this] { Wake(false); });
+  if (!c) return Fail(c.error());
+  kube_proxy_ = std::move(*c);
+  // Not eligible until the check has passed: peers see the lease released until then.
+  lease_->SetReleased(true);
+  kube_proxy_->Start();
+  log::Info("kube-proxy health check on",
+            {{"url", options_.kube_proxy.url},
+             {"fail_count", std::to_string(options_.kube_proxy.fail_count)},
+             {"pass_count", std::to_string(options_.kube_proxy.pass_count)}});
+  return Ok();
+}
+
+void Agent::ReportKubeProxyTransitions() {
+  if (!kube_proxy_) return;
+  for (const auto& t : kube_proxy_->TakeTransitions()) {
+    const std::string from(KubeProxyStateName(t.from));
+    const std::string to(KubeProxyStateName(t.to));
+    const std::string url = options_.kube_proxy.url;
+    if (t.to == KubeProxyState::kHealthy) {
+      log::Info("kube-proxy healthy: eligible to announce", {{"url", url}, {"from", from}});
+      writer_->NodeEvent(false, "KubeProxyHealthy",
+                         "kube-proxy passes its health check (" + url + ", " +
+                             std::to_string(options_.kube_proxy.pass_count) +
+                             " in a row): this node is eligible to announce again");
+    } else {
+      log::Warn("kube-proxy unhealthy: leaving the election",
+                {{"url", url}, {"from", from}, {"result", t.last_result}});
+      writer_->NodeEvent(true, "KubeProxyUnhealthy",
+                         "kube-proxy fails its health check (" + url + ": " + t.last_result + ", " +
+                             std::to_string(options_.kube_proxy.fail_count) +
+                             " in a row): this node withdraws its local addresses and leaves "
+                             "the election until it passes");
+    }
+    if (d_.metrics) d_.metrics->Add(kMetricKubeProxyTransitions, {{"to", to}});
+  }
+}
+
 Agent::~Agent() {
   // Their threads call Wake(): join them while mu_ and cv_ still exist.
+  if (kube_proxy_) kube_proxy_->Stop();
   claim_monitor_.reset();
   prober_.reset();
   link_stop_.store(true);
@@ -179,6 +223,7 @@ Status Agent::Start(Duration sync_timeout) {
   for (auto& i : informers_) i->Start();
   writer_->Start();
   if (claim_monitor_) claim_monitor_->Start();
+  if (auto st = StartKubeProxyCheck(); !st) return st;
   lease_->SetSubnets(network_.Subnets());
   lease_->Start();
 
@@ -430,14 +475,24 @@ void Agent::RefreshInputs() {
 
 void Agent::OnePass(bool shutting_down) {
   RefreshNetwork();
+  ReportKubeProxyTransitions();
   const bool lease_healthy = lease_->Healthy();
+  // This node's kube-proxy (--kube-proxy-check): while it fails, the node is not eligible. The
+  // same path as an unhealthy lease locally (no local address, no writes), plus what peers see:
+  // the lease released (holderIdentity "") and, with heartbeats, "not eligible" in them.
+  const bool kube_proxy_ok = !kube_proxy_ || kube_proxy_->eligible();
+  lease_->SetReleased(!kube_proxy_ok);
   bool healthy = lease_healthy;
   std::string health_name = healthy ? "healthy" : "lease-unhealthy";
   if (hb_) {
     std::lock_guard<std::mutex> lock(mu_);
-    auto r = hb_->Sync(membership_, {lease_healthy, false, !shutting_down});
+    auto r = hb_->Sync(membership_, {lease_healthy, false, !shutting_down && kube_proxy_ok});
     healthy = r.health == heartbeat::SelfHealth::kHealthy;
     health_name = heartbeat::SelfHealthName(r.health);
+  }
+  if (healthy && !kube_proxy_ok) {
+    healthy = false;
+    health_name = "kube-proxy-" + std::string(KubeProxyStateName(kube_proxy_->state()));
   }
   if (healthy != last_healthy_) {
     log::Info("self health", {{"health", health_name}});
@@ -466,6 +521,7 @@ void Agent::OnePass(bool shutting_down) {
   }
   if (hb_) hb_->SetAnnounced(reconciler_->HeldLocal());
   if (d_.metrics) d_.metrics->Set(kMetricLeaseHealthy, {}, lease_healthy ? 1 : 0);
+  if (d_.metrics) d_.metrics->Set(kMetricKubeProxyHealthy, {}, kube_proxy_ok ? 1 : 0);
   if (d_.metrics && hb_) {
     d_.metrics->Set(kMetricHeartbeatHealthy, {}, healthy ? 1 : 0);
     std::map<std::string, int> by_state;
@@ -528,6 +584,7 @@ void Agent::Shutdown() {
     log::Info("node lease deleted", {{"lease", lease_->LeaseName()}});
   }
   if (hb_) hb_->Stop();
+  if (kube_proxy_) kube_proxy_->Stop();
   if (claim_monitor_) claim_monitor_->Stop();
   link_stop_.store(true);
   if (link_thread_.joinable()) link_thread_.join();

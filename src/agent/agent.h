@@ -27,6 +27,7 @@
 #include "agent/address_sync.h"
 #include "agent/claim_monitor.h"
 #include "agent/garp.h"
+#include "agent/kube_proxy_check.h"
 #include "agent/kube_writer.h"
 #include "agent/lease_keeper.h"
 #include "agent/options.h"
@@ -95,6 +96,10 @@ class Agent {
   void OnePass(bool shutting_down);
   void Shutdown();
   Status StartHeartbeat();
+  // --kube-proxy-check=on: starts the checker (kube_proxy_check.h).
+  Status StartKubeProxyCheck();
+  // Drains the checker's verdict changes: log, node event, transition counter (loop thread).
+  void ReportKubeProxyTransitions();
   // Recomputes this node's heartbeat endpoints and publishes them in the lease annotation.
   void PublishHeartbeatEndpoints();
   // Publishes the MACs of the announcing interfaces in the lease (purelb.io/macs), so that
@@ -115,6 +120,7 @@ class Agent {
   std::unique_ptr<Reconciler> reconciler_;
   std::unique_ptr<LeaseKeeper> lease_;
   std::unique_ptr<heartbeat::HeartbeatService> hb_;    // null: heartbeats off
+  std::unique_ptr<KubeProxyChecker> kube_proxy_;       // null: --kube-proxy-check=off
   std::string hb_interface_;                           // the interface hb_ is bound to
   std::unique_ptr<netlink::EventSource> link_events_;  // WatchLinks thread only, once started
   std::thread link_thread_;

@@ -37,6 +37,13 @@ void DescribeAgentMetrics(metrics::Registry& r) {
   // No result values are defined (nothing counts renewals yet): no series until one is set.
   r.Describe(kMetricLeaseRenewals, "Node lease renewal attempts, by result", Type::kCounter,
              {{"result", {}}});
+  r.Describe(kMetricKubeProxyHealthy,
+             "1 while this node's kube-proxy passes its health check (or the check is off), "
+             "else 0: the node is not eligible to announce local addresses",
+             Type::kGauge);
+  r.Describe(kMetricKubeProxyTransitions,
+             "Changes of the kube-proxy health verdict, by new state (healthy|unhealthy)",
+             Type::kCounter, {{"to", {"healthy", "unhealthy"}}});
   // Heartbeats on only: set from the first pass when they are (a 0 without heartbeats would
   // read as "unfit to announce").
   std::vector<std::string> states;

@@ -17,6 +17,9 @@ inline constexpr char kMetricAddressOps[] = "purelb_address_operations_total";
 inline constexpr char kMetricAddressConflicts[] = "purelb_address_conflicts";
 inline constexpr char kMetricConflictsDetected[] = "purelb_address_conflicts_detected_total";
 inline constexpr char kMetricLeaseRenewals[] = "purelb_election_lease_renewals_total";
+// This node's kube-proxy health check (kube_proxy_health.h; docs/agent.md "kube-proxy health").
+inline constexpr char kMetricKubeProxyHealthy[] = "purelb_kube_proxy_healthy";
+inline constexpr char kMetricKubeProxyTransitions[] = "purelb_kube_proxy_transitions_total";
 // Heartbeats on only (docs/failover.md).
 inline constexpr char kMetricHeartbeatPeers[] = "purelb_heartbeat_peers";
 inline constexpr char kMetricHeartbeatHealthy[] = "purelb_heartbeat_self_healthy";

@@ -1,4 +1,4 @@
-// Duplicate-address detection in the agent, pure parts (issue 8; RFC 5227, RFC 4862 DAD):
+// Duplicate-address detection in the agent, pure parts (docs/agent.md; RFC 5227, RFC 4862 DAD):
 //
 //  - ProbeGate decides, per pass, which local addresses wait for a probe before they are added:
 //    an address this node won and is about to hold for the FIRST time (DesiredAddress::

@@ -1,5 +1,5 @@
 // Gratuitous ARP / unsolicited Neighbor Advertisement: when this node takes a local address it
-// tells the segment, because the kernel does not (reference/linux-l2.md). A burst of `count`
+// tells the segment, because the kernel does not (docs/references.md). A burst of `count`
 // announcements spaced `interval` apart, the first at once. The scheduler is pure (the agent loop
 // asks it what is due); packet::Announcer does the I/O.
 //

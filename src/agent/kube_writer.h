@@ -4,7 +4,7 @@
 // write identical to one that succeeded less than `rewrite_after` ago is dropped, because the
 // informer cache that the planner compares against may still lag behind our own write. This
 // bounds the agent to one write per target per `rewrite_after` even if it were confused (the
-// peers' write storms: peers.md, Operations).
+// peers' write storms: docs/references.md, Operations).
 //
 // Events go through k8s::EventRecorder (source component purelb-lbnodeagent).
 #pragma once

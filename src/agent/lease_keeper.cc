@@ -40,6 +40,14 @@ void LeaseKeeper::SetAnnotation(const std::string& key, std::string value) {
   cv_.notify_all();
 }
 
+void LeaseKeeper::SetReleased(bool released) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (released_ == released) return;
+  released_ = released;
+  kick_ = true;
+  cv_.notify_all();
+}
+
 void LeaseKeeper::Start() {
   std::lock_guard<std::mutex> lock(mu_);
   if (thread_.joinable()) return;
@@ -70,8 +78,10 @@ Status LeaseKeeper::RenewOnce() {
   std::string subnets;
   std::map<std::string, std::string> extra;
   LeaseTiming timing;
+  bool released = false;
   {
     std::lock_guard<std::mutex> lock(mu_);
+    released = released_;
     subnets = subnets_annotation_;
     extra = extra_annotations_;
     timing = health_.timing();
@@ -108,11 +118,12 @@ Status LeaseKeeper::RenewOnce() {
       auto parsed = k8s::ParseLeaseSpec(*current);
       if (parsed) spec = *parsed;
     }
-    if (!current || spec.holder_identity != node_.str()) {
+    const std::string holder = released ? std::string() : node_.str();
+    if (!current || spec.holder_identity != holder) {
       spec.acquire_time = now;
       if (current) ++spec.lease_transitions;
     }
-    spec.holder_identity = node_.str();
+    spec.holder_identity = holder;
     spec.lease_duration_seconds = duration_s;
     spec.renew_time = now;
     if (!current) {

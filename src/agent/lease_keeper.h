@@ -39,6 +39,11 @@ class LeaseKeeper {
   // An extra annotation to publish (e.g. purelb.io/heartbeat); an empty value removes it. A
   // change is written at the next renewal (made due at once).
   void SetAnnotation(const std::string& key, std::string value);
+  // While released, renewals write holderIdentity "" (the lease's "released" form): peers see
+  // this node as a member that is not live (election/membership.h) and re-elect its addresses at
+  // once, without waiting for the lease to expire. Used while this node is not eligible (e.g. its
+  // kube-proxy fails its health check, kube_proxy_health.h). A change is written at once.
+  void SetReleased(bool released);
   void Start();
   // Stops renewing (joins the worker). Idempotent.
   void Stop();
@@ -68,6 +73,7 @@ class LeaseKeeper {
   LeaseHealth health_;
   std::string subnets_annotation_;
   std::map<std::string, std::string> extra_annotations_;  // value "" = remove
+  bool released_ = false;
   bool stopping_ = false;
   bool kick_ = false;
   std::thread thread_;

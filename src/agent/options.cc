@@ -32,6 +32,15 @@ const char* AgentUsage() {
          "  --probe-interval DUR     spacing of the probes (default 80ms)\n"
          "  --conflict-recheck DUR   probe an address withheld for a conflict again this often\n"
          "                           (default 30s)\n"
+         "  --kube-proxy-check on|off leave the election while this node's kube-proxy fails\n"
+         "                           its health check (default on; off when kube-proxy is\n"
+         "                           replaced, e.g. by the CNI)\n"
+         "  --kube-proxy-healthz URL kube-proxy's health URL\n"
+         "                           (default http://127.0.0.1:10256/healthz)\n"
+         "  --kube-proxy-check-interval DUR  check this often (default 1s)\n"
+         "  --kube-proxy-check-timeout DUR   per-request timeout (default 1s)\n"
+         "  --kube-proxy-fail-count N consecutive failures to leave (default 3)\n"
+         "  --kube-proxy-pass-count N consecutive passes to return (default 2)\n"
          "  --log-level LEVEL        debug|info|warn|error\n"
          "environment: PURELB_LEASE_DURATION (10s), PURELB_RENEW_DEADLINE (7s),\n"
          "             PURELB_RETRY_PERIOD (2s), Go duration syntax\n";
@@ -95,11 +104,26 @@ Result<AgentOptions> ParseAgentOptions(const std::vector<std::string>& args, con
       heartbeat_flags.emplace_back(flag.substr(2), hv);
       continue;
     }
-    static const char* const kKnown[] = {
-        "--kubeconfig",     "--node-name",       "--namespace",           "--metrics-addr",
-        "--etp-local",      "--state-file",      "--address-lifetime",    "--garp-interval",
-        "--garp-count",     "--log-level",       "--reannounce-interval", "--probe-count",
-        "--probe-interval", "--conflict-recheck"};
+    static const char* const kKnown[] = {"--kubeconfig",
+                                         "--node-name",
+                                         "--namespace",
+                                         "--metrics-addr",
+                                         "--etp-local",
+                                         "--state-file",
+                                         "--address-lifetime",
+                                         "--garp-interval",
+                                         "--garp-count",
+                                         "--log-level",
+                                         "--reannounce-interval",
+                                         "--probe-count",
+                                         "--probe-interval",
+                                         "--conflict-recheck",
+                                         "--kube-proxy-check",
+                                         "--kube-proxy-healthz",
+                                         "--kube-proxy-check-interval",
+                                         "--kube-proxy-check-timeout",
+                                         "--kube-proxy-fail-count",
+                                         "--kube-proxy-pass-count"};
     if (std::find(std::begin(kKnown), std::end(kKnown), flag) == std::end(kKnown)) {
       return Fail(ErrorCode::kInvalidArgument, "unknown flag " + flag);
     }
@@ -179,6 +203,28 @@ Result<AgentOptions> ParseAgentOptions(const std::vector<std::string>& args, con
                     flag + (probe ? ": want 10ms..2s" : ": want 1s..24h") + ", got \"" + *v + "\"");
       }
       (probe ? o.probe_interval : o.conflict_recheck) = *d;
+    } else if (flag == "--kube-proxy-check") {
+      if (*v == "on") {
+        o.kube_proxy.enabled = true;
+      } else if (*v == "off") {
+        o.kube_proxy.enabled = false;
+      } else {
+        return Fail(ErrorCode::kInvalidArgument,
+                    "--kube-proxy-check: want on or off, got \"" + *v + "\"");
+      }
+    } else if (flag == "--kube-proxy-healthz") {
+      o.kube_proxy.url = *v;
+    } else if (flag == "--kube-proxy-check-interval" || flag == "--kube-proxy-check-timeout") {
+      auto d = ParseGoDuration(*v);
+      if (!d) return Fail(d.error().Wrap(flag));
+      (flag == "--kube-proxy-check-interval" ? o.kube_proxy.interval : o.kube_proxy.timeout) = *d;
+    } else if (flag == "--kube-proxy-fail-count" || flag == "--kube-proxy-pass-count") {
+      int n = 0;
+      auto [p, ec] = std::from_chars(v->data(), v->data() + v->size(), n);
+      if (ec != std::errc() || p != v->data() + v->size()) {
+        return Fail(ErrorCode::kInvalidArgument, flag + ": want a number, got \"" + *v + "\"");
+      }
+      (flag == "--kube-proxy-fail-count" ? o.kube_proxy.fail_count : o.kube_proxy.pass_count) = n;
     } else if (flag == "--log-level") {
       o.log_level = *v;
     } else {
@@ -193,6 +239,7 @@ Result<AgentOptions> ParseAgentOptions(const std::vector<std::string>& args, con
     return Fail(ErrorCode::kInvalidArgument, "--node-name (or $NODE_NAME) is required");
   }
   if (o.ns.empty()) return Fail(ErrorCode::kInvalidArgument, "--namespace must not be empty");
+  if (auto st = ValidateKubeProxyCheck(o.kube_proxy); !st) return Fail(st.error());
   auto timing = LeaseTimingFromEnv(env);
   if (!timing) return Fail(timing.error());
   o.timing = *timing;

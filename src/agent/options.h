@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "agent/garp.h"
+#include "agent/kube_proxy_health.h"
 #include "agent/lease_health.h"
 #include "agent/types.h"
 #include "common/result.h"
@@ -40,6 +41,10 @@ struct AgentOptions {
   Duration probe_interval = std::chrono::milliseconds(80);
   // --conflict-recheck DUR: an address withheld for a conflict is probed again this often.
   Duration conflict_recheck = std::chrono::seconds(30);
+  // --kube-proxy-check on|off (default on), --kube-proxy-healthz URL, --kube-proxy-check-interval,
+  // --kube-proxy-check-timeout, --kube-proxy-fail-count, --kube-proxy-pass-count: this node is
+  // eligible only while its kube-proxy passes its health check (kube_proxy_health.h).
+  KubeProxyCheckOptions kube_proxy;
   bool help = false;
 };
 

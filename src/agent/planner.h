@@ -2,7 +2,7 @@
 // ingress addresses and EndpointSlices), the L2Advertisements, membership and the election,
 // computes which addresses this node holds and which Kubernetes writes it owes.
 //
-// Rules (DESIGN.md "Announcement"):
+// Rules (docs/design.md "Announcement"):
 //  - An address is local when some known member's lease subnets (or this node's own subnets)
 //    contain it: one winner among live members on that subnet (election::Elector, sticky on the
 //    announcer recorded in the L2Advertisement or the Service's announcing annotation). Only the

@@ -3,7 +3,7 @@
 // ClusterWriter, with an AnnouncingLocal event for each local address actually added.
 // Also applies strict ARP (arp_ignore=1, arp_announce=2) on the LAN interfaces the first time
 // virtual addresses are in use: with Linux's defaults every node would answer ARP for kube-lb0's
-// addresses on the LAN (reference/linux-l2.md). The sysctls are left set afterwards (flipping them
+// addresses on the LAN (docs/references.md). The sysctls are left set afterwards (flipping them
 // back and forth as Services come and go would be worse than keeping the strict setting).
 //
 // Threading: one thread (the agent loop). All collaborators are borrowed.

@@ -18,7 +18,7 @@ namespace pylon::agent {
 
 using election::NodeName;
 
-// Event source component of every event the agent writes (as the seed's `kubectl describe`).
+// Event source component of every event the agent writes (PureLB's: docs/seeds.md).
 inline constexpr const char* kEventComponent = "purelb-lbnodeagent";
 inline constexpr const char* kL2AdvApiVersion = "lace-cni.io/v1alpha1";
 
@@ -74,7 +74,7 @@ std::string L2AdvertisementName(const net::IpAddress& address);
 
 // What to do when a Service with externalTrafficPolicy Local gets a local (elected) address.
 enum class EtpLocalMode : std::uint8_t {
-  kReset,  // the winner patches the Service to Cluster, once, with an event (the seed's way)
+  kReset,  // the winner patches the Service to Cluster, once, with an event (docs/seeds.md)
   kElect,  // elect only among nodes with a ready local endpoint; the Service is left as written
 };
 

@@ -213,6 +213,9 @@ Status Lab::StartAgent(const std::string& node) {
   // Nodes of a lab share one filesystem: each agent keeps its record of the addresses it added in
   // the lab directory (the default, /run/pylon/agent-addresses, would be shared by all of them).
   o.argv.insert(o.argv.end(), {"--state-file", Path("agent-addresses-" + node)});
+  // The agent leaves the election while its node's kube-proxy fails /healthz (on by default):
+  // without kube-proxy in the lab, turn the check off (agent_args may still turn it back on).
+  if (!kube_proxy_running_) o.argv.push_back("--kube-proxy-check=off");
   o.argv.insert(o.argv.end(), config_.agent_args.begin(), config_.agent_args.end());
   o.env = {"PURELB_LEASE_DURATION=" + config_.lease_duration,
            "PURELB_RENEW_DEADLINE=" + config_.renew_deadline,

@@ -46,6 +46,8 @@ const Family kFamilies[] = {
     {kMetricAddressOps, "counter", {"{op=\"add\"} 0", "{op=\"remove\"} 0"}},
     {kMetricAddressConflicts, "gauge", {" 0"}},
     {kMetricConflictsDetected, "counter", {"{kind=\"claim\"} 0", "{kind=\"probe\"} 0"}},
+    {kMetricKubeProxyHealthy, "gauge", {" 0"}},
+    {kMetricKubeProxyTransitions, "counter", {"{to=\"healthy\"} 0", "{to=\"unhealthy\"} 0"}},
     // Declared but counted nowhere yet: no result values, no series.
     {kMetricLeaseRenewals, "counter", {}},
     // Heartbeats on only: set by the first pass that runs them.

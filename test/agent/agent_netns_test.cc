@@ -108,7 +108,7 @@ class AgentNetnsTest : public ::testing::Test {
         AgentKubeconfig(), "--node-name",   node.name,
         "--namespace",     "purelb-system", "--metrics-addr",
         "127.0.0.1:7473",  "--state-file",  (dir_ / ("state-" + node.name)).string(),
-        "--garp-interval", "200ms"};
+        "--garp-interval", "200ms",         "--kube-proxy-check=off"};  // no kube-proxy here
     argv.insert(argv.end(), extra.begin(), extra.end());
     auto p = lab::Process::Spawn({argv, node.netns,
                                   (dir_ / ("agent-" + node.name + log_suffix + ".log")).string(),

@@ -171,6 +171,7 @@ class AgentRuntimeTest : public ::testing::Test {
     o.ns = "purelb-system";
     o.timing = LeaseTiming{seconds(2), milliseconds(1500), milliseconds(200)};
     o.garp.interval = milliseconds(10);
+    o.kube_proxy.enabled = false;  // no kube-proxy here
     AgentDeps d;
     d.client = &observing_;
     d.recorder = &recorder_;
@@ -268,6 +269,7 @@ TEST(AgentHeartbeatStartTest, MissingKeyFileRefusesToStart) {
   AgentOptions o;
   o.node_name = "node1";
   o.heartbeat.key_file = "/nonexistent/pylon-heartbeat-key";
+  o.kube_proxy.enabled = false;
   AgentDeps d;
   d.client = &client;
   d.recorder = &recorder;
