@@ -70,6 +70,7 @@ class AgentNetnsTest : public ::testing::Test {
     cfg.name = name_;
     cfg.nodes = 3;
     cfg.dir = dir_.string();
+    cfg.binary = PYLON_BINARY;  // the lab's responders are `pylon lab serve`, not this test
     cfg.heartbeat = false;
     cfg.start_allocator = false;
     cfg.start_agents = false;
