@@ -188,8 +188,7 @@ int main(int argc, char** argv) {
   if (!client) return 1;
   const std::string deploy = std::string(PYLON_SOURCE_DIR) + "/deploy";
   for (const std::vector<std::string>& args :
-       {std::vector<std::string>{"apply", "-f", deploy + "/namespace.yaml", "-f",
-                                 deploy + "/crds"},
+       {std::vector<std::string>{"apply", "-f", deploy + "/namespace.yaml", "-f", deploy + "/crds"},
         std::vector<std::string>{"wait", "--for=condition=Established", "--timeout=60s", "crd",
                                  "--all"}}) {
     if (auto r = plane.Kubectl(args); !r) {

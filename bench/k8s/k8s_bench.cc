@@ -78,8 +78,7 @@ int Main(int argc, char** argv) {
   }
   auto server = RealApiServer::Start();
   if (!server) {
-    std::fprintf(stderr, "cannot start the control plane: %s\n",
-                 server.error().message().c_str());
+    std::fprintf(stderr, "cannot start the control plane: %s\n", server.error().message().c_str());
     return 1;
   }
   const RestConfig& config = proxy ? (*server)->config() : (*server)->direct_config();
@@ -91,8 +90,7 @@ int Main(int argc, char** argv) {
   const std::string rv_before = client.List(resources::Namespaces(), "", {})->resource_version;
 
   std::printf("pylon_k8s_bench: %d Services, %d updates, %d writers, %s\n", services, updates,
-              writers,
-              proxy ? "HTTP via pylon fault-proxy" : "HTTPS straight to kube-apiserver");
+              writers, proxy ? "HTTP via pylon fault-proxy" : "HTTPS straight to kube-apiserver");
   auto t0 = Clock::now();
   bool ok = Parallel(services, writers, [&](int i) {
     return client.Create(resources::Services(), Service(ns, "svc-" + std::to_string(i)))

@@ -101,8 +101,7 @@ int RunFaultProxyCommand(int argc, char** argv) {
   FaultSettings initial;
   if (!faults_json.empty()) {
     Json j = Json::parse(faults_json, nullptr, false);
-    auto s = j.is_discarded() ? Result<FaultSettings>(Fail(ErrorCode::kInvalidArgument,
-                                                             "not JSON"))
+    auto s = j.is_discarded() ? Result<FaultSettings>(Fail(ErrorCode::kInvalidArgument, "not JSON"))
                               : FaultSettings::FromJson(j);
     if (!s) {
       std::fprintf(stderr, "pylon fault-proxy: --faults: %s\n", s.error().message().c_str());

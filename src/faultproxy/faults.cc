@@ -90,8 +90,7 @@ RequestInfo ClassifyRequest(std::string_view method, std::string_view path,
     info.is_watch = true;
     rest.erase(rest.begin());
   }
-  if (rest.size() >= 3 && rest[0] == "namespaces" && rest[2] != "status" &&
-      rest[2] != "finalize") {
+  if (rest.size() >= 3 && rest[0] == "namespaces" && rest[2] != "status" && rest[2] != "finalize") {
     info.ns = std::string(rest[1]);
     rest.erase(rest.begin(), rest.begin() + 2);
   }
@@ -124,18 +123,17 @@ InjectedError InternalErrorStatus(std::string_view message) {
   cause["message"] = message;
   OrderedJson details;
   details["causes"] = OrderedJson::array({cause});
-  return {500,
-          StatusBody(500, "InternalError", "Internal error occurred: " + std::string(message),
-                     details),
-          0};
+  return {
+      500,
+      StatusBody(500, "InternalError", "Internal error occurred: " + std::string(message), details),
+      0};
 }
 
 InjectedError TooManyRequestsStatus(int retry_after_seconds) {
   OrderedJson details;
   details["retryAfterSeconds"] = retry_after_seconds;
   return {429,
-          StatusBody(429, "TooManyRequests", "Too many requests, please try again later.",
-                     details),
+          StatusBody(429, "TooManyRequests", "Too many requests, please try again later.", details),
           retry_after_seconds};
 }
 
@@ -159,10 +157,10 @@ InjectedError ConflictStatus(std::string_view group, std::string_view resource,
 std::string ExpiredWatchEvent(uint64_t requested_rv, uint64_t oldest_rv) {
   OrderedJson ev;
   ev["type"] = "ERROR";
-  ev["object"] = OrderedJson::parse(StatusBody(410, "Expired",
-                                               "too old resource version: " +
-                                                   std::to_string(requested_rv) + " (" +
-                                                   std::to_string(oldest_rv) + ")"));
+  ev["object"] =
+      OrderedJson::parse(StatusBody(410, "Expired",
+                                    "too old resource version: " + std::to_string(requested_rv) +
+                                        " (" + std::to_string(oldest_rv) + ")"));
   return ev.dump() + "\n";
 }
 
@@ -208,9 +206,9 @@ FaultDecision Faults::Decide(const RequestInfo& req) {
         d.error = InjectedError{504, StatusBody(504, "Timeout", "injected fault"), 0};
         break;
       default:
-        d.error = InjectedError{settings_.error_code,
-                                StatusBody(settings_.error_code, "InternalError", "injected fault"),
-                                0};
+        d.error =
+            InjectedError{settings_.error_code,
+                          StatusBody(settings_.error_code, "InternalError", "injected fault"), 0};
     }
     return d;
   }

@@ -149,7 +149,8 @@ Result<std::uint64_t> FaultProxy::Compact() {
     const Json& r = j["header"]["revision"];
     rev = r.is_string() ? ParseRv(r.get<std::string>()) : r.get<std::uint64_t>();
   }
-  if (rev == 0) return Fail(ErrorCode::kInternal, "etcd range: no header.revision in " + resp->body);
+  if (rev == 0)
+    return Fail(ErrorCode::kInternal, "etcd range: no header.revision in " + resp->body);
   k8s::HttpRequest compact;
   compact.method = "POST";
   compact.path = "/v3/kv/compaction";
@@ -202,14 +203,15 @@ void FaultProxy::HandleControl(const http::Request& req, http::ResponseWriter& w
     auto rev = Compact();
     if (!rev) {
       int code = rev.error().code() == ErrorCode::kUnsupported ? 501 : 503;
-      return w.Send(JsonReply(code, StatusBody(code, code == 501 ? "NotImplemented"
-                                                                 : "ServiceUnavailable",
-                                               rev.error().message())));
+      return w.Send(
+          JsonReply(code, StatusBody(code, code == 501 ? "NotImplemented" : "ServiceUnavailable",
+                                     rev.error().message())));
     }
     w.Send(JsonReply(200, Json{{"compacted_rv", *rev}}.dump()));
   } else {
-    w.Send(JsonReply(404, StatusBody(404, "NotFound", "the server could not find the requested "
-                                                      "resource")));
+    w.Send(JsonReply(404, StatusBody(404, "NotFound",
+                                     "the server could not find the requested "
+                                     "resource")));
   }
 }
 

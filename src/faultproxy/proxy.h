@@ -28,7 +28,7 @@ namespace pylon::faultproxy {
 
 struct ProxyOptions {
   std::string listen_host = "127.0.0.1";
-  std::uint16_t port = 0;  // 0: the kernel picks one
+  std::uint16_t port = 0;       // 0: the kernel picks one
   std::string upstream;         // https://127.0.0.1:6443
   std::string upstream_ca_pem;  // PEM bytes of the CA that signed the upstream's certificate
   // etcd's client URL (http://127.0.0.1:2379): POST /pylon/faults/compact compacts it through

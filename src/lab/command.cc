@@ -752,7 +752,8 @@ int Timing(const Flags& f) {
   return 0;
 }
 
-// The LabConfig of `up` and `demo`: --name, --binary, --k8s-bin-dir and --nodes (within [min_nodes, max_nodes]).
+// The LabConfig of `up` and `demo`: --name, --binary, --k8s-bin-dir and --nodes (within [min_nodes,
+// max_nodes]).
 Result<LabConfig> ConfigFromFlags(const Flags& f, int min_nodes, int max_nodes) {
   LabConfig cfg;
   cfg.name = f.Get("name", "demo");
@@ -808,8 +809,8 @@ int Demo(const Flags& f) {
   if (lab.kube_proxy_running()) {
     // With kube-proxy, the address leads to the Service's pods (docs/datapath.md): two of them.
     Step("Two pods of the Service, on node1 and node2 (kube-proxy on every node)");
-    for (const auto& [node, pod] : {std::pair<std::string, std::string>{"node1", "kuard-a"},
-                                    {"node2", "kuard-b"}}) {
+    for (const auto& [node, pod] :
+         {std::pair<std::string, std::string>{"node1", "kuard-a"}, {"node2", "kuard-b"}}) {
       auto s = lab.AddPod(node, pod, "kuard-svc-dual-remote");
       Say("    pod " + pod + " on " + node + (s ? "" : ": " + s.error().message()));
     }

@@ -126,8 +126,8 @@ Status ControlPlane::MakePki() {
   const std::vector<std::vector<std::string>> steps = {
       {"openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", pki + "/ca.key",
        "-out", pki + "/ca.crt", "-days", "3650", "-subj", "/CN=pylon-lab-ca"},
-      {"openssl", "req", "-newkey", "rsa:2048", "-nodes", "-keyout", pki + "/apiserver.key",
-       "-out", pki + "/apiserver.csr", "-subj", "/CN=kube-apiserver"},
+      {"openssl", "req", "-newkey", "rsa:2048", "-nodes", "-keyout", pki + "/apiserver.key", "-out",
+       pki + "/apiserver.csr", "-subj", "/CN=kube-apiserver"},
       {"openssl", "x509", "-req", "-in", pki + "/apiserver.csr", "-CA", pki + "/ca.crt", "-CAkey",
        pki + "/ca.key", "-CAcreateserial", "-out", pki + "/apiserver.crt", "-days", "3650",
        "-extfile", pki + "/san.cnf"},
@@ -198,10 +198,9 @@ Status ControlPlane::StartApiserver() {
             "--v=1"};
   if (config_.audit) {
     if (auto s = WriteFile(Path("audit-policy.yaml"), kAuditPolicy); !s) return s;
-    o.argv.insert(o.argv.end(),
-                  {"--audit-policy-file=" + Path("audit-policy.yaml"),
-                   "--audit-log-path=" + AuditLog(), "--audit-log-format=json",
-                   "--audit-log-mode=blocking"});
+    o.argv.insert(o.argv.end(), {"--audit-policy-file=" + Path("audit-policy.yaml"),
+                                 "--audit-log-path=" + AuditLog(), "--audit-log-format=json",
+                                 "--audit-log-mode=blocking"});
   }
   o.argv.insert(o.argv.end(), config_.apiserver_args.begin(), config_.apiserver_args.end());
   o.log_path = ApiserverLog();
@@ -292,10 +291,9 @@ Result<std::string> ControlPlane::Kubectl(const std::vector<std::string>& args) 
 Result<std::string> ControlPlane::ServiceAccountToken(const std::string& ns,
                                                       const std::string& name,
                                                       const std::string& duration) const {
-  std::vector<std::string> argv = {KubectlBinary(),    "--kubeconfig", AdminKubeconfig(),
-                                   "create",           "token",        name,
-                                   "--namespace",      ns,             "--duration",
-                                   duration};
+  std::vector<std::string> argv = {KubectlBinary(), "--kubeconfig", AdminKubeconfig(), "create",
+                                   "token",         name,           "--namespace",     ns,
+                                   "--duration",    duration};
   std::string out;
   auto rc = RunCommand(argv, &out, "", /*merge_stderr=*/false);
   if (!rc) return Fail(rc.error());

@@ -22,7 +22,7 @@ struct ControlPlaneConfig {
   std::string bin_dir;  // kube-apiserver, etcd, kubectl, ...; default K8sBinDir()
   // Both families, in private ranges used only inside the lab's namespaces.
   std::string service_cidrs = "10.96.0.0/16,fd00:10:96::/112";
-  bool audit = true;                // audit log of every request (metadata level) in audit.log
+  bool audit = true;  // audit log of every request (metadata level) in audit.log
   std::vector<std::string> apiserver_args;  // extra kube-apiserver flags
 };
 

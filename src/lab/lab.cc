@@ -144,8 +144,8 @@ Status Lab::StartControlPlane() {
     const std::string status = R"({"status":{"addresses":[{"type":"InternalIP","address":")" +
                                n.ipv4 + R"("},{"type":"InternalIP","address":")" + n.ipv6 +
                                R"("},{"type":"Hostname","address":")" + n.name + R"("}]}})";
-    if (auto r = Kubectl({"patch", "node", n.name, "--subresource=status", "--type=merge", "-p",
-                          status});
+    if (auto r = Kubectl(
+            {"patch", "node", n.name, "--subresource=status", "--type=merge", "-p", status});
         !r) {
       return Fail(r.error());
     }
@@ -178,8 +178,8 @@ Status Lab::StartControlPlane() {
     if (auto s = Spawn("api-forward-" + n.name, o); !s) return s;
   }
   if (!WaitForPath(sock, std::chrono::seconds(5))) {
-    return Fail(ErrorCode::kUnavailable, "API forwarder did not start; see " +
-                                             Path("api-forward.log"));
+    return Fail(ErrorCode::kUnavailable,
+                "API forwarder did not start; see " + Path("api-forward.log"));
   }
   return Ok();
 }

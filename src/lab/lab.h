@@ -24,9 +24,9 @@ namespace pylon::lab {
 struct LabConfig {
   std::string name = "demo";
   int nodes = 3;
-  std::string dir;       // default /tmp/pylon-lab/<name>
-  std::string binary;    // the pylon binary; default this executable
-  std::string deploy_dir;  // default <source>/deploy: its namespace, CRDs and RBAC are applied
+  std::string dir;          // default /tmp/pylon-lab/<name>
+  std::string binary;       // the pylon binary; default this executable
+  std::string deploy_dir;   // default <source>/deploy: its namespace, CRDs and RBAC are applied
   std::string k8s_bin_dir;  // default K8sBinDir()
   // Election timing handed to the agents (PURELB_* environment variables).
   std::string lease_duration = "3s";

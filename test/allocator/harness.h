@@ -159,7 +159,7 @@ class Cluster {
     }
     allocator_kubeconfig_ = dir_ + "/kubeconfig-allocator";
     auto s = control_plane_->WriteServiceAccountKubeconfig(allocator_kubeconfig_, "purelb-system",
-                                                          "allocator", server);
+                                                           "allocator", server);
     EXPECT_TRUE(s.has_value()) << (s ? "" : s.error().message());
   }
   ~Cluster() {

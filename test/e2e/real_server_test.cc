@@ -62,7 +62,8 @@ TEST_F(RealServerTest, KubectlAsAUserAndEverythingPylonWritesReadsBack) {
     lace = Service("lace", "demo");
     return IngressIps(web).size() == 2 && IngressIps(lace).size() == 2 &&
            !Announcer(web, false).empty() && !Announcer(web, true).empty();
-  })) << web.dump(2) << "\n"
+  })) << web.dump(2)
+      << "\n"
       << lace.dump(2);
   watcher.join();
   const auto web_ips = IngressIps(web);
@@ -102,7 +103,8 @@ TEST_F(RealServerTest, KubectlAsAUserAndEverythingPylonWritesReadsBack) {
     return sg.contains("status") && cls.contains("status") &&
            sg["status"].value("ipv4", Json::object()).value("inUse", "") == "1" &&
            cls["status"].value("ipv6", Json::object()).value("inUse", "") == "1";
-  })) << sg.dump(2) << "\n"
+  })) << sg.dump(2)
+      << "\n"
       << cls.dump(2);
   EXPECT_EQ(sg["status"]["ipv4"].value("size", ""), "5");
   EXPECT_EQ(sg["status"]["ipv6"].value("size", ""), "4");
@@ -159,8 +161,7 @@ TEST_F(RealServerTest, KubectlAsAUserAndEverythingPylonWritesReadsBack) {
     ++component_requests;
     const int code = e.value("responseStatus", Json::object()).value("code", 0);
     EXPECT_TRUE(code != 400 && code != 403 && code != 422)
-        << user << " " << e.value("verb", "") << " " << e.value("requestURI", "") << " -> "
-        << code;
+        << user << " " << e.value("verb", "") << " " << e.value("requestURI", "") << " -> " << code;
   }
   EXPECT_GT(component_requests, 0);
 }

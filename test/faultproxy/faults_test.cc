@@ -35,10 +35,10 @@ TEST(FaultSettings, ParsesAndValidates) {
   EXPECT_EQ(empty->error_rate, 0);
   EXPECT_EQ(empty->error_code, 500);
 
-  for (const char* bad : {R"([])", R"({"error_rate":1.5})", R"({"error_rate":"x"})",
-                          R"({"conflict_rate":-0.1})", R"({"error_code":200})",
-                          R"({"error_code":42.5})", R"({"latency_ms":-1})",
-                          R"({"latency_ms":600000})", R"({"paths":3})"}) {
+  for (const char* bad :
+       {R"([])", R"({"error_rate":1.5})", R"({"error_rate":"x"})", R"({"conflict_rate":-0.1})",
+        R"({"error_code":200})", R"({"error_code":42.5})", R"({"latency_ms":-1})",
+        R"({"latency_ms":600000})", R"({"paths":3})"}) {
     auto r = FaultSettings::FromJson(Json::parse(bad));
     EXPECT_FALSE(r) << bad;
     if (!r) {
@@ -53,8 +53,8 @@ TEST(FaultSettings, ParsesAndValidates) {
 
 TEST(ClassifyRequest, ResourcesAndExemptPaths) {
   for (const char* p : {"/pylon/faults", "/api", "/api/v1", "/apis", "/apis/coordination.k8s.io",
-                        "/apis/coordination.k8s.io/v1", "/version", "/healthz", "/readyz",
-                        "/livez", "/openapi/v3", "/metrics", "/.well-known/openid-configuration"}) {
+                        "/apis/coordination.k8s.io/v1", "/version", "/healthz", "/readyz", "/livez",
+                        "/openapi/v3", "/metrics", "/.well-known/openid-configuration"}) {
     EXPECT_TRUE(ClassifyRequest("GET", p, "").exempt) << p;
   }
   RequestInfo svc = ClassifyRequest("PUT", "/api/v1/namespaces/ns1/services/web/status", "");

@@ -231,7 +231,8 @@ TEST_F(FaultProxyTest, CompactionMakesAResumingWatchGetGone) {
   wo.resource_version = old_rv;
   wo.timeout_seconds = 2;
   auto watch_from_old = [&](Client& c) {
-    return c.Watch(resources::Services(), ns_, wo, [](WatchEvent&&) { return true; }, nullptr);
+    return c.Watch(
+        resources::Services(), ns_, wo, [](WatchEvent&&) { return true; }, nullptr);
   };
   Status through_proxy = watch_from_old(*client_);
   ASSERT_FALSE(through_proxy);
@@ -243,9 +244,9 @@ TEST_F(FaultProxyTest, CompactionMakesAResumingWatchGetGone) {
   auto direct = NewClient(server_->direct_config());
   ASSERT_TRUE(direct);
   Status upstream = watch_from_old(**direct);
-  std::printf("kube-apiserver, watch from compacted rv %s: %s\n", old_rv.c_str(),
-              upstream ? "served from its watch cache (no 410)"
-                       : upstream.error().message().c_str());
+  std::printf(
+      "kube-apiserver, watch from compacted rv %s: %s\n", old_rv.c_str(),
+      upstream ? "served from its watch cache (no 410)" : upstream.error().message().c_str());
   // Lists are forwarded untouched; in 1.35 even an Exact list from the compacted revision is
   // served from the watch cache's snapshots (recorded, not required).
   auto exact = Raw("GET",
@@ -269,18 +270,12 @@ TEST_F(FaultProxyTest, CommandServesTheSameApi) {
   const std::string addr = server_->dir() + "/fault-proxy.addr";
   const std::string log = server_->dir() + "/fault-proxy.log";
   const std::string ca = server_->plane().CaFile();
-  std::vector<std::string> args = {binary,
-                                   "fault-proxy",
-                                   "--upstream",
-                                   server_->plane().Server(),
-                                   "--upstream-ca",
-                                   ca,
-                                   "--etcd",
-                                   server_->plane().EtcdEndpoint(),
-                                   "--address-out",
-                                   addr,
-                                   "--faults",
-                                   R"({"error_rate":1,"paths":"/configmaps"})"};
+  std::vector<std::string> args = {binary,          "fault-proxy",
+                                   "--upstream",    server_->plane().Server(),
+                                   "--upstream-ca", ca,
+                                   "--etcd",        server_->plane().EtcdEndpoint(),
+                                   "--address-out", addr,
+                                   "--faults",      R"({"error_rate":1,"paths":"/configmaps"})"};
   pid_t pid = fork();
   ASSERT_GE(pid, 0);
   if (pid == 0) {

@@ -199,7 +199,8 @@ TEST_F(ApiServerTest, CrudStatusAndConflicts) {
 TEST_F(ApiServerTest, SelectorsAndPagination) {
   const auto& svcs = resources::Services();
   for (int i = 0; i < 7; ++i) {
-    ASSERT_TRUE(client_->Create(svcs, Service(ns_, "s" + std::to_string(i), i % 2 ? "odd" : "even")));
+    ASSERT_TRUE(
+        client_->Create(svcs, Service(ns_, "s" + std::to_string(i), i % 2 ? "odd" : "even")));
   }
   ListOptions lo;
   lo.page_size = 2;
@@ -254,8 +255,8 @@ TEST_F(ApiServerTest, LeaseElectionAndEvents) {
   rec.Stop();
   ListOptions lo;
   lo.field_selector =
-      "involvedObject.kind=Service,involvedObject.name=ev,involvedObject.namespace=" +
-      ns_ + ",involvedObject.uid=" + Uid(*svc);
+      "involvedObject.kind=Service,involvedObject.name=ev,involvedObject.namespace=" + ns_ +
+      ",involvedObject.uid=" + Uid(*svc);
   auto events = client_->List(resources::Events(), ns_, lo);
   ASSERT_TRUE(events) << events.error().message();
   ASSERT_EQ(events->items.size(), 1u);
@@ -289,9 +290,8 @@ TEST_F(ApiServerTest, TlsVerifiesWithTheControlPlaneCa) {
   // Another CA (made here, self-signed) must fail too.
   const std::string other = server_->dir() + "/other-ca";
   std::filesystem::create_directories(other);
-  std::string cmd = "openssl req -x509 -newkey rsa:2048 -nodes -keyout " + other +
-                    "/ca.key -out " + other +
-                    "/ca.crt -days 1 -subj /CN=not-the-lab-ca >/dev/null 2>&1";
+  std::string cmd = "openssl req -x509 -newkey rsa:2048 -nodes -keyout " + other + "/ca.key -out " +
+                    other + "/ca.crt -days 1 -subj /CN=not-the-lab-ca >/dev/null 2>&1";
   ASSERT_EQ(std::system(cmd.c_str()), 0);
   auto other_pem = ReadFile(other + "/ca.crt");
   ASSERT_TRUE(other_pem);
@@ -460,7 +460,6 @@ TEST_F(ApiServerTest, InformerConvergesUnderEveryFault) {
   EXPECT_GE(stats.watches, 3);
   inf.Stop();
 }
-
 
 // allowWatchBookmarks: kube-apiserver sends BOOKMARK events carrying its current resourceVersion
 // (before a watch's deadline, and periodically); they reach the client through the proxy, and an

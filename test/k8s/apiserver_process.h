@@ -24,8 +24,7 @@
 namespace pylon::k8s {
 
 // POSTs `body` to `path` with `config` and wants a 2xx.
-inline Status PostJson(const RestConfig& config, const std::string& path,
-                       const std::string& body) {
+inline Status PostJson(const RestConfig& config, const std::string& path, const std::string& body) {
   auto t = CurlTransport::Create(config);
   if (!t) return Fail(t.error());
   HttpRequest req;
