@@ -63,13 +63,12 @@ void Informer::SetLastRv(const std::string& rv) {
 
 std::string Informer::RelistResourceVersion() const {
   std::lock_guard<std::mutex> lock(mu_);
-  if (rv_unavailable_) return "";  // consistent read from the store
-  // The first list is a consistent read too, not RV "0": kube-apiserver serves RV=0 lists from
-  // its watch cache and ignores `limit` there, so 10^4 Services would arrive as one response of
-  // tens of MB, parsed whole before the transform trims it (a 321 MB peak measured in the
-  // allocator). A consistent list is paginated, and each page is trimmed as it arrives.
-  if (last_rv_.empty()) return "";
-  return last_rv_;
+  // "" is a consistent read from the store: after a 410, and for the first list too. Not RV "0":
+  // kube-apiserver serves RV=0 lists from its watch cache and ignores `limit` there, so 10^4
+  // Services would arrive as one response of tens of MB, parsed whole before the transform trims
+  // it (a 321 MB peak measured in the allocator). A consistent list is paginated, and each page
+  // is trimmed as it arrives.
+  return rv_unavailable_ ? std::string() : last_rv_;
 }
 
 void Informer::Run() {

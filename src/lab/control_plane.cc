@@ -16,6 +16,8 @@
 
 #include "common/fd.h"
 #include "common/log.h"
+#include "k8s/curl_transport.h"
+#include "k8s/rest_config.h"
 
 #ifndef PYLON_K8S_BIN_DIR
 #define PYLON_K8S_BIN_DIR ""
@@ -211,6 +213,17 @@ Status ControlPlane::StartApiserver() {
 }
 
 Status ControlPlane::WaitReady() {
+  // One HTTPS connection polled every 250 ms (a kubectl process per poll cost CPU the starting
+  // API server needs).
+  auto rc = k8s::LoadKubeconfig(AdminKubeconfig());
+  if (!rc) return Fail(rc.error());
+  rc->connect_timeout = 2s;
+  rc->request_timeout = 5s;
+  auto transport = k8s::CurlTransport::Create(*rc);
+  if (!transport) return Fail(transport.error());
+  k8s::HttpRequest req;
+  req.path = "/readyz";
+  req.accept = "text/plain";
   const auto deadline = std::chrono::steady_clock::now() + 90s;
   std::string last;
   while (std::chrono::steady_clock::now() < deadline) {
@@ -218,9 +231,9 @@ Status ControlPlane::WaitReady() {
       return Fail(ErrorCode::kUnavailable,
                   "kube-apiserver exited; " + ApiserverLog() + ":\n" + Tail(ApiserverLog()));
     }
-    auto r = Kubectl({"get", "--raw", "/readyz"});
-    if (r && r->find("ok") != std::string::npos) return Ok();
-    if (!r) last = r.error().message();
+    auto r = (*transport)->Do(req);
+    if (r && r->status == 200) return Ok();
+    last = r ? "HTTP " + std::to_string(r->status) : r.error().message();
     std::this_thread::sleep_for(250ms);
   }
   return Fail(ErrorCode::kUnavailable, "kube-apiserver not ready after 90 s (" + last + "); see " +
