@@ -71,9 +71,10 @@ class ControlPlane {
 
   // kubectl as the admin.
   Result<std::string> Kubectl(const std::vector<std::string>& args) const;
-  // A token for a ServiceAccount from the TokenRequest API (kubectl create token).
+  // A token for a ServiceAccount from the TokenRequest API (kubectl create token). A year: a lab
+  // left running for days keeps working (the agents and the allocator do not renew it).
   Result<std::string> ServiceAccountToken(const std::string& ns, const std::string& name,
-                                          const std::string& duration = "48h") const;
+                                          const std::string& duration = "8760h") const;
   // Writes a kubeconfig at `path` for `server` (default Server()) that authenticates with `token`
   // and trusts this control plane's CA.
   Status WriteKubeconfig(const std::string& path, const std::string& token,
