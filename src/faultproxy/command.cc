@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
+#include <set>
 #include <sstream>
 #include <string>
 
@@ -49,6 +50,13 @@ int RunFaultProxyCommand(int argc, char** argv) {
       std::fputs(kUsage, stdout);
       return 0;
     }
+    static const std::set<std::string> kFlags = {"--upstream", "--upstream-ca", "--listen",
+                                                 "--port",     "--address-out", "--etcd",
+                                                 "--faults",   "--log-level"};
+    if (kFlags.count(a) == 0) {
+      std::fprintf(stderr, "pylon fault-proxy: unknown flag %s\n\n%s", a.c_str(), kUsage);
+      return 2;
+    }
     if (i + 1 >= argc) {
       std::fprintf(stderr, "pylon fault-proxy: %s needs a value\n\n%s", a.c_str(), kUsage);
       return 2;
@@ -81,9 +89,6 @@ int RunFaultProxyCommand(int argc, char** argv) {
         return 2;
       }
       log::SetLevel(level);
-    } else {
-      std::fprintf(stderr, "pylon fault-proxy: unknown flag %s\n\n%s", a.c_str(), kUsage);
-      return 2;
     }
   }
   if (o.upstream.empty()) {

@@ -240,8 +240,7 @@ Status ControlPlane::WaitReady() {
                                            ApiserverLog() + ":\n" + Tail(ApiserverLog()));
 }
 
-Status ControlPlane::Start() {
-  if (config_.dir.empty()) return Fail(ErrorCode::kInvalidArgument, "control plane: no dir");
+Status ControlPlane::CheckBinaries() const {
   for (const char* b : {"etcd", "kube-apiserver", "kubectl"}) {
     if (access(Binary(b).c_str(), X_OK) != 0) {
       return Fail(ErrorCode::kNotFound,
@@ -250,6 +249,12 @@ Status ControlPlane::Start() {
                       "and set PYLON_K8S_BIN_DIR to the directory it prints");
     }
   }
+  return Ok();
+}
+
+Status ControlPlane::Start() {
+  if (config_.dir.empty()) return Fail(ErrorCode::kInvalidArgument, "control plane: no dir");
+  if (auto s = CheckBinaries(); !s) return s;
   std::error_code ec;
   fs::create_directories(config_.dir, ec);
   if (ec) return Fail(ErrorCode::kSystem, "create " + config_.dir + ": " + ec.message());

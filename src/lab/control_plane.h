@@ -40,6 +40,9 @@ class ControlPlane {
   // Makes certificates (once per directory), starts etcd and kube-apiserver, waits for /readyz,
   // writes the admin kubeconfig. On failure stops what it started; the error names the log.
   Status Start();
+  // Whether etcd, kube-apiserver and kubectl are in the binary directory; the error says how to
+  // build them.
+  Status CheckBinaries() const;
   // Stops every process (etcd's data stays in the directory).
   void Stop();
 

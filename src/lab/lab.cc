@@ -291,6 +291,8 @@ Status Lab::Up() {
   if (config_.heartbeat) {
     if (auto s = SetUpHeartbeat(); !s) return s;
   }
+  // Before any namespace exists: a machine without the Kubernetes binaries fails at once.
+  if (auto s = control_plane_.CheckBinaries(); !s) return s;
   if (auto s = topology_.Up(); !s) return s;
   auto fail = [this](const Error& e) {
     (void)Down();

@@ -319,5 +319,29 @@ TEST_F(FaultProxyTest, CommandServesTheSameApi) {
   EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "exit status " << status;
 }
 
+// Bad command lines: one line naming the problem, then the usage, and exit code 2.
+TEST(FaultProxyCommand, RejectsBadFlagsWithExitCode2) {
+  struct Case {
+    std::vector<std::string> args;
+    std::string first_line;
+  };
+  const std::vector<Case> cases = {
+      {{"--bogus", "x"}, "pylon fault-proxy: unknown flag --bogus"},
+      {{"--port"}, "pylon fault-proxy: --port needs a value"},
+      {{"--port", "70000", "--upstream", "https://127.0.0.1:1"},
+       "pylon fault-proxy: bad --port 70000"},
+      {{"--listen", "127.0.0.1"}, "pylon fault-proxy: --upstream is required"},
+  };
+  for (const auto& c : cases) {
+    std::vector<std::string> argv = {PYLON_BINARY, "fault-proxy"};
+    argv.insert(argv.end(), c.args.begin(), c.args.end());
+    std::string out;
+    auto rc = pylon::lab::RunCommand(argv, &out);
+    ASSERT_TRUE(rc.has_value());
+    EXPECT_EQ(*rc, 2) << c.first_line;
+    EXPECT_EQ(out.substr(0, out.find('\n')), c.first_line);
+  }
+}
+
 }  // namespace
 }  // namespace pylon::k8s
