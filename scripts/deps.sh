@@ -7,7 +7,7 @@ PKGS=(
   nlohmann-json3-dev libexpected-dev libcurl4-openssl-dev libssl-dev libmnl-dev libyaml-cpp-dev
   clang clang-14 libclang-rt-14-dev clang-format clang-tidy
   iproute2 iputils-ping iputils-arping ndisc6 tcpdump curl procps psmisc openssl socat
-  iptables nftables conntrack
+  iptables nftables conntrack bird2
 )
 missing=()
 for p in "${PKGS[@]}"; do

@@ -1,6 +1,6 @@
 #include "agent/lease_health.h"
 
-#include "agent/duration.h"
+#include "common/duration.h"
 
 namespace pylon::agent {
 

@@ -4,7 +4,7 @@
 #include <charconv>
 #include <iterator>
 
-#include "agent/duration.h"
+#include "common/duration.h"
 
 namespace pylon::agent {
 

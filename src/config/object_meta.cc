@@ -45,15 +45,23 @@ std::string_view KindName(ObjectKind kind) {
       return "LoadBalancerClass";
     case ObjectKind::kLBNodeAgent:
       return "LBNodeAgent";
+    case ObjectKind::kBGPPeer:
+      return "BGPPeer";
+    case ObjectKind::kBFDProfile:
+      return "BFDProfile";
+    case ObjectKind::kBGPAdvertisement:
+      return "BGPAdvertisement";
   }
   return "?";
 }
 
 std::string_view KindApiVersion(ObjectKind kind) {
-  return kind == ObjectKind::kLoadBalancerClass ? "lace-cni.io/v1alpha1" : "purelb.io/v1";
+  return KindIsNamespaced(kind) ? "purelb.io/v1" : "lace-cni.io/v1alpha1";
 }
 
-bool KindIsNamespaced(ObjectKind kind) { return kind != ObjectKind::kLoadBalancerClass; }
+bool KindIsNamespaced(ObjectKind kind) {
+  return kind == ObjectKind::kServiceGroup || kind == ObjectKind::kLBNodeAgent;
+}
 
 std::string ObjectKey::ToString() const {
   std::string out(KindName(kind));

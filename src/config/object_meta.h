@@ -18,6 +18,9 @@ enum class ObjectKind : std::uint8_t {
   kServiceGroup,       // purelb.io/v1, namespaced
   kLoadBalancerClass,  // lace-cni.io/v1alpha1, cluster-scoped
   kLBNodeAgent,        // purelb.io/v1, namespaced
+  kBGPPeer,            // lace-cni.io/v1alpha1, cluster-scoped (bgp/config.h)
+  kBFDProfile,         // lace-cni.io/v1alpha1, cluster-scoped
+  kBGPAdvertisement,   // lace-cni.io/v1alpha1, cluster-scoped
 };
 
 std::string_view KindName(ObjectKind kind);        // "ServiceGroup", ...

@@ -8,8 +8,8 @@
 #include "common/clock.h"
 #include "common/result.h"
 
-namespace pylon::agent {
+namespace pylon {
 
 Result<Duration> ParseGoDuration(std::string_view text);
 
-}  // namespace pylon::agent
+}  // namespace pylon

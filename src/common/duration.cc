@@ -1,9 +1,9 @@
-#include "agent/duration.h"
+#include "common/duration.h"
 
 #include <cstdint>
 #include <string>
 
-namespace pylon::agent {
+namespace pylon {
 
 namespace {
 
@@ -71,4 +71,4 @@ Result<Duration> ParseGoDuration(std::string_view text) {
   return Duration(negative ? -n : n);
 }
 
-}  // namespace pylon::agent
+}  // namespace pylon
