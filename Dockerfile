@@ -17,3 +17,9 @@ RUN apt-get update \
 COPY --from=build /build/pylon /usr/local/bin/pylon
 USER 65532:65532
 ENTRYPOINT ["/usr/local/bin/pylon"]
+
+# The BGP sidecar (deploy/components/bgp): BIRD 2 from Debian, configured by the agent.
+FROM debian:bookworm-slim AS bird
+RUN apt-get update \
+ && apt-get install -y --no-install-recommends bird2 \
+ && rm -rf /var/lib/apt/lists/*

@@ -220,6 +220,13 @@ Status Agent::Start(Duration sync_timeout) {
   node_agents_ = add(crd::LBNodeAgents(), options_.ns, false);
   l2advs_ = add(crd::L2Advertisements(), "", false);
   nodes_ = add(k8s::resources::Nodes(), "", false);
+  if (options_.bgp.enabled()) {
+    bgp_peers_ = add(crd::BGPPeers(), "", false);
+    bfd_profiles_ = add(crd::BFDProfiles(), "", false);
+    bgp_ads_ = add(crd::BGPAdvertisements(), "", false);
+    bgp_ = std::make_unique<BgpSync>(options_.bgp, options_.node_name, options_.ns, d_.client,
+                                     d_.recorder, d_.metrics, d_.clock);
+  }
   for (auto& i : informers_) i->Start();
   writer_->Start();
   if (claim_monitor_) claim_monitor_->Start();
@@ -535,7 +542,32 @@ void Agent::OnePass(bool shutting_down) {
       d_.metrics->Set(kMetricHeartbeatPeers, {{"state", state}}, n);
     }
   }
+  if (bgp_ && !shutting_down) SyncBgp();
   last_pass_ns_.store(SteadyNanos(d_.clock->Now()));
+}
+
+void Agent::SyncBgp() {
+  BgpInputs in;
+  in.peers = bgp_peers_->store().List();
+  in.profiles = bfd_profiles_->store().List();
+  in.advertisements = bgp_ads_->store().List();
+  in.node = nodes_->store().Get("", options_.node_name);
+  in.virtual_interface = network_.virtual_interface;
+  // The router id: the node's InternalIP (IPv4) unless its peers set spec.routerID.
+  if (in.node) {
+    if (const k8s::Json* addrs = k8s::Find(*in.node, {"status", "addresses"});
+        addrs && addrs->is_array()) {
+      for (const auto& a : *addrs) {
+        if (!a.is_object() || a.value("type", "") != "InternalIP") continue;
+        auto ip = net::IpAddress::Parse(a.value("address", ""));
+        if (ip && ip->family() == net::Family::kV4) {
+          in.node_ipv4 = *ip;
+          break;
+        }
+      }
+    }
+  }
+  bgp_->Sync(in);
 }
 
 void Agent::Run() {
@@ -547,6 +579,7 @@ void Agent::Run() {
       SteadyTime until = now + kRediscoverEvery;
       if (auto t = reconciler_->NextWakeup(membership_); t && *t < until) until = *t;
       if (auto t = lease_->HealthyUntil(); t && *t > now && *t < until) until = *t;
+      if (bgp_ && bgp_->NextPoll() < until) until = std::max(bgp_->NextPoll(), now);
       if (first_healthy_) {
         SteadyTime end = *first_healthy_ + options_.timing.retry_period;
         if (end > now && end < until) until = end;
@@ -575,6 +608,9 @@ void Agent::Shutdown() {
   log::Info("shutting down: withdrawing addresses, then deleting the lease",
             {{"node", options_.node_name}});
   ready_.store(false);
+  // BGP first: the router withdraws this node's routes while the sessions are still up and the
+  // addresses still answer here; only then do the addresses leave kube-lb0.
+  if (bgp_) bgp_->Drain();
   OnePass(true);
   if (hb_) hb_->Leave();
   lease_->Stop();

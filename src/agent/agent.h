@@ -25,6 +25,7 @@
 #include <vector>
 
 #include "agent/address_sync.h"
+#include "agent/bgp_sync.h"
 #include "agent/claim_monitor.h"
 #include "agent/garp.h"
 #include "agent/kube_proxy_check.h"
@@ -81,7 +82,8 @@ class Agent {
   // Thread-safe; returns at once.
   void RequestStop();
 
-  bool Ready() const { return ready_.load(); }
+  // Ready once the first pass ran; with BGP on, also only while the routing daemon answers.
+  bool Ready() const { return ready_.load() && (!bgp_ || bgp_->DaemonReachable()); }
   // The loop made progress recently (for /healthz).
   bool Alive() const;
 
@@ -94,6 +96,8 @@ class Agent {
   // Creates (or adopts) the virtual interface `name`; false when that failed (logged once).
   bool EnsureVirtual(const std::string& name);
   void OnePass(bool shutting_down);
+  // With BGP on: hands the BGP objects and this node to BgpSync (loop thread).
+  void SyncBgp();
   void Shutdown();
   Status StartHeartbeat();
   // --kube-proxy-check=on: starts the checker (kube_proxy_check.h).
@@ -121,6 +125,7 @@ class Agent {
   std::unique_ptr<LeaseKeeper> lease_;
   std::unique_ptr<heartbeat::HeartbeatService> hb_;    // null: heartbeats off
   std::unique_ptr<KubeProxyChecker> kube_proxy_;       // null: --kube-proxy-check=off
+  std::unique_ptr<BgpSync> bgp_;                       // null: no --bird-socket
   std::string hb_interface_;                           // the interface hb_ is bound to
   std::unique_ptr<netlink::EventSource> link_events_;  // WatchLinks thread only, once started
   std::thread link_thread_;
@@ -134,6 +139,9 @@ class Agent {
   k8s::Informer* node_agents_ = nullptr;
   k8s::Informer* l2advs_ = nullptr;
   k8s::Informer* nodes_ = nullptr;
+  k8s::Informer* bgp_peers_ = nullptr;  // these three with BGP on only
+  k8s::Informer* bfd_profiles_ = nullptr;
+  k8s::Informer* bgp_ads_ = nullptr;
 
   // Loop state (loop thread only).
   NodeNetwork network_;

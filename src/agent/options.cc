@@ -41,6 +41,14 @@ const char* AgentUsage() {
          "  --kube-proxy-check-timeout DUR   per-request timeout (default 1s)\n"
          "  --kube-proxy-fail-count N consecutive failures to leave (default 3)\n"
          "  --kube-proxy-pass-count N consecutive passes to return (default 2)\n"
+         "  --bird-socket PATH       announce kube-lb0 over BGP: drive the BIRD 2 daemon on\n"
+         "                           this control socket (default: off; docs/bgp.md)\n"
+         "  --bird-config PATH       the configuration file BIRD reads, rendered by the agent\n"
+         "                           (default /run/pylon-bird/bird.conf)\n"
+         "  --bgp-status-interval DUR read sessions into BGPPeer status this often (default 5s)\n"
+         "  --bgp-drain-timeout DUR  on shutdown, wait at most this long for the routes to be\n"
+         "                           withdrawn (default 5s)\n"
+         "  --bgp-drain-margin DUR   then this long for the router to update (default 300ms)\n"
          "  --log-level LEVEL        debug|info|warn|error\n"
          "environment: PURELB_LEASE_DURATION (10s), PURELB_RENEW_DEADLINE (7s),\n"
          "             PURELB_RETRY_PERIOD (2s), Go duration syntax\n";
@@ -123,7 +131,12 @@ Result<AgentOptions> ParseAgentOptions(const std::vector<std::string>& args, con
                                          "--kube-proxy-check-interval",
                                          "--kube-proxy-check-timeout",
                                          "--kube-proxy-fail-count",
-                                         "--kube-proxy-pass-count"};
+                                         "--kube-proxy-pass-count",
+                                         "--bird-socket",
+                                         "--bird-config",
+                                         "--bgp-status-interval",
+                                         "--bgp-drain-timeout",
+                                         "--bgp-drain-margin"};
     if (std::find(std::begin(kKnown), std::end(kKnown), flag) == std::end(kKnown)) {
       return Fail(ErrorCode::kInvalidArgument, "unknown flag " + flag);
     }
@@ -225,6 +238,21 @@ Result<AgentOptions> ParseAgentOptions(const std::vector<std::string>& args, con
         return Fail(ErrorCode::kInvalidArgument, flag + ": want a number, got \"" + *v + "\"");
       }
       (flag == "--kube-proxy-fail-count" ? o.kube_proxy.fail_count : o.kube_proxy.pass_count) = n;
+    } else if (flag == "--bird-socket") {
+      o.bgp.bird_socket = *v;
+    } else if (flag == "--bird-config") {
+      if (v->empty()) return Fail(ErrorCode::kInvalidArgument, flag + ": must not be empty");
+      o.bgp.bird_config = *v;
+    } else if (flag == "--bgp-status-interval" || flag == "--bgp-drain-timeout" ||
+               flag == "--bgp-drain-margin") {
+      auto d = ParseGoDuration(*v);
+      if (!d) return Fail(d.error().Wrap(flag));
+      if (d->count() < 0 || (flag == "--bgp-status-interval" && d->count() == 0)) {
+        return Fail(ErrorCode::kInvalidArgument, flag + ": must be positive");
+      }
+      (flag == "--bgp-status-interval" ? o.bgp.status_interval
+       : flag == "--bgp-drain-timeout" ? o.bgp.drain_timeout
+                                       : o.bgp.drain_margin) = *d;
     } else if (flag == "--log-level") {
       o.log_level = *v;
     } else {

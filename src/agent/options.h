@@ -17,6 +17,17 @@
 
 namespace pylon::agent {
 
+// --bird-socket PATH (BGP on), --bird-config PATH, --bgp-status-interval DUR,
+// --bgp-drain-timeout DUR, --bgp-drain-margin DUR (bgp_sync.h; docs/bgp.md).
+struct BgpOptions {
+  std::string bird_socket;  // "" = BGP off
+  std::string bird_config = "/run/pylon-bird/bird.conf";
+  Duration status_interval = std::chrono::seconds(5);
+  Duration drain_timeout = std::chrono::seconds(5);
+  Duration drain_margin = std::chrono::milliseconds(300);
+  bool enabled() const { return !bird_socket.empty(); }
+};
+
 struct AgentOptions {
   std::string kubeconfig;            // --kubeconfig; empty: $KUBECONFIG, in-cluster, ~/.kube/config
   std::string node_name;             // --node-name, else $NODE_NAME (required)
@@ -45,6 +56,7 @@ struct AgentOptions {
   // --kube-proxy-check-timeout, --kube-proxy-fail-count, --kube-proxy-pass-count: this node is
   // eligible only while its kube-proxy passes its health check (kube_proxy_health.h).
   KubeProxyCheckOptions kube_proxy;
+  BgpOptions bgp;
   bool help = false;
 };
 

@@ -153,7 +153,10 @@ Plan Planner::Compute(const PlanInputs& in, const election::Membership& membersh
   std::set<net::IpAddress> unannounced;  // local, with no recorded announcer
   std::set<std::string> seen_problems;
   for (auto& [ip, g] : groups) {
-    if (IsLocalClass(ip, network, membership)) {
+    // A LoadBalancerClass of mode l3: always on kube-lb0, for the routing daemon to announce.
+    const auto match = in.config->FindAddress(ip);
+    const bool l3 = match && match->group->mode == config::AnnounceMode::kL3;
+    if (!l3 && IsLocalClass(ip, network, membership)) {
       local.insert(ip);
       election::AddressSpec spec;
       if (auto it = l2_by_name.find(L2AdvertisementName(ip)); g.lace && it != l2_by_name.end()) {
@@ -189,7 +192,7 @@ Plan Planner::Compute(const PlanInputs& in, const election::Membership& membersh
       continue;
     }
     // Virtual class.
-    if (g.lace) {
+    if (g.lace && !l3) {
       for (const ServiceInput* si : g.services) {
         if (si->owner.owner != model::Owner::kLaceClass) continue;
         Report(plan, seen_problems, {si->service.ns, si->service.name}, "NoNodeOnSubnet",
@@ -205,7 +208,7 @@ Plan Planner::Compute(const PlanInputs& in, const election::Membership& membersh
       if (!model::HasLocalEndpoint(slices, self)) continue;
     }
     int length = net::FamilyBits(ip.family());
-    if (auto match = in.config->FindAddress(ip)) length = match->aggregation_length;
+    if (match) length = match->aggregation_length;
     auto prefix = net::Prefix::Make(ip, length);
     if (!prefix) continue;  // aggregation lengths are validated by config; cannot happen
     DesiredAddress d{

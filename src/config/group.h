@@ -17,6 +17,7 @@ namespace pylon::config {
 enum class AnnounceMode : std::uint8_t {
   kLocalOrVirtual,  // ServiceGroup: local (elected node) if in a node subnet, else kube-lb0
   kL2,              // LoadBalancerClass mode l2: local only; never virtual
+  kL3,              // LoadBalancerClass mode l3: always virtual (kube-lb0), announced over BGP
 };
 
 // One entry of a pool list (v4pools[i], v4pool, the legacy flat pool, ipv4Pools[i], ...).

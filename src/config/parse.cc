@@ -181,10 +181,11 @@ Result<Group> ParseLoadBalancerClassUnguarded(const Json& object) {
     auto mode = detail::OptionalString(**spec, "mode", "spec.mode");
     if (!mode) return Fail(mode.error());
     if (mode->has_value()) {
-      if (**mode == "l3") return FieldError("spec.mode", "mode l3 is not implemented");
-      if (**mode != "l2") {
+      if (**mode == "l3") {
+        g.mode = AnnounceMode::kL3;
+      } else if (**mode != "l2") {
         return FieldError("spec.mode",
-                          "unknown mode \"" + (*mode)->substr(0, 100) + "\" (want l2)");
+                          "unknown mode \"" + (*mode)->substr(0, 100) + "\" (want l2 or l3)");
       }
     }
     if (auto s = ParseClassList(**spec, Family::kV4, &g); !s) return s;

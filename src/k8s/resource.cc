@@ -58,6 +58,10 @@ const Resource& ConfigMaps() {
   static const Resource r{"", "v1", "configmaps", "ConfigMap", true};
   return r;
 }
+const Resource& Secrets() {
+  static const Resource r{"", "v1", "secrets", "Secret", true};
+  return r;
+}
 const Resource& CustomResourceDefinitions() {
   static const Resource r{"apiextensions.k8s.io", "v1", "customresourcedefinitions",
                           "CustomResourceDefinition", false};

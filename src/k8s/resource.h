@@ -37,6 +37,7 @@ const Resource& Leases();
 const Resource& Nodes();
 const Resource& Namespaces();
 const Resource& ConfigMaps();
+const Resource& Secrets();
 const Resource& CustomResourceDefinitions();
 }  // namespace resources
 

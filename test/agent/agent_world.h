@@ -130,7 +130,17 @@ inline config::InForceConfig TestConfig() {
        {{"mode", "l2"},
         {"ipv4Pools", json::array({{{"start", "192.0.2.200"}, {"end", "192.0.2.210"}},
                                    {{"cidr", "198.51.100.0/24"}}})}}}};
-  std::vector<json> candidates = {sg, cls};
+  // mode l3: always virtual, even for an address on a node subnet (192.0.2.0/24).
+  json routed = {
+      {"apiVersion", "lace-cni.io/v1alpha1"},
+      {"kind", "LoadBalancerClass"},
+      {"metadata",
+       {{"name", "routed"}, {"generation", 1}, {"creationTimestamp", "2026-01-01T00:00:02Z"}}},
+      {"spec",
+       {{"mode", "l3"},
+        {"ipv4Pools", json::array({{{"start", "192.0.2.220"}, {"end", "192.0.2.230"}},
+                                   {{"cidr", "203.0.113.128/28"}}})}}}};
+  std::vector<json> candidates = {sg, cls, routed};
   auto result = config::ValidateConfig(candidates, config::InForceConfig{});
   for (const auto& st : result.statuses) EXPECT_TRUE(st.valid) << st.message;
   return result.config;

@@ -525,6 +525,21 @@ TEST(ReconcilerTest, LaceAddressOffEverySubnetIsAnErrorNeverVirtual) {
   }
 }
 
+TEST(ReconcilerTest, LaceL3AddressIsVirtualOnEveryNodeEvenOnANodeSubnet) {
+  for (const auto& self : kNodes) {
+    AgentWorld w(self);
+    w.services_.push_back(
+        Svc("routed", {.ips = {"192.0.2.221", "203.0.113.130"}, .lb_class = "lace-cni.io/routed"}));
+    w.Pass();
+    w.Pass();
+    EXPECT_TRUE(w.KernelHas(w.lb0_, "192.0.2.221/32")) << self;
+    EXPECT_TRUE(w.KernelHas(w.lb0_, "203.0.113.130/28")) << self;
+    EXPECT_TRUE(w.OwnAddresses(w.eth0_).empty()) << self;
+    EXPECT_TRUE(w.writer_.l2_upserts.empty()) << self;  // no L2Advertisement: nothing elected
+    EXPECT_TRUE(w.writer_.events.empty()) << self;
+  }
+}
+
 TEST(ReconcilerTest, ServicesOfOtherClassesAreIgnored) {
   AgentWorld w("node1");
   const int before = w.nl_.mutation_count();

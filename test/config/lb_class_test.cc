@@ -69,18 +69,27 @@ TEST(LoadBalancerClass, ValidVariants) {
             (std::vector<AddressRange>{R("203.0.113.5"), R("203.0.113.9")}));
 }
 
+TEST(LoadBalancerClass, ModeL3IsVirtual) {
+  auto g = ParseLoadBalancerClass(testing::LoadBalancerClass(
+      "bgp", Parse(R"({"mode":"l3","ipv4Pools":[{"cidr":"203.0.113.0/28"}]})")));
+  ASSERT_TRUE(g) << g.error().message();
+  EXPECT_EQ(g->mode, AnnounceMode::kL3);
+  g = ParseLoadBalancerClass(
+      testing::LoadBalancerClass("l2", Parse(R"({"ipv4Pools":[{"cidr":"203.0.113.0/28"}]})")));
+  ASSERT_TRUE(g);
+  EXPECT_EQ(g->mode, AnnounceMode::kL2);
+}
+
 TEST(LoadBalancerClass, ErrorsTable) {
   struct Row {
     const char* spec;
     const char* error;  // after "LoadBalancerClass public: "
   };
   const Row rows[] = {
-      {R"({"mode":"l3","ipv4Pools":[{"cidr":"198.51.100.0/24"}]})",
-       "spec.mode: mode l3 is not implemented"},
       {R"({"mode":"bgp","ipv4Pools":[{"cidr":"198.51.100.0/24"}]})",
-       "spec.mode: unknown mode \"bgp\" (want l2)"},
+       "spec.mode: unknown mode \"bgp\" (want l2 or l3)"},
       {R"({"mode":"L2","ipv4Pools":[{"cidr":"198.51.100.0/24"}]})",
-       "spec.mode: unknown mode \"L2\" (want l2)"},
+       "spec.mode: unknown mode \"L2\" (want l2 or l3)"},
       {R"({"mode":2,"ipv4Pools":[{"cidr":"198.51.100.0/24"}]})",
        "spec.mode: must be a string, got a number"},
       {R"({"mode":null,"ipv4Pools":[{"cidr":"198.51.100.0/24"}]})",
