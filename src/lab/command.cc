@@ -760,6 +760,7 @@ Result<LabConfig> ConfigFromFlags(const Flags& f, int min_nodes, int max_nodes) 
   cfg.binary = f.Get("binary");
   cfg.k8s_bin_dir = f.Get("k8s-bin-dir");
   cfg.kube_proxy = f.Has("kube-proxy");
+  cfg.bgp = f.Has("bgp");
   cfg.proxy_mode = f.Get("proxy-mode", "nftables");
   auto nodes = IntFlag(f, "nodes", 3, min_nodes, max_nodes);
   if (!nodes) return Fail(nodes.error());
@@ -1033,7 +1034,7 @@ int LabCommand(int argc, char** argv) {
     return argc < 2 ? 2 : 0;
   }
   std::string sub = argv[1];
-  Flags f = ParseFlags(argc, argv, 2, {"all", "keep", "kube-proxy", "report-peer"});
+  Flags f = ParseFlags(argc, argv, 2, {"all", "keep", "kube-proxy", "report-peer", "bgp"});
   if (!f.error.empty()) {
     std::fprintf(stderr, "pylon lab %s: %s\n", sub.c_str(), f.error.c_str());
     return 2;

@@ -201,10 +201,7 @@ Status Lab::StopAllocator() {
 }
 
 Status Lab::StartAgent(const std::string& node) {
-  const LabNode* n = nullptr;
-  for (const auto& x : topology_.nodes()) {
-    if (x.name == node) n = &x;
-  }
+  const LabNode* n = FindNode(node);
   if (!n) return Fail(ErrorCode::kNotFound, "no node " + node + " in lab " + config_.name);
   SpawnOptions o;
   o.netns = n->netns;
@@ -216,11 +213,22 @@ Status Lab::StartAgent(const std::string& node) {
   // The agent leaves the election while its node's kube-proxy fails /healthz (on by default):
   // without kube-proxy in the lab, turn the check off (agent_args may still turn it back on).
   if (!kube_proxy_running_) o.argv.push_back("--kube-proxy-check=off");
+  if (config_.bgp) {
+    o.argv.insert(o.argv.end(), {"--bird-socket", BirdSocket(node), "--bird-config",
+                                 BirdConfig(node), "--bgp-status-interval", "1s"});
+  }
   o.argv.insert(o.argv.end(), config_.agent_args.begin(), config_.agent_args.end());
   o.env = {"PURELB_LEASE_DURATION=" + config_.lease_duration,
            "PURELB_RENEW_DEADLINE=" + config_.renew_deadline,
            "PURELB_RETRY_PERIOD=" + config_.retry_period};
   return Spawn("agent-" + node, o);
+}
+
+const LabNode* Lab::FindNode(const std::string& name) const {
+  for (const auto& x : topology_.nodes()) {
+    if (x.name == name) return &x;
+  }
+  return nullptr;
 }
 
 Status Lab::SignalAgent(const std::string& node, int sig) {
@@ -318,6 +326,9 @@ Status Lab::Up() {
       log::Info("kube-proxy running on every node",
                 {{"lab", config_.name}, {"mode", config_.proxy_mode}});
     }
+  }
+  if (config_.bgp) {
+    if (auto s = StartBgp(); !s) return fail(s.error());
   }
   if (config_.start_allocator) {
     if (auto s = StartAllocator(); !s) return fail(s.error());

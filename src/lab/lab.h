@@ -9,6 +9,7 @@
 // and a socat on the host forwards that socket to the API server.
 #pragma once
 
+#include <cstdint>
 #include <map>
 #include <string>
 #include <vector>
@@ -43,6 +44,11 @@ struct LabConfig {
   // start, the lab says why (log, kube_proxy_problem()) and goes on without it.
   bool kube_proxy = false;
   std::string proxy_mode = "nftables";  // or "iptables"
+  // BGP (docs/bgp.md "Lab"): BIRD 2 on the gateway as the upstream router (dynamic neighbours,
+  // BFD, multipath routes), BIRD 2 on every node driven by its agent (--bird-socket), the
+  // BGPPeers lab-router / lab-router-v6 with BFDProfile lab-fast, and a WAN client behind the
+  // gateway (topology.h).
+  bool bgp = false;
 };
 
 class Lab {
@@ -101,6 +107,25 @@ class Lab {
   bool kube_proxy_running() const { return kube_proxy_running_; }
   const std::string& kube_proxy_problem() const { return kube_proxy_problem_; }
 
+  // --- BGP (config().bgp) ---
+  static constexpr std::uint32_t kRouterAsn = 64512;
+  static constexpr std::uint32_t kNodeAsn = 64513;
+  std::string BirdSocket(const std::string& node) const;
+  std::string BirdConfig(const std::string& node) const;
+  Status StartNodeBird(const std::string& node);
+  Status StopNodeBird(const std::string& node);
+  Status SignalNodeBird(const std::string& node, int sig);
+  // birdc against the gateway's BIRD or a node's.
+  Result<std::string> RouterBird(const std::string& command) const;
+  Result<std::string> NodeBird(const std::string& node, const std::string& command) const;
+  // The next hops (node addresses, sorted) of the gateway's kernel route for exactly `prefix`
+  // ("203.0.113.10/32"); empty when there is no such route.
+  Result<std::vector<std::string>> RouterNexthops(const std::string& prefix) const;
+  // A node as its crash looks from outside: its switch port out of forwarding (no carrier change
+  // anywhere), its agent, BIRD and responder stopped (SIGSTOP). false thaws it.
+  Status FreezeNode(const std::string& node, bool frozen);
+  const LabNode* FindNode(const std::string& name) const;
+
   // Process name → pid, as recorded in the state file.
   std::map<std::string, int> Pids() const;
 
@@ -114,6 +139,8 @@ class Lab {
   Status Spawn(const std::string& key, SpawnOptions opts);
   // RBAC, kubeconfig, one kube-proxy per node, waits for every /healthz. Fails with the reason.
   Status StartKubeProxy();
+  // The WAN client, the gateway's BIRD, every node's BIRD, the BGP RBAC and default objects.
+  Status StartBgp();
   void StopKubeProxy();
   // Applies the EndpointSlices (both families) of one Service from pods_.
   Status WriteEndpointSlices(const std::string& ns, const std::string& service) const;

@@ -190,6 +190,50 @@ Status Topology::SetNodeLink(const LabNode& n, bool up) const {
   return Ok();
 }
 
+Status Topology::AddWan() const {
+  const std::string lan = LanNetns();
+  const std::string wan = WanNetns();
+  if (auto s = Ip({"netns", "add", wan}); !s) return s;
+  if (auto s = Ip({"link", "set", "lo", "up"}, wan); !s) return s;
+  if (auto s = Sysctl(wan, "net.ipv6.conf.all.accept_dad", "0"); !s) return s;
+  if (auto s = Sysctl(wan, "net.ipv6.conf.default.accept_dad", "0"); !s) return s;
+  if (auto s = Ip({"link", "add", "eth0", "netns", wan, "type", "veth", "peer", "name", "wan0",
+                   "netns", lan});
+      !s) {
+    return s;
+  }
+  for (const auto& args : std::vector<std::vector<std::string>>{
+           {"link", "set", "wan0", "up"},
+           {"addr", "add", "10.255.0.1/24", "dev", "wan0"},
+           {"addr", "add", "2001:db8:ffff::1/64", "dev", "wan0", "nodad"},
+       }) {
+    if (auto s = Ip(args, lan); !s) return s;
+  }
+  for (const auto& args : std::vector<std::vector<std::string>>{
+           {"link", "set", "eth0", "up"},
+           {"addr", "add", std::string(kWanClientIpv4) + "/24", "dev", "eth0"},
+           {"addr", "add", std::string(kWanClientIpv6) + "/64", "dev", "eth0", "nodad"},
+           {"route", "add", "default", "via", "10.255.0.1"},
+           {"-6", "route", "add", "default", "via", "2001:db8:ffff::1"},
+       }) {
+    if (auto s = Ip(args, wan); !s) return s;
+  }
+  if (auto s = Sysctl(lan, "net.ipv4.fib_multipath_hash_policy", "1"); !s) return s;
+  return Sysctl(lan, "net.ipv6.fib_multipath_hash_policy", "1");
+}
+
+Status Topology::SetNodePortForwarding(const LabNode& n, bool forwarding) const {
+  for (size_t i = 0; i < nodes_.size(); ++i) {
+    if (nodes_[i].name != n.name) continue;
+    auto r = RunCommandChecked({"bridge", "link", "set", "dev", "n" + std::to_string(i + 1),
+                                "state", forwarding ? "3" : "0"},
+                               LanNetns());
+    if (!r) return Fail(r.error());
+    return Ok();
+  }
+  return Fail(ErrorCode::kNotFound, "no node " + n.name);
+}
+
 Status Topology::Down() {
   auto existing = ExistingNetns(name_);
   for (const auto& ns : existing) KillNetnsPids(ns);

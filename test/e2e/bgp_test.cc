@@ -1,0 +1,415 @@
+// BGP end to end (docs/bgp.md): a lab with BIRD 2 on the gateway as the upstream router and BIRD 2
+// on every node, driven by its agent; the client sits behind the router (the WAN namespace).
+// Figures are printed as "FIGURE ..." lines (ctest -R e2e_bgp -V).
+#include <signal.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cstdio>
+#include <map>
+#include <set>
+#include <sstream>
+#include <thread>
+
+#include "e2e_lab.h"
+
+namespace pylon::e2e {
+namespace {
+
+// Virtual addresses (no node subnet holds them), one host route each.
+constexpr const char* kRoutedGroup = R"(apiVersion: purelb.io/v1
+kind: ServiceGroup
+metadata:
+  name: routed
+  namespace: purelb-system
+spec:
+  local:
+    v4pools:
+    - pool: 203.0.113.10-203.0.113.20
+      subnet: 203.0.113.0/24
+      aggregation: /32
+    v6pools:
+    - pool: 2001:db8:beef::10-2001:db8:beef::20
+      subnet: 2001:db8:beef::/64
+      aggregation: /128
+)";
+
+std::string RoutedService(const std::string& name, bool local) {
+  return ServiceYaml(name, "    purelb.io/service-group: routed\n",
+                     std::string(kDualSpec) + (local ? "  externalTrafficPolicy: Local\n" : ""));
+}
+
+std::string HostPrefix(const std::string& ip) { return ip + (IsV6(ip) ? "/128" : "/32"); }
+
+class BgpTest : public LabTest {
+ protected:
+  void Configure(lab::LabConfig* cfg) override { cfg->bgp = true; }
+
+  std::vector<std::string> NodeIps(bool v6) {
+    std::vector<std::string> out;
+    for (const auto& n : lab().topology().nodes()) out.push_back(v6 ? n.ipv6_b : n.ipv4);
+    std::sort(out.begin(), out.end());
+    return out;
+  }
+  std::string NodeIp(const std::string& node, bool v6) {
+    for (const auto& n : lab().topology().nodes()) {
+      if (n.name == node) return v6 ? n.ipv6_b : n.ipv4;
+    }
+    return "";
+  }
+  std::vector<std::string> Nexthops(const std::string& ip) {
+    auto h = lab().RouterNexthops(HostPrefix(ip));
+    return h ? *h : std::vector<std::string>{};
+  }
+  bool WaitNexthops(const std::string& ip, const std::vector<std::string>& want,
+                    Ms timeout = Ms(20000)) {
+    return Eventually([&] { return Nexthops(ip) == want; }, timeout);
+  }
+  lab::ProbeResult WanProbe(const std::string& ip, Ms timeout = Ms(300)) {
+    auto r =
+        lab::InNetns(lab().topology().WanNetns(), [&] { return lab::ProbeOnce(ip, 80, timeout); });
+    if (!r) return lab::ProbeResult{false, "", r.error().message()};
+    return *r;
+  }
+  // Every router session (dynamic "node<i>" / "nodesix<i>") Established, one per node and family.
+  bool AllSessionsUp() {
+    auto out = lab().RouterBird("show protocols");
+    if (!out) return false;
+    int up = 0;
+    std::istringstream in(*out);
+    std::string line;
+    while (std::getline(in, line)) {
+      if (line.rfind("node", 0) == 0 && line.find("Established") != std::string::npos) ++up;
+    }
+    return up == 2 * static_cast<int>(lab().topology().nodes().size());
+  }
+  Json Peer(const std::string& name) { return GetJson({"get", "bgppeer", name}); }
+  static Json NodeEntry(const Json& peer, const std::string& node) {
+    try {
+      for (const auto& e : peer.at("status").at("nodes")) {
+        if (e.at("node") == node) return e;
+      }
+    } catch (const std::exception&) {
+    }
+    return Json();
+  }
+  static std::string Condition(const Json& obj, const std::string& type, const char* field) {
+    try {
+      for (const auto& c : obj.at("status").at("conditions")) {
+        if (c.at("type") == type) return c.at(field).get<std::string>();
+      }
+    } catch (const std::exception&) {
+    }
+    return "";
+  }
+  // The router's session with `node` (IPv4) Established, from BIRD on the router.
+  bool RouterSessionUp(const std::string& node) {
+    auto out = lab().RouterBird("show protocols all");
+    if (!out) return false;
+    const std::string ip = NodeIp(node, false);
+    // Each dynamic protocol block names its neighbour address.
+    std::istringstream in(*out);
+    std::string line;
+    bool established = false;
+    while (std::getline(in, line)) {
+      if (line.find("BGP state:") != std::string::npos) {
+        established = line.find("Established") != std::string::npos;
+      }
+      if (line.find("Neighbor address: " + ip) != std::string::npos) return established;
+    }
+    return false;
+  }
+
+  static std::string Str(const Json& o, const char* key) {
+    if (!o.is_object()) return "";
+    auto it = o.find(key);
+    return it != o.end() && it->is_string() ? it->get<std::string>() : "";
+  }
+  static bool True(const Json& o, const char* key) {
+    if (!o.is_object()) return false;
+    auto it = o.find(key);
+    return it != o.end() && it->is_boolean() && it->get<bool>();
+  }
+
+  static double Since(std::chrono::steady_clock::time_point t0) {
+    return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  }
+};
+
+// ECMP across every node holding the address, both families, traffic from behind the router
+// reaching every node; then ETP Local narrows the next hops to the endpoint's node.
+TEST_F(BgpTest, EcmpAcrossEveryNodeAndEtpLocalOnlyEndpointNodes) {
+  ASSERT_TRUE(Eventually([&] { return AllSessionsUp(); }, Ms(30000)))
+      << lab().RouterBird("show protocols").value_or("");
+  Apply(kRoutedGroup);
+  const auto created = std::chrono::steady_clock::now();
+  Apply(RoutedService("web", false));
+  auto ips = WaitIngress("web", 2);
+  ASSERT_EQ(ips.size(), 2u);
+  for (const auto& ip : ips) {
+    ASSERT_TRUE(WaitNexthops(ip, NodeIps(IsV6(ip))))
+        << ip << ": " << testing::PrintToString(Nexthops(ip));
+    std::printf("FIGURE bgp service-create-to-route %s: %.0f ms (all %zu next hops)\n",
+                IsV6(ip) ? "IPv6" : "IPv4", Since(created), NodeIps(false).size());
+  }
+  auto routes = lab::RunCommandChecked({"ip", "route", "show", "exact", HostPrefix(ips[0])},
+                                       lab().topology().LanNetns());
+  std::printf("router$ ip route show %s\n%s", HostPrefix(ips[0]).c_str(),
+              routes.value_or("").c_str());
+  // Flows from many client ports spread over every node (L4 multipath hash at the router).
+  for (const auto& ip : ips) {
+    std::set<std::string> answered;
+    for (int i = 0; i < 60 && answered.size() < 3; ++i) {
+      auto r = WanProbe(ip);
+      if (r.ok) answered.insert(r.body.substr(0, r.body.find_first_of(" \n")));
+    }
+    EXPECT_EQ(answered, (std::set<std::string>{"node1", "node2", "node3"})) << ip;
+  }
+  // What node1 exports to the router: the kube-lb0 prefixes, nothing else.
+  const std::string proto = Str(NodeEntry(Peer("lab-router"), "node1"), "protocol");
+  ASSERT_FALSE(proto.empty()) << Peer("lab-router").dump(2);
+  auto exported = lab().NodeBird("node1", "show route export " + proto);
+  ASSERT_TRUE(exported) << exported.error().message();
+  EXPECT_NE(exported->find(HostPrefix(IsV6(ips[0]) ? ips[1] : ips[0])), std::string::npos)
+      << *exported;
+  EXPECT_EQ(exported->find("192.0.2."), std::string::npos) << *exported;
+
+  // ETP Local: only nodes with a ready endpoint hold the address, so only they are next hops.
+  Apply(RoutedService("local", true));
+  Apply(R"(apiVersion: discovery.k8s.io/v1
+kind: EndpointSlice
+metadata:
+  name: local-1
+  namespace: default
+  labels:
+    kubernetes.io/service-name: local
+addressType: IPv4
+endpoints:
+- addresses: ["10.244.2.5"]
+  conditions: {ready: true}
+  nodeName: node2
+ports:
+- port: 8080
+  protocol: TCP
+)");
+  auto local_ips = WaitIngress("local", 2);
+  ASSERT_EQ(local_ips.size(), 2u);
+  for (const auto& ip : local_ips) {
+    EXPECT_TRUE(WaitNexthops(ip, {NodeIp("node2", IsV6(ip))}))
+        << ip << ": " << testing::PrintToString(Nexthops(ip));
+  }
+  // The endpoint moves to node3: so does the route.
+  Apply(R"(apiVersion: discovery.k8s.io/v1
+kind: EndpointSlice
+metadata:
+  name: local-1
+  namespace: default
+  labels:
+    kubernetes.io/service-name: local
+addressType: IPv4
+endpoints:
+- addresses: ["10.244.3.5"]
+  conditions: {ready: true}
+  nodeName: node3
+ports:
+- port: 8080
+  protocol: TCP
+)");
+  for (const auto& ip : local_ips) {
+    EXPECT_TRUE(WaitNexthops(ip, {NodeIp("node3", IsV6(ip))}))
+        << ip << ": " << testing::PrintToString(Nexthops(ip));
+  }
+  // Deleting the Service withdraws its routes everywhere.
+  ASSERT_TRUE(lab().Kubectl({"delete", "service", "web"}));
+  for (const auto& ip : ips) {
+    EXPECT_TRUE(WaitNexthops(ip, {})) << ip << ": " << testing::PrintToString(Nexthops(ip));
+  }
+}
+
+// A node that freezes (no link event anywhere) leaves the next hops: with BFD 100 ms x 3 in well
+// under a second, with the hold timer alone (3 s) in about 3 s.
+TEST_F(BgpTest, FrozenNodeLeavesTheNexthopsByBfdThenByHoldTimer) {
+  ASSERT_TRUE(Eventually([&] { return AllSessionsUp(); }, Ms(30000)));
+  Apply(kRoutedGroup);
+  Apply(RoutedService("web", false));
+  auto ips = WaitIngress("web", 2);
+  ASSERT_EQ(ips.size(), 2u);
+  const std::string v4 = IsV6(ips[0]) ? ips[1] : ips[0];
+  ASSERT_TRUE(WaitNexthops(v4, NodeIps(false)));
+
+  auto measure = [&](const char* what, const std::string& node) -> double {
+    std::vector<std::string> rest;
+    for (const auto& ip : NodeIps(false)) {
+      if (ip != NodeIp(node, false)) rest.push_back(ip);
+    }
+    // Flows that hash to the frozen node: time until the client is answered again on all.
+    const auto t0 = std::chrono::steady_clock::now();
+    EXPECT_TRUE(lab().FreezeNode(node, true));
+    double withdrawn = -1;
+    if (WaitNexthops(v4, rest, Ms(15000))) withdrawn = Since(t0);
+    // Traffic flows again: the first of 20 consecutive answers (each a new flow, so a new hash).
+    int ok = 0;
+    double flowing = -1;
+    Eventually(
+        [&] {
+          const double at = Since(t0);
+          auto r = WanProbe(v4, Ms(200));
+          if (!r.ok) {
+            ok = 0;
+          } else if (ok++ == 0) {
+            flowing = at;
+          }
+          return ok >= 20;
+        },
+        Ms(15000));
+    std::printf(
+        "FIGURE bgp node-freeze %s: route withdrawn at the router %.0f ms, client "
+        "traffic flows again %.0f ms\n",
+        what, withdrawn, flowing);
+    EXPECT_GE(withdrawn, 0) << what;
+    EXPECT_TRUE(lab().FreezeNode(node, false));
+    EXPECT_TRUE(WaitNexthops(v4, NodeIps(false), Ms(40000)))
+        << what << " after thaw: " << testing::PrintToString(Nexthops(v4));
+    return withdrawn;
+  };
+  double bfd = measure("BFD 100ms x3", "node2");
+  EXPECT_LT(bfd, 2000) << "BFD should detect in well under 2 s";
+
+  // Hold timer alone: no BFD, hold 3 s.
+  Apply(R"(apiVersion: lace-cni.io/v1alpha1
+kind: BGPPeer
+metadata:
+  name: lab-router
+spec:
+  peerAddress: 192.0.2.1
+  peerASN: 64512
+  myASN: 64513
+  holdTime: 3s
+  keepaliveTime: 1s
+)");
+  ASSERT_TRUE(Eventually(
+      [&] {
+        auto out = lab().NodeBird("node3", "show protocols all");
+        return out && out->find("Hold timer:") != std::string::npos &&
+               out->find("/3") != std::string::npos && AllSessionsUp();
+      },
+      Ms(40000)));
+  ASSERT_TRUE(WaitNexthops(v4, NodeIps(false), Ms(30000)));
+  double hold = measure("hold timer 3s", "node3");
+  EXPECT_GT(hold, bfd) << "the hold timer alone is slower than BFD";
+}
+
+// Graceful shutdown withdraws by UPDATE while the session stays up: no request lost. A bad peer
+// keeps the last good one in force; a password mismatch shows in the peer's status.
+TEST_F(BgpTest, GracefulDrainBadPeerAndPasswordMismatch) {
+  ASSERT_TRUE(Eventually([&] { return AllSessionsUp(); }, Ms(30000)));
+  Apply(kRoutedGroup);
+  Apply(RoutedService("web", false));
+  auto ips = WaitIngress("web", 2);
+  ASSERT_EQ(ips.size(), 2u);
+  const std::string v4 = IsV6(ips[0]) ? ips[1] : ips[0];
+  ASSERT_TRUE(WaitNexthops(v4, NodeIps(false)));
+
+  // --- graceful drain of node1 under load ---
+  std::atomic<bool> stop{false};
+  std::atomic<int> sent{0}, failed{0};
+  std::map<std::string, int> by_node;
+  std::thread load([&] {
+    while (!stop.load()) {
+      auto r = WanProbe(v4, Ms(1000));
+      ++sent;
+      if (!r.ok) {
+        ++failed;
+      } else {
+        ++by_node[r.body.substr(0, r.body.find_first_of(" \n"))];
+      }
+    }
+  });
+  std::this_thread::sleep_for(Ms(500));
+  const auto t0 = std::chrono::steady_clock::now();
+  ASSERT_TRUE(lab().SignalAgent("node1", SIGTERM));
+  ASSERT_TRUE(lab().WaitAgentExit("node1", 15000));
+  const double drained = Since(t0);
+  // The agent is gone: the router no longer uses node1, yet node1's session is still up (BIRD
+  // keeps running; the withdrawal came by UPDATE, not by closing the session).
+  EXPECT_EQ(Nexthops(v4),
+            (std::vector<std::string>{NodeIp("node2", false), NodeIp("node3", false)}));
+  EXPECT_TRUE(RouterSessionUp("node1")) << lab().RouterBird("show protocols all").value_or("");
+  std::this_thread::sleep_for(Ms(500));
+  stop = true;
+  load.join();
+  std::printf(
+      "FIGURE bgp graceful-drain: %d requests during the drain, %d lost; agent exit "
+      "%.0f ms after SIGTERM; answered by node1 %d, node2 %d, node3 %d\n",
+      sent.load(), failed.load(), drained, by_node["node1"], by_node["node2"], by_node["node3"]);
+  EXPECT_EQ(failed.load(), 0);
+  EXPECT_GT(by_node["node1"], 0) << "node1 served before the drain";
+  // Then BIRD stops: nothing left to withdraw.
+  ASSERT_TRUE(lab().StopNodeBird("node1"));
+  ASSERT_TRUE(lab().StartNodeBird("node1"));
+  ASSERT_TRUE(lab().StartAgent("node1"));
+  ASSERT_TRUE(WaitNexthops(v4, NodeIps(false), Ms(40000)));
+
+  // --- a bad peer object keeps the last good one ---
+  Apply(R"(apiVersion: lace-cni.io/v1alpha1
+kind: BGPPeer
+metadata:
+  name: lab-router
+spec:
+  peerAddress: 192.0.2.1
+  peerASN: 0
+  myASN: 64513
+  bfdProfile: lab-fast
+)");
+  ASSERT_TRUE(Eventually(
+      [&] { return Condition(Peer("lab-router"), "Valid", "status") == "False"; }, Ms(15000)))
+      << Peer("lab-router").dump(2);
+  EXPECT_NE(Condition(Peer("lab-router"), "Valid", "message").find("spec.peerASN: must be in"),
+            std::string::npos);
+  auto events = lab().Kubectl({"get", "events", "-A", "--field-selector",
+                               "involvedObject.name=lab-router,reason=InvalidConfig"});
+  ASSERT_TRUE(events);
+  EXPECT_NE(events->find("peerASN"), std::string::npos) << *events;
+  std::this_thread::sleep_for(Ms(2000));
+  EXPECT_TRUE(AllSessionsUp());
+  EXPECT_EQ(Nexthops(v4), NodeIps(false));
+  for (const auto& n : lab().topology().nodes()) {
+    EXPECT_TRUE(True(NodeEntry(Peer("lab-router"), n.name), "established")) << n.name;
+  }
+
+  // --- password mismatch: the router has none ---
+  Apply(R"(apiVersion: v1
+kind: Secret
+metadata:
+  name: router-auth
+  namespace: purelb-system
+stringData:
+  password: not-the-routers
+---
+apiVersion: lace-cni.io/v1alpha1
+kind: BGPPeer
+metadata:
+  name: lab-router
+spec:
+  peerAddress: 192.0.2.1
+  peerASN: 64512
+  myASN: 64513
+  bfdProfile: lab-fast
+  passwordSecret:
+    name: router-auth
+)");
+  ASSERT_TRUE(Eventually(
+      [&] {
+        Json e = NodeEntry(Peer("lab-router"), "node2");
+        return Condition(Peer("lab-router"), "Valid", "status") == "True" && e.is_object() &&
+               !True(e, "established") && Str(e, "message").find("TCP-MD5") != std::string::npos;
+      },
+      Ms(30000)))
+      << Peer("lab-router").dump(2);
+  std::printf("BGPPeer status with a password the router does not have:\n%s\n",
+              Peer("lab-router")["status"].dump(2).c_str());
+  EXPECT_TRUE(WaitNexthops(v4, {}, Ms(15000))) << testing::PrintToString(Nexthops(v4));
+}
+
+}  // namespace
+}  // namespace pylon::e2e
