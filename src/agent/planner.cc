@@ -202,13 +202,27 @@ Plan Planner::Compute(const PlanInputs& in, const election::Membership& membersh
       }
       continue;
     }
+    int length = net::FamilyBits(ip.family());
+    if (match) length = match->aggregation_length;
+    // An aggregate is announced by every node holding any address inside it: with ETP Local,
+    // nodes without an endpoint would attract this Service's traffic and drop it (docs/bgp.md).
+    if (length < net::FamilyBits(ip.family())) {
+      for (const ServiceInput* si : g.services) {
+        if (!IsEtpLocal(si->service)) continue;
+        Report(
+            plan, seen_problems, {si->service.ns, si->service.name}, "EtpLocalAggregated",
+            "address " + ip.ToString() + " is announced as part of a /" + std::to_string(length) +
+                " aggregate, which nodes without a local endpoint announce too; use "
+                "aggregation /" +
+                std::to_string(net::FamilyBits(ip.family())) + " for externalTrafficPolicy Local",
+            reporter);
+      }
+    }
     if (in.shutting_down || network.virtual_ifindex == 0) continue;
     if (g.services.size() == 1 && IsEtpLocal(g.services.front()->service)) {
       auto slices = SlicePointers(*g.services.front());
       if (!model::HasLocalEndpoint(slices, self)) continue;
     }
-    int length = net::FamilyBits(ip.family());
-    if (match) length = match->aggregation_length;
     auto prefix = net::Prefix::Make(ip, length);
     if (!prefix) continue;  // aggregation lengths are validated by config; cannot happen
     DesiredAddress d{

@@ -540,6 +540,23 @@ TEST(ReconcilerTest, LaceL3AddressIsVirtualOnEveryNodeEvenOnANodeSubnet) {
   }
 }
 
+TEST(ReconcilerTest, EtpLocalOnAnAggregateIsWarnedAboutOnce) {
+  // 203.0.113.0/26 of the world's ServiceGroup has aggregation default: the /24 subnet.
+  for (const auto& self : kNodes) {
+    AgentWorld w(self);
+    w.services_.push_back(Svc("agg", {.ips = {"203.0.113.5"}, .etp = "Local"}));
+    w.Pass();
+    w.Pass();
+    if (self == "node1") {
+      ASSERT_EQ(w.writer_.events.size(), 1u);
+      EXPECT_EQ(w.writer_.events[0].reason, "EtpLocalAggregated");
+      EXPECT_NE(w.writer_.events[0].message.find("/24 aggregate"), std::string::npos);
+    } else {
+      EXPECT_TRUE(w.writer_.events.empty());
+    }
+  }
+}
+
 TEST(ReconcilerTest, ServicesOfOtherClassesAreIgnored) {
   AgentWorld w("node1");
   const int before = w.nl_.mutation_count();

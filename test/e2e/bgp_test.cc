@@ -219,6 +219,37 @@ ports:
     EXPECT_TRUE(WaitNexthops(ip, {NodeIp("node3", IsV6(ip))}))
         << ip << ": " << testing::PrintToString(Nexthops(ip));
   }
+  // The routing daemon dies on node3: reported (readiness, metric, event), then back.
+  auto agent_http = [&](const std::string& node, const std::string& path) {
+    auto r = lab::InNetns(lab().FindNode(node)->netns,
+                          [&] { return lab::ProbeOnce("127.0.0.1", 7473, Ms(500), path); });
+    return r ? *r : lab::ProbeResult{};
+  };
+  ASSERT_EQ(agent_http("node3", "/readyz").status, 200);
+  ASSERT_TRUE(lab().StopNodeBird("node3"));
+  EXPECT_TRUE(Eventually([&] { return agent_http("node3", "/readyz").status == 503; }, Ms(15000)));
+  EXPECT_NE(agent_http("node3", "/metrics").body.find("purelb_bgp_daemon_up 0"), std::string::npos);
+  EXPECT_TRUE(Eventually(
+      [&] {
+        auto ev = lab().Kubectl({"get", "events", "-A", "--field-selector",
+                                 "involvedObject.name=node3,reason=RoutingDaemonUnreachable"});
+        return ev && ev->find("does not answer") != std::string::npos;
+      },
+      Ms(15000)));
+  for (const auto& ip : ips) {
+    std::vector<std::string> two;
+    for (const auto& h : NodeIps(IsV6(ip))) {
+      if (h != NodeIp("node3", IsV6(ip))) two.push_back(h);
+    }
+    EXPECT_TRUE(WaitNexthops(ip, two)) << ip << ": " << testing::PrintToString(Nexthops(ip));
+  }
+  ASSERT_TRUE(lab().StartNodeBird("node3"));
+  EXPECT_TRUE(Eventually([&] { return agent_http("node3", "/readyz").status == 200; }, Ms(15000)));
+  for (const auto& ip : ips) {
+    EXPECT_TRUE(WaitNexthops(ip, NodeIps(IsV6(ip)), Ms(30000)))
+        << ip << ": " << testing::PrintToString(Nexthops(ip));
+  }
+
   // Deleting the Service withdraws its routes everywhere.
   ASSERT_TRUE(lab().Kubectl({"delete", "service", "web"}));
   for (const auto& ip : ips) {
