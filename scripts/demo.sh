@@ -3,4 +3,6 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/build.sh >/dev/null
+# Without arguments: the whole data path (kube-proxy and pods) and BGP to an upstream router.
+if (($# == 0)); then set -- --kube-proxy --bgp; fi
 exec build/pylon lab demo "$@"

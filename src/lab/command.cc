@@ -768,6 +768,100 @@ Result<LabConfig> ConfigFromFlags(const Flags& f, int min_nodes, int max_nodes) 
   return cfg;
 }
 
+const char* kBgpGroup = R"(apiVersion: purelb.io/v1
+kind: ServiceGroup
+metadata:
+  name: routed
+  namespace: purelb-system
+spec:
+  local:
+    v4pools:
+    - pool: 203.0.113.10-203.0.113.20
+      subnet: 203.0.113.0/24
+      aggregation: /32
+    v6pools:
+    - pool: 2001:db8:beef::10-2001:db8:beef::20
+      subnet: 2001:db8:beef::/64
+      aggregation: /128
+---
+apiVersion: v1
+kind: Service
+metadata:
+  name: routed-web
+  namespace: default
+  annotations:
+    purelb.io/service-group: routed
+spec:
+  type: LoadBalancer
+  ipFamilyPolicy: RequireDualStack
+  ipFamilies: [IPv4, IPv6]
+  selector:
+    app: routed-web
+  ports:
+  - port: 80
+    targetPort: 8080
+)";
+
+// `demo --bgp`: a virtual ServiceGroup announced over BGP; the router's multipath route and the
+// client behind the router reaching every node (docs/bgp.md).
+void DemoBgp(Lab& lab) {
+  Step(
+      "BGP: a ServiceGroup of virtual addresses (on no node subnet), announced by BIRD on every "
+      "node to the upstream BIRD router");
+  Indent(kBgpGroup);
+  if (auto s = lab.Apply(kBgpGroup); !s) {
+    Say("apply failed: " + s.error().message());
+    return;
+  }
+  auto svc = WaitService(
+      lab, "default", "routed-web",
+      [](const nlohmann::json& x) { return IngressIps(x).size() == 2; }, Ms(20000),
+      "two addresses");
+  if (!svc) {
+    Say(svc.error().message());
+    return;
+  }
+  auto ips = IngressIps(*svc);
+  if (lab.kube_proxy_running()) {
+    Say("    pods of routed-web on node1 and node2; kube-proxy on the node the router chose "
+        "forwards to them");
+    for (const auto& [node, pod] :
+         {std::pair<std::string, std::string>{"node1", "routed-a"}, {"node2", "routed-b"}}) {
+      if (auto st = lab.AddPod(node, pod, "routed-web"); !st) {
+        Say("    pod " + pod + ": " + st.error().message());
+      }
+    }
+  }
+  for (const auto& ip : ips) {
+    const std::string prefix = ip + (ip.find(':') != std::string::npos ? "/128" : "/32");
+    for (int i = 0; i < 300 && !g_stop; ++i) {
+      auto h = lab.RouterNexthops(prefix);
+      if (h && h->size() == lab.topology().nodes().size()) break;
+      std::this_thread::sleep_for(Ms(50));
+    }
+    std::string out;
+    (void)RunCommand(
+        {"ip", ip.find(':') != std::string::npos ? "-6" : "-4", "route", "show", "exact", prefix},
+        &out, lab.topology().LanNetns());
+    Say("    router$ ip route show " + prefix + "   (one next hop per node: ECMP)");
+    Indent(out);
+  }
+  Say("    router$ birdc show protocols");
+  if (auto out = lab.RouterBird("show protocols")) Indent(*out);
+  Say("    wan client (behind the router)$ curl http://" + ips[0] +
+      "/   x 30, new connection each time (who answered):");
+  std::map<std::string, int> by;
+  for (int i = 0; i < 30 && !g_stop; ++i) {
+    auto r = InNetns(lab.topology().WanNetns(), [&] { return ProbeOnce(ips[0], 80, Ms(500)); });
+    ++by[r && r->ok ? r->body.substr(0, r->body.find_first_of(" \n")) : "no answer"];
+  }
+  for (const auto& [who, n] : by) Say("      " + who + ": " + std::to_string(n));
+  Say("$ kubectl get bgppeer lab-router -o jsonpath='{.status.nodes}'");
+  if (auto out = lab.Kubectl({"get", "bgppeer", "lab-router", "-o", "jsonpath={.status.nodes}"})) {
+    Indent(*out + "\n");
+  }
+}
+
 int Demo(const Flags& f) {
   auto parsed = ConfigFromFlags(f, 2, 16);
   if (!parsed) {
@@ -899,6 +993,8 @@ int Demo(const Flags& f) {
     Say("    purelb.io/announcing-IPv6: " + Annotation(*s, "purelb.io/announcing-IPv6"));
   }
 
+  if (cfg.bgp) DemoBgp(lab);
+
   Step("Deleting the Service: the address is released and withdrawn");
   (void)lab.Kubectl({"delete", "service", "kuard-svc-dual-remote"});
   auto deleted = SteadyClock::now();
@@ -1021,6 +1117,8 @@ void Usage() {
       "           [--report-peer]            ... followed by \" client=<source address>\"\n\n"
       "  up and demo take --kube-proxy [--proxy-mode nftables|iptables]: kube-proxy on every\n"
       "  node (docs/datapath.md); the demo then puts two pods behind its Service\n"
+      "  up and demo take --bgp: BIRD 2 on every node and on the gateway as the upstream\n"
+      "  router, and a client behind it (docs/bgp.md); the demo then shows ECMP over BGP\n"
       "  up, demo, failover and timing take --binary PATH: the pylon binary whose allocator\n"
       "  and agent the lab runs (default: this one), and --k8s-bin-dir DIR: where etcd,\n"
       "  kube-apiserver and kubectl are (default: $PYLON_K8S_BIN_DIR, else the build's)\n");
