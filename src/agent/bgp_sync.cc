@@ -36,6 +36,7 @@ namespace {
 
 constexpr auto kBirdTimeout = std::chrono::seconds(5);
 constexpr auto kPasswordRefresh = std::chrono::seconds(30);
+constexpr auto kPasswordRetry = std::chrono::seconds(5);
 
 // Messages of TCP-MD5 trouble: Linux drops segments whose signature does not verify, so a
 // mismatch shows as a session that never leaves Connect/Active, with no error of its own.
@@ -153,7 +154,10 @@ void BgpSync::ResolvePasswords() {
   for (const auto& [name, p] : peers_) {
     if (p.password_secret && !passwords_.count(name)) missing = true;
   }
-  if (!missing && passwords_read_ && now < *passwords_read_ + kPasswordRefresh) return;
+  // Re-read every 30 s (a rotated password), or every 5 s while one is missing.
+  if (passwords_read_ && now < *passwords_read_ + (missing ? kPasswordRetry : kPasswordRefresh)) {
+    return;
+  }
   passwords_read_ = now;
   std::map<std::string, std::string> by_ref;  // "secret/key" -> password
   std::map<std::string, k8s::Json> secrets;

@@ -104,7 +104,7 @@ Status Lab::StartNodeBird(const std::string& node) {
   if (!n) return Fail(ErrorCode::kNotFound, "no node " + node + " in lab " + config_.name);
   const std::string bird = FindBird();
   if (bird.empty()) return Fail(ErrorCode::kNotFound, "no bird binary (Debian package bird2)");
-  // A configuration BIRD can start with; the agent replaces it at once (bgp_sync.h).
+  // A configuration BIRD can start with; the agent replaces it at once (src/agent/bgp_sync.h).
   std::error_code ec;
   if (!fs::exists(BirdConfig(node), ec)) {
     if (auto s = WriteText(BirdConfig(node),

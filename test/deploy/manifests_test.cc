@@ -378,7 +378,7 @@ TEST_F(DeployTest, KustomizeRendersEveryComponentInTheInstallNamespace) {
     }
   }
   const std::map<std::string, std::size_t> want = {
-      {"Namespace", 1},          {"CustomResourceDefinition", 4},
+      {"Namespace", 1},          {"CustomResourceDefinition", 7},
       {"ServiceAccount", 2},     {"ClusterRole", 2},
       {"ClusterRoleBinding", 2}, {"Role", 2},
       {"RoleBinding", 2},        {"Deployment", 1},
@@ -386,8 +386,51 @@ TEST_F(DeployTest, KustomizeRendersEveryComponentInTheInstallNamespace) {
   for (const auto& [kind, n] : want) EXPECT_EQ(kinds.count(kind), n) << kind;
   // No custom resource: kubectl maps every object before it creates anything, so one whose CRD
   // comes in the same apply would fail it (examples/ has the LBNodeAgent).
-  EXPECT_EQ(kinds.size(), 17u);
+  EXPECT_EQ(kinds.size(), 20u);
   EXPECT_NE(rendered_->find("image: pylon:0.1.0"), std::string::npos);
+}
+
+// The BGP component (docs/bgp.md "Install") on top of the base: BIRD as a native sidecar with only
+// its three capabilities, the agent's flags and shared socket directory, the extra RBAC; and it
+// applies.
+TEST_F(DeployTest, BgpComponentAddsTheBirdSidecarAndItsRbac) {
+  const std::string overlay = *dir_ + "/bgp-overlay";
+  fs::create_directories(overlay);
+  {
+    std::ofstream k(overlay + "/kustomization.yaml");
+    // kustomize takes relative paths only.
+    const std::string rel = fs::relative(DeployDir(), overlay).string();
+    k << "resources: [" << rel << "]\ncomponents: [" << rel << "/components/bgp]\n";
+  }
+  // Server-side dry run on top of the installed base: strict validation, nothing persisted.
+  ApplyInstall();
+  Output k = Kubectl("apply --dry-run=server -o json -k " + Quote(overlay));
+  ASSERT_EQ(k.code, 0) << k.out;
+  Json list = Json::parse(k.out, nullptr, false);
+  ASSERT_TRUE(list.is_object()) << k.out;
+  Json ds;
+  std::multiset<std::string> kinds;
+  for (const Json& item : list.value("items", Json::array())) {
+    kinds.insert(item.value("kind", ""));
+    if (item.value("kind", "") == "DaemonSet") ds = item;
+  }
+  EXPECT_EQ(kinds.count("ClusterRole"), 3u);
+  EXPECT_EQ(kinds.count("Role"), 3u);
+  ASSERT_TRUE(ds.is_object());
+  const Json& pod = ds["spec"]["template"]["spec"];
+  ASSERT_EQ(pod["initContainers"].size(), 1u);
+  const Json& bird = pod["initContainers"][0];
+  EXPECT_EQ(bird["name"], "bird");
+  EXPECT_EQ(bird["restartPolicy"], "Always");  // a native sidecar: stopped after the agent
+  EXPECT_EQ(bird["image"], "pylon-bird:0.1.0");
+  EXPECT_EQ(bird["securityContext"]["capabilities"]["drop"], Json::array({"ALL"}));
+  EXPECT_EQ(bird["securityContext"]["capabilities"]["add"],
+            Json::array({"NET_ADMIN", "NET_BIND_SERVICE", "NET_RAW"}));
+  EXPECT_EQ(bird["securityContext"]["allowPrivilegeEscalation"], false);
+  const std::string agent = pod["containers"][0].dump();
+  EXPECT_NE(agent.find("--bird-socket=/run/pylon-bird/bird.ctl"), std::string::npos) << agent;
+  EXPECT_NE(agent.find("/run/pylon-bird"), std::string::npos);
+  EXPECT_NE(agent.find("heartbeat-key"), std::string::npos) << "base mounts kept";
 }
 
 TEST_F(DeployTest, ApplyKCreatesEveryObjectOfTheInstall) {
@@ -402,10 +445,12 @@ TEST_F(DeployTest, ApplyKCreatesEveryObjectOfTheInstall) {
     EXPECT_EQ(get.out, Resource(d) + "/" + d.name + "\n");
     ++checked;
   }
-  EXPECT_EQ(checked, 17);
+  EXPECT_EQ(checked, 20);
   // The CRDs' schemas are structural: the server accepted them and says so.
-  for (const char* crd : {"servicegroups.purelb.io", "lbnodeagents.purelb.io",
-                          "loadbalancerclasses.lace-cni.io", "l2advertisements.lace-cni.io"}) {
+  for (const char* crd :
+       {"servicegroups.purelb.io", "lbnodeagents.purelb.io", "loadbalancerclasses.lace-cni.io",
+        "l2advertisements.lace-cni.io", "bgppeers.lace-cni.io", "bfdprofiles.lace-cni.io",
+        "bgpadvertisements.lace-cni.io"}) {
     Json c = KubectlJson(std::string("get crd ") + crd);
     std::map<std::string, std::string> conds;
     for (const Json& x : c["status"].value("conditions", Json::array())) {
@@ -428,7 +473,7 @@ TEST_F(DeployTest, ApplyKCreatesEveryObjectOfTheInstall) {
 
 TEST_F(DeployTest, TheInstallIsStoredAsWritten) {
   ApplyInstall();
-  EXPECT_EQ(ExpectStoredAsApplied("-k " + Quote(DeployDir()), "deploy"), 17);
+  EXPECT_EQ(ExpectStoredAsApplied("-k " + Quote(DeployDir()), "deploy"), 20);
 }
 
 TEST_F(DeployTest, KubectlGetShowsTheWorkloads) {

@@ -440,6 +440,10 @@ spec:
   std::printf("BGPPeer status with a password the router does not have:\n%s\n",
               Peer("lab-router")["status"].dump(2).c_str());
   EXPECT_TRUE(WaitNexthops(v4, {}, Ms(15000))) << testing::PrintToString(Nexthops(v4));
+
+  // Everything the agents asked for (BGP objects, BGPPeer status, the password Secret) was
+  // granted by deploy/components/bgp/rbac-agent-bgp.yaml and accepted by the server.
+  EXPECT_GT(ExpectNoRefusedComponentRequests(), 0);
 }
 
 }  // namespace

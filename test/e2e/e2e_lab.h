@@ -8,6 +8,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstdlib>
+#include <fstream>
 #include <functional>
 #include <memory>
 #include <optional>
@@ -177,6 +178,27 @@ class LabTest : public ::testing::Test {
         },
         timeout);
     return ips.size() == count ? ips : std::vector<std::string>{};
+  }
+
+  // Reads the API server's audit log: no request of the allocator or an agent (ServiceAccounts
+  // of purelb-system) was refused as malformed (400), forbidden (403) or invalid (422). Returns
+  // how many requests they made.
+  int ExpectNoRefusedComponentRequests() {
+    std::ifstream f(lab_->control_plane().AuditLog());
+    std::string line;
+    int requests = 0;
+    while (std::getline(f, line)) {
+      Json e = Json::parse(line, nullptr, false);
+      if (!e.is_object()) continue;
+      const std::string user = e.value("user", Json::object()).value("username", "");
+      if (user.rfind("system:serviceaccount:purelb-system:", 0) != 0) continue;
+      ++requests;
+      const int code = e.value("responseStatus", Json::object()).value("code", 0);
+      EXPECT_TRUE(code != 400 && code != 403 && code != 422)
+          << user << " " << e.value("verb", "") << " " << e.value("requestURI", "") << " -> "
+          << code;
+    }
+    return requests;
   }
 
   lab::ProbeResult Probe(const std::string& ip, Ms timeout = Ms(300)) {
