@@ -55,6 +55,10 @@ void Elector::SetAddress(const net::IpAddress& address, const AddressSpec& spec)
   if (inserted) {
     a.address = address;
     a.text = address.ToString();
+    if (auto r = removed_winners_.find(address); r != removed_winners_.end()) {
+      a.winner = r->second;
+      removed_winners_.erase(r);
+    }
   }
   const NodeId announcer = spec.current_announcer ? Intern(*spec.current_announcer) : kNoNode;
   if (inserted || announcer != a.announcer) inputs_changed_ = true;
@@ -76,9 +80,12 @@ void Elector::SetAddress(const net::IpAddress& address, const AddressSpec& spec)
 }
 
 bool Elector::RemoveAddress(const net::IpAddress& address) {
-  const bool erased = addresses_.erase(address) > 0;
-  inputs_changed_ = inputs_changed_ || erased;
-  return erased;
+  auto it = addresses_.find(address);
+  if (it == addresses_.end()) return false;
+  if (it->second.winner != kNoNode) removed_winners_[address] = it->second.winner;
+  addresses_.erase(it);
+  inputs_changed_ = true;
+  return true;
 }
 
 void Elector::SetExcludedNodes(std::span<const NodeName> nodes) {
@@ -310,6 +317,7 @@ const ElectionResult& Elector::Evaluate(const Membership& membership, SteadyTime
   }
   inputs_changed_ = false;
   evaluated_ = true;
+  removed_winners_.clear();
   result_ = ElectionResult{};
   const NodeId local = [&] {
     auto it = node_ids_.find(options_.local_node);
@@ -375,6 +383,8 @@ std::size_t Elector::MemoryBytes() const {
     bytes += ids.capacity() * sizeof(NodeId);
   }
   bytes += fresh_.capacity() * sizeof(NodeId);
+  bytes +=
+      removed_winners_.size() * (kMallocChunk + kMapNode + sizeof(net::IpAddress) + sizeof(NodeId));
   bytes += (result_.local.capacity() + result_.unserved.capacity()) * sizeof(net::IpAddress);
   bytes += result_.changes.capacity() * sizeof(WinnerChange);
   for (const auto& c : result_.changes) {

@@ -65,6 +65,8 @@ struct AddressSpec {
   std::optional<std::vector<NodeName>> allowed_nodes;
 };
 
+// A winner that differs from the previous Evaluate's. An address removed and set again between two
+// Evaluates is not new: its change, if any, is against its winner before the removal.
 struct WinnerChange {
   net::IpAddress address;
   std::optional<NodeName> before;  // nullopt: no winner before, or the address is new
@@ -171,6 +173,9 @@ class Elector {
   std::vector<NodeState> nodes_;
   std::unordered_map<NodeName, NodeId> node_ids_;
   std::map<net::IpAddress, AddressState> addresses_;
+  // Winners at the last Evaluate of addresses removed since: an address set again before the next
+  // Evaluate takes its winner back, so its change (if any) is against the previous Evaluate.
+  std::map<net::IpAddress, NodeId> removed_winners_;
   // Distinct member subnets -> nodes reporting them (sorted ids): enumerates U(a) on refill.
   std::map<net::Prefix, std::vector<NodeId>, PrefixOrder> subnet_nodes_;
   std::vector<NodeId> fresh_;    // nodes that became candidates (or moved subnets) this Evaluate

@@ -408,5 +408,40 @@ TEST(Elector, RemovedAddressIsForgotten) {
   EXPECT_EQ(w.elector().address_count(), 0u);
 }
 
+// Changes are against the previous Evaluate: an address removed and set again before the next one
+// is not new (found by ElectorProperty, seed 12339098074323940169).
+TEST(Elector, AddressRemovedAndSetAgainBetweenEvaluatesIsNotNew) {
+  World w;  // its consistency check compares every change with the previous Evaluate's winners
+  const auto order = Order(kA4, {"a", "b"});
+  w.Address(kA4);
+  w.Address(kB4);
+  w.Renew("a", "192.0.2.0/24");
+  w.Renew("b", "192.0.2.0/24");
+  w.Eval();
+  ASSERT_EQ(w.Winner(kA4), order[0]);
+
+  EXPECT_TRUE(w.elector().RemoveAddress(Ip(kA4)));
+  w.Address(kA4);
+  EXPECT_TRUE(w.Eval().changes.empty()) << "same winner as at the previous Evaluate";
+  EXPECT_EQ(w.Winner(kA4), order[0]);
+
+  EXPECT_TRUE(w.elector().RemoveAddress(Ip(kA4)));
+  AddressSpec only_second;
+  only_second.allowed_nodes = std::vector<NodeName>{NodeName(order[1])};
+  w.Address(kA4, only_second);
+  const auto& moved = w.Eval();
+  ASSERT_EQ(moved.changes.size(), 1u);
+  EXPECT_EQ(moved.changes[0].before, NodeName(order[0]));
+  EXPECT_EQ(moved.changes[0].after, NodeName(order[1]));
+
+  EXPECT_TRUE(w.elector().RemoveAddress(Ip(kA4)));
+  w.Eval();
+  w.Address(kA4);
+  const auto& fresh = w.Eval();
+  ASSERT_EQ(fresh.changes.size(), 1u) << "removed at the previous Evaluate: new again";
+  EXPECT_EQ(fresh.changes[0].before, std::nullopt);
+  EXPECT_EQ(fresh.changes[0].after, NodeName(order[0]));
+}
+
 }  // namespace
 }  // namespace pylon::election
