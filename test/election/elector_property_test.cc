@@ -68,7 +68,7 @@ RC_GTEST_PROP(ElectorProperty, IncrementalMatchesFromScratch, ()) {
   std::set<std::string> excluded;
   const int steps = *rc::gen::inRange(10, 60);
   for (int step = 0; step < steps; ++step) {
-    const int op = *rc::gen::inRange(0, 10);
+    const int op = *rc::gen::inRange(0, 11);
     const std::string node = *rc::gen::elementOf(kNodes);
     const std::string address = *rc::gen::elementOf(kAddresses);
     switch (op) {
