@@ -517,8 +517,15 @@ int Failover(const Flags& f) {
          if (auto* node = node_of(n)) (void)lab.topology().SetNodeLink(*node, true);
          std::this_thread::sleep_for(Ms(3000));  // the agent rediscovers its subnets every 2 s
        }},
+      // A node that crashes without a link event: its switch port out of forwarding (carrier kept
+      // on both sides), its processes stopped. Only leases or heartbeats can tell.
+      {"freeze", Ms(10000), [&](const std::string& n) { (void)lab.FreezeNode(n, true); },
+       [&](const std::string& n) {
+         (void)lab.FreezeNode(n, false);
+         std::this_thread::sleep_for(Ms(3000));  // the thawed agent notices it lost the address
+       }},
   };
-  const std::string only = f.Get("cases", "SIGTERM,SIGKILL,link-down");
+  const std::string only = f.Get("cases", "SIGTERM,SIGKILL,link-down,freeze");
   std::vector<std::string> lines;
   for (const auto& c : cases) {
     if (only.find(c.name) == std::string::npos) continue;
@@ -1107,9 +1114,11 @@ void Usage() {
       "  down     [--name demo | --all]      remove a lab (processes, namespaces)\n"
       "  status                              list labs and their processes\n"
       "  demo     [--name demo] [--nodes 3]  bring a lab up, show Pylon working, clean up\n"
-      "  failover [--name failover] [--runs 3] [--cases SIGTERM,SIGKILL,link-down]\n"
+      "  failover [--name failover] [--runs 3] [--cases SIGTERM,SIGKILL,link-down,freeze]\n"
       "           [--address-lifetime DUR]   outage seen by the client when the winner's\n"
-      "                                      agent gets SIGTERM / SIGKILL or its link goes down;\n"
+      "                                      agent gets SIGTERM / SIGKILL, its link goes down or\n"
+      "                                      its node freezes (port out of forwarding, no link\n"
+      "                                      event, processes stopped);\n"
       "                                      after SIGKILL, until the dead node stops answering\n"
       "                                      ARP / NS (agents' --address-lifetime, e.g. 3s)\n"
       "  timing   [--name timing] [--runs 5]  Service create -> reachable, delete -> withdrawn\n"
