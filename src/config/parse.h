@@ -20,12 +20,23 @@
 
 namespace pylon::config {
 
-// ServiceGroup purelb.io/v1 (namespaced). spec.local holds, per family, in the order tried:
-// the single `v4pool`/`v6pool` object, then `v4pools[]`/`v6pools[]`, then the legacy flat
-// `pool`/`subnet`/`aggregation` (its family taken from the addresses). Each entry needs `pool`
-// (CIDR, "a-b" inclusive range, or one address) inside `subnet` (CIDR); `aggregation` is
-// "default" (also: absent or "") or "/N" with 8 <= N <= 32 (IPv4) or 128 (IPv6) -- PureLB's own
-// rule; N may be shorter than the subnet (PureLB documents supernetting). spec.netbox is rejected.
+// ServiceGroup purelb.io/v1 or purelb.io/v2 (namespaced). Which version's rules apply:
+// spec.writtenAs
+// ("v1" | "v2", set by the CRD default of the version the object was written as), else the
+// object's apiVersion (docs/purelb-v2.md).
+//
+// v1: spec.local holds, per family, in the order tried: the single `v4pool`/`v6pool` object, then
+// `v4pools[]`/`v6pools[]`, then the legacy flat `pool`/`subnet`/`aggregation` (its family taken
+// from the addresses); mode kLocalOrVirtual. spec.netbox, spec.remote and spec.external are
+// rejected; other v2 fields are ignored.
+// v2: exactly one of spec.local (mode kLocal), spec.remote (kRemote) or spec.external (rejected:
+// "not supported"); per family `v4pools[]` then the single `v4pool` (PureLB's order); the flat
+// form is rejected; local.skipIPv6DAD, multiPool, balancePools (the last two kept with a warning:
+// not acted on yet); spec.namespaces (DNS labels, de-duplicated, sorted), enforceNamespaces and
+// namespaceDefault (both need a non-empty namespaces).
+// Both: each entry needs `pool` (CIDR, "a-b" inclusive range, or one address) inside `subnet`
+// (CIDR); `aggregation` is "default" (also: absent or "") or "/N" with 8 <= N <= 32 (IPv4) or 128
+// (IPv6) -- PureLB's own rule; N may be shorter than the subnet (PureLB documents supernetting).
 // The group must end up with at least one entry; no two allocatable ranges may overlap.
 Result<Group> ParseServiceGroup(const nlohmann::json& object);
 
