@@ -34,6 +34,8 @@ enum class Reason {
   kInvalidAnnotation,  // requested-address annotation or spec.loadBalancerIP malformed
   kInvalidService,     // a Service field Pylon needs is malformed (e.g. a port protocol)
   kAddressConflict,    // a requested address is used on the network by a foreign host
+  kNamespaceDenied,    // purelb.io/v2 namespaces: the group or the namespace forbids the pairing
+  kAmbiguousNamespaceDefault,  // several v2 groups list an enforced namespace, none the default
 };
 std::string_view ReasonName(Reason r);
 
