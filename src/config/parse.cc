@@ -370,6 +370,126 @@ Result<InterfacePattern> ReadPattern(const Json& parent, std::string_view key,
   return p;
 }
 
+Status ReadInterfaceName(const Json& l, std::string_view key, const std::string& path,
+                         std::string* out) {
+  auto ext = detail::OptionalString(l, key, path);
+  if (!ext) return Fail(ext.error());
+  if (ext->has_value() && !(*ext)->empty()) {
+    if (!IsValidInterfaceName(**ext)) {
+      return FieldError(path, "\"" + (*ext)->substr(0, 100) +
+                                  "\" is not a valid interface name (1-15 characters, no '/', ':' "
+                                  "or whitespace, not \".\" or \"..\")");
+    }
+    *out = **ext;
+  }
+  return Ok();
+}
+
+Status ReadLocalInterface(const Json& l, std::string_view key, const std::string& path,
+                          NodeAgentConfig* c) {
+  auto li = detail::OptionalString(l, key, path);
+  if (!li) return Fail(li.error());
+  if (li->has_value() && !(*li)->empty() && **li != "default") {
+    auto p = ReadPattern(l, key, path);
+    if (!p) return Fail(p.error());
+    c->local_interface = std::move(*p);
+  }
+  return Ok();
+}
+
+// `^name$` with every regex metacharacter of `name` escaped: an exact interface name.
+std::string ExactNamePattern(std::string_view name) {
+  std::string out = "^";
+  for (char ch : name) {
+    if (std::string_view(R"(\^$.|?*+()[]{}-)").find(ch) != std::string_view::npos) out += '\\';
+    out += ch;
+  }
+  return out + "$";
+}
+
+Status ReadInterfaces(const Json& l, bool exact_names, NodeAgentConfig* c) {
+  auto ifs = detail::OptionalArray(l, "interfaces", "spec.local.interfaces");
+  if (!ifs) return Fail(ifs.error());
+  if (*ifs == nullptr) return Ok();
+  std::size_t i = 0;
+  for (const Json& item : **ifs) {
+    const std::string path = Index("spec.local.interfaces", i++);
+    if (!item.is_string()) {
+      return FieldError(path, "must be a string, got " + std::string(detail::TypeName(item)));
+    }
+    const auto& text = item.get_ref<const std::string&>();
+    if (text.empty()) return FieldError(path, "required");
+    if (exact_names && !IsValidInterfaceName(text)) {
+      return FieldError(path, "\"" + text.substr(0, 100) + "\" is not a valid interface name");
+    }
+    auto p = InterfacePattern::Compile(exact_names ? ExactNamePattern(text) : text);
+    if (!p) return FieldError(path, p.error().message());
+    c->interfaces.push_back(std::move(*p));
+  }
+  return Ok();
+}
+
+Status ParseNodeAgentV1Local(const Json& l, NodeAgentConfig& c) {
+  if (auto s = ReadLocalInterface(l, "localint", "spec.local.localint", &c); !s) return s;
+  if (auto s = ReadInterfaceName(l, "extlbint", "spec.local.extlbint", &c.external_interface); !s) {
+    return s;
+  }
+  auto garp = detail::OptionalBool(l, "sendgarp", "spec.local.sendgarp");
+  if (!garp) return Fail(garp.error());
+  c.send_garp = garp->value_or(false);
+  return ReadInterfaces(l, /*exact_names=*/false, &c);
+}
+
+Status ParseNodeAgentV2Local(const Json& l, NodeAgentConfig& c) {
+  const std::pair<const char*, const char*> renamed[] = {
+      {"localint", "localInterface"}, {"extlbint", "dummyInterface"}, {"sendgarp", "garpConfig"}};
+  for (const auto& [old_name, new_name] : renamed) {
+    if (detail::Find(l, old_name) != nullptr) {
+      return FieldError(Child("spec.local", old_name),
+                        std::string("is a purelb.io/v1 field; purelb.io/v2 calls it ") + new_name);
+    }
+  }
+  if (auto s = ReadLocalInterface(l, "localInterface", "spec.local.localInterface", &c); !s) {
+    return s;
+  }
+  if (auto s = ReadInterfaceName(l, "dummyInterface", "spec.local.dummyInterface",
+                                 &c.external_interface);
+      !s) {
+    return s;
+  }
+  if (auto s = ReadInterfaces(l, /*exact_names=*/true, &c); !s) return s;
+  auto garp = detail::OptionalObject(l, "garpConfig", "spec.local.garpConfig");
+  if (!garp) return Fail(garp.error());
+  if (*garp == nullptr) {
+    c.send_garp = false;
+    c.warnings.push_back(
+        "spec.local.garpConfig: absent; PureLB v2 then sends no gratuitous ARP / NA, Pylon "
+        "sends one per takeover");
+  } else {
+    auto enabled = detail::OptionalBool(**garp, "enabled", "spec.local.garpConfig.enabled");
+    if (!enabled) return Fail(enabled.error());
+    c.send_garp = enabled->value_or(true);
+    if (!c.send_garp) {
+      c.warnings.push_back(
+          "spec.local.garpConfig.enabled: false; Pylon still sends one gratuitous ARP / NA per "
+          "takeover");
+    }
+    for (const char* k : {"initialDelay", "count", "interval", "verifyBeforeSend"}) {
+      if (detail::Find(**garp, k) != nullptr) {
+        c.warnings.push_back(Child("spec.local.garpConfig", k) +
+                             ": not used; the agent's --garp-count and --garp-interval apply");
+      }
+    }
+  }
+  auto ac = detail::OptionalObject(l, "addressConfig", "spec.local.addressConfig");
+  if (!ac) return Fail(ac.error());
+  if (*ac != nullptr) {
+    c.warnings.push_back(
+        "spec.local.addressConfig: not used; the agent's --address-lifetime applies");
+  }
+  return Ok();
+}
+
 Result<NodeAgentConfig> ParseNodeAgentUnguarded(const Json& object) {
   auto meta = ParseObjectMeta(object, ObjectKind::kLBNodeAgent);
   if (!meta) return Fail(meta.error());
@@ -378,53 +498,24 @@ Result<NodeAgentConfig> ParseNodeAgentUnguarded(const Json& object) {
   auto body = [&]() -> Status {
     auto spec = detail::OptionalObject(object, "spec", "spec");
     if (!spec) return Fail(spec.error());
+    auto version = ReadVersion(object, *spec);
+    if (!version) return Fail(version.error());
+    c.version = *version;
     if (*spec == nullptr) return Ok();
+    const bool v2 = c.version == PurelbVersion::kV2;
+    if (v2) {
+      auto sel = detail::OptionalObject(**spec, "nodeSelector", "spec.nodeSelector");
+      if (!sel) return Fail(sel.error());
+      if (*sel != nullptr && !(*sel)->empty()) {
+        c.warnings.push_back(
+            "spec.nodeSelector: not used; every node reads the LBNodeAgent \"default\" (else the "
+            "first by name)");
+      }
+    }
     auto local = detail::OptionalObject(**spec, "local", "spec.local");
     if (!local) return Fail(local.error());
     if (*local == nullptr) return Ok();
-    const Json& l = **local;
-
-    auto li = detail::OptionalString(l, "localint", "spec.local.localint");
-    if (!li) return Fail(li.error());
-    if (li->has_value() && !(*li)->empty() && **li != "default") {
-      auto p = ReadPattern(l, "localint", "spec.local.localint");
-      if (!p) return Fail(p.error());
-      c.local_interface = std::move(*p);
-    }
-
-    auto ext = detail::OptionalString(l, "extlbint", "spec.local.extlbint");
-    if (!ext) return Fail(ext.error());
-    if (ext->has_value() && !(*ext)->empty()) {
-      if (!IsValidInterfaceName(**ext)) {
-        return FieldError("spec.local.extlbint",
-                          "\"" + (*ext)->substr(0, 100) +
-                              "\" is not a valid interface name (1-15 characters, no '/', ':' "
-                              "or whitespace, not \".\" or \"..\")");
-      }
-      c.external_interface = **ext;
-    }
-
-    auto garp = detail::OptionalBool(l, "sendgarp", "spec.local.sendgarp");
-    if (!garp) return Fail(garp.error());
-    c.send_garp = garp->value_or(false);
-
-    auto ifs = detail::OptionalArray(l, "interfaces", "spec.local.interfaces");
-    if (!ifs) return Fail(ifs.error());
-    if (*ifs != nullptr) {
-      std::size_t i = 0;
-      for (const Json& item : **ifs) {
-        const std::string path = Index("spec.local.interfaces", i++);
-        if (!item.is_string()) {
-          return FieldError(path, "must be a string, got " + std::string(detail::TypeName(item)));
-        }
-        const auto& text = item.get_ref<const std::string&>();
-        if (text.empty()) return FieldError(path, "required");
-        auto p = InterfacePattern::Compile(text);
-        if (!p) return FieldError(path, p.error().message());
-        c.interfaces.push_back(std::move(*p));
-      }
-    }
-    return Ok();
+    return v2 ? ParseNodeAgentV2Local(**local, c) : ParseNodeAgentV1Local(**local, c);
   };
   if (auto s = body(); !s) return Fail(InObject(c.meta.key, s.error()));
   return c;

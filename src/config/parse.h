@@ -67,6 +67,7 @@ class InterfacePattern {
 
 struct NodeAgentConfig {
   ObjectMeta meta;
+  PurelbVersion version = PurelbVersion::kV1;
   // nullopt: "default" -- the interface of the lowest-metric default route.
   std::optional<InterfacePattern> local_interface;
   // A valid Linux interface name (1-15 bytes, not "." or "..", no '/', ':' or whitespace).
@@ -74,10 +75,18 @@ struct NodeAgentConfig {
   bool send_garp = false;
   // Extra interfaces whose subnets count for election.
   std::vector<InterfacePattern> interfaces;
+  // purelb.io/v2 settings read but not acted upon (nodeSelector, addressConfig, the garpConfig
+  // timings), one "<field path>: <what Pylon does instead>" each, for logs.
+  std::vector<std::string> warnings;
 };
 
-// LBNodeAgent purelb.io/v1 (namespaced): spec.local{localint, extlbint, sendgarp, interfaces[]}.
-// Missing spec or spec.local means all defaults.
+// LBNodeAgent purelb.io/v1 or purelb.io/v2 (namespaced); the version as for ServiceGroups
+// (spec.writtenAs, else apiVersion). Missing spec or spec.local means all defaults.
+// v1: spec.local{localint, extlbint, sendgarp, interfaces[] (patterns)}; v2 fields ignored.
+// v2: spec.local{localInterface (as localint), dummyInterface (as extlbint), interfaces[] (exact
+// names, as PureLB v2), garpConfig (send_garp = garpConfig.enabled, default true; absent: false),
+// addressConfig}; spec.nodeSelector. The v1 names localint/extlbint/sendgarp are refused.
+// nodeSelector, addressConfig and the garpConfig timings are accepted with a warning each.
 Result<NodeAgentConfig> ParseNodeAgent(const nlohmann::json& object);
 
 // Linux dev_valid_name(): 1..15 bytes, not "." or "..", no '/', ':' or whitespace.
