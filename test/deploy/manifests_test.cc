@@ -967,4 +967,69 @@ TEST_F(DeployTest, PurelbV2CelRulesAndV1Boundaries) {
   EXPECT_EQ(Kubectl("delete -n purelb-system sg ext-ok").code, 0);
 }
 
+// Objects a PureLB v2 install stored (a v2-only CRD, storage v2, no spec.writtenAs) read as v2
+// objects once Pylon's CRD (storage v1, both served) replaces it: the API server defaults an
+// object read from etcd with the schema of the version it was stored as, so writtenAs is v2.
+// Checked on a copy of the ServiceGroup CRD under another group, to leave purelb.io alone.
+TEST_F(DeployTest, ObjectsStoredByAV2OnlyCrdReadAsWrittenV2) {
+  ApplyInstall();
+  Json crd = KubectlJson("create --dry-run=client -f " +
+                         Quote(DeployDir() + "/crds/servicegroups.purelb.io.yaml"));
+  ASSERT_TRUE(crd.is_object());
+  crd["metadata"]["name"] = "servicegroups.pylon-mig.test";
+  crd["spec"]["group"] = "pylon-mig.test";
+  Json pylon_crd = crd;
+  // PureLB's: v2 only, no writtenAs, no rules that read it.
+  Json v2 = crd["spec"]["versions"][1];
+  ASSERT_EQ(v2["name"], "v2");
+  v2["storage"] = true;
+  Json& spec_schema = v2["schema"]["openAPIV3Schema"]["properties"]["spec"];
+  spec_schema["properties"].erase("writtenAs");
+  spec_schema.erase("x-kubernetes-validations");
+  crd["spec"]["versions"] = Json::array({v2});
+  ASSERT_EQ(Kubectl("apply -f " + Quote(WriteTemp(crd.dump()))).code, 0);
+  ASSERT_EQ(Kubectl("wait --for=condition=Established --timeout=60s crd "
+                    "servicegroups.pylon-mig.test")
+                .code,
+            0);
+  Apply(
+      "apiVersion: pylon-mig.test/v2\nkind: ServiceGroup\n"
+      "metadata: {name: stored-v2, namespace: purelb-system}\n"
+      "spec: {remote: {v4pools: [{subnet: 203.0.113.0/24, pool: 203.0.113.64/29}]},\n"
+      "       namespaces: [team-a]}\n",
+      "object of the v2-only CRD");
+  Json before = KubectlJson("get -n purelb-system servicegroups.v2.pylon-mig.test stored-v2");
+  EXPECT_FALSE(before["spec"].contains("writtenAs")) << before.dump();
+  // Pylon's CRD over it.
+  Output up = Kubectl("apply -f " + Quote(WriteTemp(pylon_crd.dump())));
+  ASSERT_EQ(up.code, 0) << up.out;
+  ASSERT_TRUE([&] {
+    for (int i = 0; i < 100; ++i) {
+      Output r =
+          Kubectl("get -n purelb-system servicegroups.v1.pylon-mig.test stored-v2 -o json", false);
+      if (r.code == 0) return true;
+      usleep(100 * 1000);
+    }
+    return false;
+  }());
+  for (const char* v : {"v1", "v2"}) {
+    Json o = KubectlJson(std::string("get -n purelb-system servicegroups.") + v +
+                         ".pylon-mig.test stored-v2");
+    EXPECT_EQ(o["spec"].value("writtenAs", ""), "v2") << v << ": " << o.dump();
+    EXPECT_EQ(o["spec"]["remote"], before["spec"]["remote"]) << v;
+    EXPECT_EQ(o["spec"]["namespaces"], before["spec"]["namespaces"]) << v;
+  }
+  // A new object through v1 is v1.
+  Apply(
+      "apiVersion: pylon-mig.test/v1\nkind: ServiceGroup\n"
+      "metadata: {name: new-v1, namespace: purelb-system}\n"
+      "spec: {local: {v4pools: [{subnet: 192.0.2.0/24, pool: 192.0.2.64/29}]}}\n",
+      "v1 object after the switch");
+  EXPECT_EQ(Kubectl("get -n purelb-system servicegroups.v2.pylon-mig.test new-v1 "
+                    "-o jsonpath={.spec.writtenAs}")
+                .out,
+            "v1");
+  EXPECT_EQ(Kubectl("delete crd servicegroups.pylon-mig.test").code, 0);
+}
+
 }  // namespace
