@@ -557,6 +557,7 @@ Controller::Result_ Controller::ProcessConfigStatus(const std::string& key) {
       if (auto v4 = pool_.Stats(pk, net::Family::kV4)) usage.in_use_v4 = v4->in_use;
       if (auto v6 = pool_.Stats(pk, net::Family::kV6)) usage.in_use_v6 = v6->in_use;
       usage.conflicts = conflicts_.ForPool(pk);
+      if (const config::Group* g = config_.Find(okey)) usage.in_force = *g;
     }
   }
   // The status describes the version it was computed from; a newer one is re-validated first.

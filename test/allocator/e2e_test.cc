@@ -496,8 +496,14 @@ spec:
   const k8s::Resource v2res{"purelb.io", "v2", "servicegroups", "ServiceGroup", true};
   EXPECT_TRUE(WaitStatus(v2res, "purelb-system", "v2e-remote", [](const json& st) {
     return st.value("valid", false) && st["ipv4"]["size"] == "10" && st["ipv4"]["inUse"] == "1" &&
-           st["ipv6"]["size"] == "16" && st["ipv6"]["inUse"] == "1";
+           st["ipv6"]["size"] == "16" && st["ipv6"]["inUse"] == "1" &&
+           st.value("announce", "") == "Remote" && st.value("allocatedIPv4", "") == "1" &&
+           st.value("availableIPv4", "") == "9" && st.value("availableIPv6", "") == "15";
   })) << ConfigStatus(v2res, "purelb-system", "v2e-remote").dump();
+  EXPECT_TRUE(WaitStatus(v2res, "purelb-system", "v2e-team", [](const json& st) {
+    return st.value("announce", "") == "Local" && st.value("allocatedIPv4", "") == "1" &&
+           st["boundNamespaces"] == json::array({"v2e-team"});
+  })) << ConfigStatus(v2res, "purelb-system", "v2e-team").dump();
   EXPECT_TRUE(WaitStatus(v2res, "purelb-system", "v2e-old", [](const json& st) {
     return st.value("valid", false) && st["ipv4"]["inUse"] == "1";
   })) << ConfigStatus(v2res, "purelb-system", "v2e-old").dump();
