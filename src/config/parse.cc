@@ -476,8 +476,10 @@ Status ParseNodeAgentV2Local(const Json& l, NodeAgentConfig& c) {
     }
     for (const char* k : {"initialDelay", "count", "interval", "verifyBeforeSend"}) {
       if (detail::Find(**garp, k) != nullptr) {
-        c.warnings.push_back(Child("spec.local.garpConfig", k) +
-                             ": not used; the agent's --garp-count and --garp-interval apply");
+        c.warnings.push_back(
+            "spec.local.garpConfig: initialDelay, count, interval and verifyBeforeSend are not "
+            "used; the agent's --garp-count and --garp-interval apply");
+        break;
       }
     }
   }

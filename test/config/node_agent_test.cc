@@ -167,7 +167,7 @@ TEST(NodeAgent, V2Table) {
        true,
        {},
        {},
-       2},
+       1},
       {"garpConfig disabled",
        R"({"local":{"garpConfig":{"enabled":false}}})",
        nullptr,
