@@ -76,6 +76,11 @@ struct Decision {
   // both annotations are to be removed if present.
   std::string allocated_by;
   std::string allocated_from;  // group or class name
+  // Services of purelb.io/v2 groups (kAllocated only): purelb.io/pool-type ("local" | "remote")
+  // and purelb.io/skip-ipv6-dad: "true" (the group's local.skipIPv6DAD). nullopt / false: the
+  // annotation is to be removed if present (v1 groups, classes, and every other outcome).
+  std::optional<std::string> pool_type;
+  bool skip_ipv6_dad = false;
   // kReleased only: remove Pylon's traces (annotations, condition) from the Service. False for a
   // Service being deleted or of a foreign class (never written to).
   bool cleanup = false;

@@ -695,6 +695,10 @@ Decision Reconcile(const ServiceInput& in, const config::InForceConfig& config,
   d.pool_key = pool_key;
   d.allocated_by = purelb_branded ? model::kAllocatedByPureLB : model::kAllocatedByPylon;
   d.allocated_from = sel.name;
+  if (sel.owner == model::Owner::kServiceGroup && group->version == config::PurelbVersion::kV2) {
+    d.pool_type = group->mode == config::AnnounceMode::kRemote ? "remote" : "local";
+    d.skip_ipv6_dad = group->skip_ipv6_dad;
+  }
   d.message = "Assigned " + JoinIps(d.ingress) + " from " + group_word;
   d.condition = Condition{true, kConditionReasonAllocated, d.message};
   const auto gone = Minus(svc.ingress, d.ingress);

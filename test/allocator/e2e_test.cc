@@ -485,8 +485,26 @@ spec:
       << c().Condition("v2e-b").dump();
   EXPECT_TRUE(c().WaitIngress("v2e-c", {"10.14.2.10"}, 20s, "v2e-team"))
       << c().Condition("v2e-c", "v2e-team").dump();
-  EXPECT_EQ(c().Annotation("v2e-b", "purelb.io/allocated-from"), "v2e-remote");
-  EXPECT_EQ(c().Annotation("v2e-c", "purelb.io/allocated-from", "v2e-team"), "v2e-team");
+  // The annotations follow the status write.
+  auto annotations_are = [&](const std::string& svc, const std::string& ns,
+                             const std::vector<std::pair<std::string, std::string>>& want) {
+    return Eventually([&] {
+      for (const auto& [k, v] : want) {
+        if (c().Annotation(svc, k, ns) != v) return false;
+      }
+      return true;
+    });
+  };
+  EXPECT_TRUE(annotations_are("v2e-b", "default",
+                              {{"purelb.io/allocated-from", "v2e-remote"},
+                               {"purelb.io/pool-type", "remote"},
+                               {"purelb.io/skip-ipv6-dad", ""}}));
+  EXPECT_TRUE(annotations_are("v2e-c", "v2e-team",
+                              {{"purelb.io/allocated-from", "v2e-team"},
+                               {"purelb.io/pool-type", "local"},
+                               {"purelb.io/skip-ipv6-dad", "true"}}));
+  EXPECT_TRUE(annotations_are(
+      "v2e-a", "default", {{"purelb.io/allocated-from", "v2e-old"}, {"purelb.io/pool-type", ""}}));
   EXPECT_TRUE(c().WaitReason("v2e-d", "NamespaceDenied", 20s, "v2e-team"))
       << c().Condition("v2e-d", "v2e-team").dump();
   EXPECT_TRUE(c().Ingress("v2e-d", "v2e-team").empty());

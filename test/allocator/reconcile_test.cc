@@ -411,6 +411,10 @@ TEST(ReconcileTest, V1AndV2GroupsSideBySide) {
           });
   Decision d = w.Run(b);
   EXPECT_EQ(d.allocated_from, "remote2");
+  EXPECT_EQ(d.pool_type, std::optional<std::string>("remote"));
+  EXPECT_FALSE(d.skip_ipv6_dad);
+  d = w.Run(a);  // v1 group: no v2 annotations
+  EXPECT_EQ(d.pool_type, std::nullopt);
 }
 
 // PureLB 0.17's namespace rules (docs/purelb-v2.md), walked through one pool state.
@@ -491,6 +495,7 @@ TEST(ReconcileTest, V2NamespacesAreNeverRetroactive) {
   fresh.name = "fresh";
   d = w.Run(fresh);
   EXPECT_EQ(Ips(d), std::vector<std::string>{"192.0.2.20"});
+  EXPECT_EQ(d.pool_type, std::optional<std::string>("local"));
   // Once released, the held one re-resolves to the namespace's group too.
   w.Delete("team-a", "held");
   d = w.Run(s);
