@@ -320,6 +320,7 @@ std::vector<pool::PoolDefinition> PoolDefinitions(const config::InForceConfig& c
     def.key = PoolKey(key);
     def.v4 = group.Ranges(Family::kV4);
     def.v6 = group.Ranges(Family::kV6);
+    def.balance = group.balance_pools;
     out.push_back(std::move(def));
   }
   return out;

@@ -67,8 +67,9 @@ struct Group {
   std::vector<PoolEntry> v4;
   std::vector<PoolEntry> v6;
   PurelbVersion version = PurelbVersion::kV1;
-  // purelb.io/v2 only (all false/empty for v1 groups and classes). multi_pool and balance_pools
-  // are read and kept; the allocator does not act on them yet (see `warnings`).
+  // purelb.io/v2 only (all false/empty for v1 groups and classes). multi_pool is read and kept;
+  // the allocator does not act on it yet (see `warnings`). balance_pools: a new address comes
+  // from the entry (range) with the fewest addresses in use.
   bool skip_ipv6_dad = false;
   bool multi_pool = false;
   bool balance_pools = false;

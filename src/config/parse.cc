@@ -221,10 +221,6 @@ Status ParseServiceGroupV2Spec(const Json& spec, Group& g) {
     g.warnings.push_back(Child(base, "multiPool") +
                          ": not implemented by Pylon yet; a Service gets one address per family");
   }
-  if (g.balance_pools) {
-    g.warnings.push_back(Child(base, "balancePools") +
-                         ": not implemented by Pylon yet; ranges are tried in order");
-  }
 
   auto nss = detail::OptionalArray(spec, "namespaces", "spec.namespaces");
   if (!nss) return Fail(nss.error());

@@ -518,5 +518,29 @@ TEST(ReconcileTest, V2ExternalGroupIsRefusedWithACondition) {
   EXPECT_EQ(d.reason, Reason::kNoSuchGroup);
 }
 
+// balancePools: Services spread over the group's ranges, fewest in use first.
+TEST(ReconcileTest, V2BalancePoolsSpreadsOverTheRanges) {
+  World w({testing::V2GroupJson("bal", json::parse(R"({"local":{"balancePools":true,"v4pools":[
+      {"pool":"192.0.2.10-192.0.2.19","subnet":"192.0.2.0/24"},
+      {"pool":"192.0.2.30-192.0.2.39","subnet":"192.0.2.0/24"}]}})"))});
+  auto svc = [](std::string name) {
+    SvcSpec s;
+    s.name = std::move(name);
+    s.annotations = {{"purelb.io/service-group", "bal"}};
+    return s;
+  };
+  Walk(w, {
+              R("first: the first range", svc("a"), Outcome::kAllocated, Reason::kNone,
+                {"192.0.2.10"}),
+              R("second: the other range", svc("b"), Outcome::kAllocated, Reason::kNone,
+                {"192.0.2.30"}),
+              R("third: back to the first", svc("c"), Outcome::kAllocated, Reason::kNone,
+                {"192.0.2.11"}),
+              R("a leaves", svc("a"), Outcome::kReleased, Reason::kNone, {}, /*gone=*/true),
+              R("a tie (1 and 1): the earlier range", svc("d"), Outcome::kAllocated, Reason::kNone,
+                {"192.0.2.12"}),
+          });
+}
+
 }  // namespace
 }  // namespace pylon::allocator
