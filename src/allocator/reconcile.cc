@@ -432,8 +432,24 @@ GroupResolution ResolveServiceGroup(const model::Service& svc, const config::InF
   }
   GroupResolution r;
   const std::string* ann = svc.Annotation(model::kAnnServiceGroup);
+  // PureLB v2: a requested address (purelb.io/addresses, spec.loadBalancerIP) picks the v2
+  // group that contains it.
+  std::optional<std::string> by_address;
+  if (auto req = RequestedOf(svc); req) {
+    for (const auto& ip : {req->v4, req->v6}) {
+      if (!ip || by_address) continue;
+      auto m = config.FindAddress(*ip);
+      if (m && m->group != nullptr && m->group->key().kind == config::ObjectKind::kServiceGroup &&
+          m->group->key().namespace_ == install_namespace &&
+          m->group->version == config::PurelbVersion::kV2) {
+        by_address = m->group->key().name;
+      }
+    }
+  }
   if (ann != nullptr && !ann->empty()) {
     r.name = *ann;
+  } else if (by_address) {
+    r.name = *by_address;
   } else if (held) {
     r.name = *held;  // never retroactive: an unannotated Service keeps its group
   } else if (listing.size() == 1) {

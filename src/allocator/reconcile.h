@@ -104,11 +104,13 @@ Decision Reconcile(const ServiceInput& in, const config::InForceConfig& config,
 // The ServiceGroup of a Service of Owner::kServiceGroup (purelb.io/v2 namespaces; PureLB 0.17's
 // rules, docs/purelb-v2.md):
 //   1. the purelb.io/service-group annotation;
-//   2. else the group the Service holds addresses in now (`held`): never retroactive;
-//   3. else the one in-force group listing the Service's namespace in spec.namespaces, or of
+//   2. else the purelb.io/v2 group containing a requested address (purelb.io/addresses,
+//      spec.loadBalancerIP), as PureLB v2 finds it;
+//   3. else the group the Service holds addresses in now (`held`): never retroactive;
+//   4. else the one in-force group listing the Service's namespace in spec.namespaces, or of
 //      several the one with namespaceDefault; if zero or several are marked: refused
 //      (kAmbiguousNamespaceDefault) when the namespace is enforced, else "default";
-//   4. else "default".
+//   5. else "default".
 // Boundary (skipped when the Service already holds addresses in that group): a namespace listed
 // by a group with enforceNamespaces is enforced and may use only groups that list it; a group
 // listing an enforced namespace is confined and serves only the namespaces it lists. A breach is

@@ -542,5 +542,43 @@ TEST(ReconcileTest, V2BalancePoolsSpreadsOverTheRanges) {
           });
 }
 
+// A requested address picks the purelb.io/v2 group containing it (PureLB v2); an address of a v1
+// group does not (v1 behaviour: the group is the annotation's, else "default"); the namespace
+// boundary still applies.
+TEST(ReconcileTest, V2RequestedAddressPicksItsGroup) {
+  World w(
+      {testing::SmallDefaultGroup(),  // v1, .10-.12
+       testing::ServiceGroupJson(
+           "old", {{"v4pools", {{{"pool", "192.0.2.80-192.0.2.89"}, {"subnet", "192.0.2.0/24"}}}}}),
+       testing::V2LocalGroup("v2", "192.0.2.20-192.0.2.29"),
+       testing::V2LocalGroup("locked", "192.0.2.50-192.0.2.52", {"locked"}, true)});
+  auto svc = [](std::string name, std::string addr, std::string ns = "default") {
+    SvcSpec s;
+    s.name = std::move(name);
+    s.ns = std::move(ns);
+    s.annotations = {{"purelb.io/addresses", addr}};
+    return s;
+  };
+  Walk(w, {
+              R("an address of a v2 group: that group", svc("a", "192.0.2.25"), Outcome::kAllocated,
+                Reason::kNone, {"192.0.2.25"}),
+              R("an address of a v1 group: still default's pools", svc("b", "192.0.2.85"),
+                Outcome::kRefused, Reason::kOutsidePools),
+              R("spec.loadBalancerIP too",
+                [] {
+                  SvcSpec s;
+                  s.name = "c";
+                  s.load_balancer_ip = "192.0.2.26";
+                  return s;
+                }(),
+                Outcome::kAllocated, Reason::kNone, {"192.0.2.26"}),
+              R("a confined group's address from another namespace: denied", svc("d", "192.0.2.51"),
+                Outcome::kRefused, Reason::kNamespaceDenied),
+              R("from its own namespace: allowed", svc("e", "192.0.2.51", "locked"),
+                Outcome::kAllocated, Reason::kNone, {"192.0.2.51"}),
+          });
+  EXPECT_EQ(w.Run(svc("a", "192.0.2.25")).allocated_from, "v2");
+}
+
 }  // namespace
 }  // namespace pylon::allocator
