@@ -55,6 +55,7 @@ inline constexpr const char* kEventAssigned = "AddressAssigned";
 inline constexpr const char* kEventFailed = "AllocationFailed";
 inline constexpr const char* kEventReleased = "AddressReleased";
 inline constexpr const char* kEventConflict = "AddressConflict";
+inline constexpr const char* kEventConfigWarning = "ConfigurationWarning";  // PureLB v2's
 inline constexpr const char* kEventComponent = "purelb-allocator";
 
 struct EventSpec {

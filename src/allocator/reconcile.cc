@@ -472,6 +472,9 @@ GroupResolution ResolveServiceGroup(const model::Service& svc, const config::InF
       return r;
     } else {
       r.name = model::kDefaultServiceGroup;
+      r.warning = "ServiceGroups " + JoinNames(listing) + " list namespace " + svc.ns + " and " +
+                  (marked.empty() ? "none" : "more than one") +
+                  " of them sets namespaceDefault; used ServiceGroup default";
     }
   } else {
     r.name = model::kDefaultServiceGroup;
@@ -539,11 +542,13 @@ Decision Reconcile(const ServiceInput& in, const config::InForceConfig& config,
 
   // The group or class.
   const config::Group* group = nullptr;
+  std::optional<std::string> resolution_warning;
   if (sel.owner == model::Owner::kServiceGroup) {
     GroupResolution res =
         ResolveServiceGroup(svc, config, ctx.install_namespace,
                             HeldServiceGroup(key, pool, config, ctx.install_namespace));
     sel.name = res.name;
+    resolution_warning = res.warning;
     if (res.denied) {
       Decision d = Refuse(svc, key, in, pool, {res.reason, *res.denied});
       if (const config::Group* g = config.FindServiceGroup(ctx.install_namespace, res.name)) {
@@ -729,6 +734,7 @@ Decision Reconcile(const ServiceInput& in, const config::InForceConfig& config,
   }
   if (!gone.empty()) d.events.push_back({false, kEventReleased, "Released " + JoinIps(gone)});
   if (!added.empty()) {
+    if (resolution_warning) d.events.push_back({true, kEventConfigWarning, *resolution_warning});
     d.events.push_back({false, kEventAssigned,
                         "Assigned " + FormatIngressGo(d.ingress) + " from pool " + sel.name});
   }

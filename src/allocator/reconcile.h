@@ -120,6 +120,9 @@ struct GroupResolution {
   std::string name;
   Reason reason = Reason::kNone;
   std::optional<std::string> denied;  // the refusal message, when refused
+  // Allowed but worth a Warning event when addresses are assigned: several groups list the
+  // namespace and not exactly one is its default, so "default" was used.
+  std::optional<std::string> warning;
 };
 GroupResolution ResolveServiceGroup(const model::Service& svc, const config::InForceConfig& config,
                                     const std::string& install_namespace,

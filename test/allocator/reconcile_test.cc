@@ -427,6 +427,8 @@ TEST(ReconcileTest, V2NamespacesScenario) {
       testing::V2LocalGroup("locked", "192.0.2.50-192.0.2.52", {"locked"}, true),  // enforced
       testing::V2LocalGroup("amb1", "192.0.2.60-192.0.2.62", {"amb"}, true),
       testing::V2LocalGroup("amb2", "192.0.2.70-192.0.2.72", {"amb"}),
+      testing::V2LocalGroup("nd1", "192.0.2.80-192.0.2.81", {"shared-nodefault"}),
+      testing::V2LocalGroup("nd2", "192.0.2.90-192.0.2.91", {"shared-nodefault"}),
   });
   auto svc = [](std::string name, std::string ns, std::string group = "") {
     SvcSpec s;
@@ -467,6 +469,18 @@ TEST(ReconcileTest, V2NamespacesScenario) {
   EXPECT_EQ(d.message,
             "ServiceGroup locked serves only namespaces locked (namespace locked is enforced by "
             "ServiceGroup locked), not other");
+  // Not enforced, two groups, no default: "default", with a Warning when assigned.
+  d = w.Run(svc("s12", "shared-nodefault"));
+  EXPECT_EQ(d.outcome, Outcome::kAllocated);
+  EXPECT_EQ(d.allocated_from, "default");
+  EXPECT_EQ(EventReasons(d), (std::vector<std::string>{"ConfigurationWarning", "AddressAssigned"}));
+  ASSERT_FALSE(d.events.empty());
+  EXPECT_EQ(d.events[0].message,
+            "ServiceGroups nd1, nd2 list namespace shared-nodefault and none of them sets "
+            "namespaceDefault; used ServiceGroup default");
+  EXPECT_TRUE(d.events[0].warning);
+  d = w.Run(svc("s12", "shared-nodefault"));  // unchanged: no event again
+  EXPECT_TRUE(d.events.empty());
   d = w.Run(svc("s10", "amb"));
   EXPECT_EQ(d.message,
             "ambiguous namespace default: ServiceGroups amb1, amb2 list namespace amb and none of "
