@@ -853,6 +853,16 @@ TEST_F(DeployTest, PurelbV1AndV2ServedTogetherNothingLost) {
   EXPECT_EQ(sr.code, 0) << sr.out;
   Json st1 = KubectlJson("get -n purelb-system servicegroups.v1.purelb.io rt-v2");
   EXPECT_EQ(st1["status"]["ipv4"]["size"], "8") << st1.dump();
+  // PureLB 0.17's columns in -o wide, from the v2 status.
+  Json full = KubectlJson("get -n purelb-system servicegroups.v2.purelb.io rt-v2");
+  full["status"] = R"({"valid": true, "announce": "Remote", "allocatedIPv4": "3",
+                       "availableIPv4": "5"})"_json;
+  ASSERT_EQ(Kubectl("replace --subresource=status -f " + Quote(WriteTemp(full.dump()))).code, 0);
+  Output wide = Kubectl("get -n purelb-system sg rt-v2 -o wide");
+  for (const char* col :
+       {"ANNOUNCE", "ALLOCATED-V4", "AVAILABLE-V4", "NAMESPACES", "ENFORCED", "Remote", "team-a"}) {
+    EXPECT_NE(wide.out.find(col), std::string::npos) << col << "\n" << wide.out;
+  }
   // Both versions list every object.
   for (const char* v : {"v1", "v2"}) {
     Output names =
