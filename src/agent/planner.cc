@@ -153,9 +153,11 @@ Plan Planner::Compute(const PlanInputs& in, const election::Membership& membersh
   std::set<net::IpAddress> unannounced;  // local, with no recorded announcer
   std::set<std::string> seen_problems;
   for (auto& [ip, g] : groups) {
-    // A LoadBalancerClass of mode l3: always on kube-lb0, for the routing daemon to announce.
+    // A LoadBalancerClass of mode l3 and a purelb.io/v2 `remote` group: always on kube-lb0 (for
+    // the routing daemon to announce). A v2 `local` group: never virtual.
     const auto match = in.config->FindAddress(ip);
-    const bool l3 = match && match->group->mode == config::AnnounceMode::kL3;
+    const auto mode = match ? match->group->mode : config::AnnounceMode::kLocalOrVirtual;
+    const bool l3 = mode == config::AnnounceMode::kL3 || mode == config::AnnounceMode::kRemote;
     if (!l3 && IsLocalClass(ip, network, membership)) {
       local.insert(ip);
       election::AddressSpec spec;
@@ -192,6 +194,15 @@ Plan Planner::Compute(const PlanInputs& in, const election::Membership& membersh
       continue;
     }
     // Virtual class.
+    if (mode == config::AnnounceMode::kLocal) {
+      for (const ServiceInput* si : g.services) {
+        Report(plan, seen_problems, {si->service.ns, si->service.name}, "NoNodeOnSubnet",
+               "address " + ip.ToString() + " of a purelb.io/v2 local ServiceGroup is on no " +
+                   "node's subnet; local addresses are never put on the virtual interface",
+               reporter);
+      }
+      continue;
+    }
     if (g.lace && !l3) {
       for (const ServiceInput* si : g.services) {
         if (si->owner.owner != model::Owner::kLaceClass) continue;

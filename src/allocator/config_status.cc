@@ -70,6 +70,24 @@ ConfigStatusWrite PlanConfigStatus(const json& current, const config::ObjectStat
     }
     desired["conflicts"] = std::move(conflicts);
   }
+  if (usage.in_force && usage.in_force->version == config::PurelbVersion::kV2) {
+    const config::Group& g = *usage.in_force;
+    json addresses = json::array();
+    for (const auto* list : {&g.v4, &g.v6}) {
+      for (const auto& e : *list) addresses.push_back(e.written);
+    }
+    auto available = [](net::Uint128 size, net::Uint128 used) {
+      return net::ToDecimal(size > used ? size - used : 0);
+    };
+    desired["announce"] = g.mode == config::AnnounceMode::kRemote ? "Remote" : "Local";
+    desired["ipam"] = "Cluster";
+    desired["addresses"] = std::move(addresses);
+    desired["allocatedIPv4"] = net::ToDecimal(usage.in_use_v4);
+    desired["allocatedIPv6"] = net::ToDecimal(usage.in_use_v6);
+    desired["availableIPv4"] = available(st.size(net::Family::kV4), usage.in_use_v4);
+    desired["availableIPv6"] = available(st.size(net::Family::kV6), usage.in_use_v6);
+    if (!g.namespaces.empty()) desired["boundNamespaces"] = g.namespaces;
+  }
   if (desired != cur) {
     json obj = current;
     obj["status"] = desired;

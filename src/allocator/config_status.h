@@ -7,7 +7,11 @@
 //            ipv4: {size: "<decimal>", inUse: "<decimal>"}, ipv6: {...},
 //            conditions: [{type: "Valid", status: "True"|"False", reason, message,
 //                          lastTransitionTime, observedGeneration}],
-//            conflicts: [..]   (only while addresses are in conflict, see PoolUsage)}
+//            conflicts: [..]   (only while addresses are in conflict, see PoolUsage),
+//            and for a purelb.io/v2 group in force, PureLB 0.17's names (docs/purelb-v2.md):
+//            announce: "Local"|"Remote", ipam: "Cluster", addresses: [ranges as written, IPv4
+//            first], allocatedIPv4/allocatedIPv6/availableIPv4/availableIPv6: "<decimal>"
+//            (strings, where PureLB has int64: a /64 does not fit), boundNamespaces: [..]}
 #pragma once
 
 #include <optional>
@@ -36,6 +40,8 @@ struct PoolUsage {
   //                action: "Reallocated"|"Refused"}]
   // only when there is at least one.
   std::vector<ConflictReport> conflicts;
+  // The version in force, when there is one (its mode, ranges and namespaces for the v2 fields).
+  std::optional<config::Group> in_force;
 };
 
 struct ConfigStatusWrite {

@@ -499,14 +499,28 @@ Controller::Result_ Controller::ProcessConfig() {
   if (!changed_pools.empty()) {
     // Services selecting a changed (or new, or removed) group or class. A config change is rare;
     // per-Service events never come here.
-    for (const model::Service& v : ServiceViews()) {
+    // ServiceGroup Services are resolved against the new config (purelb.io/v2 namespaces may
+    // move an unannotated Service's choice) and also requeued when the pool they hold changed.
+    const std::vector<model::Service> views = ServiceViews();
+    std::lock_guard<std::mutex> lock(mu_);
+    for (const model::Service& v : views) {
       model::Selection sel = model::SelectOwner(v);
       if (sel.owner == model::Owner::kNone) continue;
-      config::ObjectKey k =
-          sel.owner == model::Owner::kServiceGroup
-              ? config::ObjectKey{config::ObjectKind::kServiceGroup, opts_.install_namespace,
-                                  sel.name}
-              : config::ObjectKey{config::ObjectKind::kLoadBalancerClass, "", sel.name};
+      auto skey = pool::ServiceKey::Make(v.ns, v.name);
+      if (!skey) continue;
+      if (auto held = pool_.PoolOf(*skey); held && changed_pools.count(*held)) {
+        queue_.Add("s/" + v.Key());
+        continue;
+      }
+      config::ObjectKey k;
+      if (sel.owner == model::Owner::kServiceGroup) {
+        GroupResolution res =
+            ResolveServiceGroup(v, config_, opts_.install_namespace,
+                                HeldServiceGroup(*skey, pool_, config_, opts_.install_namespace));
+        k = {config::ObjectKind::kServiceGroup, opts_.install_namespace, res.name};
+      } else {
+        k = {config::ObjectKind::kLoadBalancerClass, "", sel.name};
+      }
       if (changed_pools.count(PoolKey(k))) queue_.Add("s/" + v.Key());
     }
   }
@@ -543,6 +557,7 @@ Controller::Result_ Controller::ProcessConfigStatus(const std::string& key) {
       if (auto v4 = pool_.Stats(pk, net::Family::kV4)) usage.in_use_v4 = v4->in_use;
       if (auto v6 = pool_.Stats(pk, net::Family::kV6)) usage.in_use_v6 = v6->in_use;
       usage.conflicts = conflicts_.ForPool(pk);
+      if (const config::Group* g = config_.Find(okey)) usage.in_force = *g;
     }
   }
   // The status describes the version it was computed from; a newer one is re-validated first.

@@ -34,6 +34,8 @@ enum class Reason {
   kInvalidAnnotation,  // requested-address annotation or spec.loadBalancerIP malformed
   kInvalidService,     // a Service field Pylon needs is malformed (e.g. a port protocol)
   kAddressConflict,    // a requested address is used on the network by a foreign host
+  kNamespaceDenied,    // purelb.io/v2 namespaces: the group or the namespace forbids the pairing
+  kAmbiguousNamespaceDefault,  // several v2 groups list an enforced namespace, none the default
 };
 std::string_view ReasonName(Reason r);
 
@@ -53,6 +55,7 @@ inline constexpr const char* kEventAssigned = "AddressAssigned";
 inline constexpr const char* kEventFailed = "AllocationFailed";
 inline constexpr const char* kEventReleased = "AddressReleased";
 inline constexpr const char* kEventConflict = "AddressConflict";
+inline constexpr const char* kEventConfigWarning = "ConfigurationWarning";  // PureLB v2's
 inline constexpr const char* kEventComponent = "purelb-allocator";
 
 struct EventSpec {
@@ -74,6 +77,11 @@ struct Decision {
   // both annotations are to be removed if present.
   std::string allocated_by;
   std::string allocated_from;  // group or class name
+  // Services of purelb.io/v2 groups (kAllocated only): purelb.io/pool-type ("local" | "remote")
+  // and purelb.io/skip-ipv6-dad: "true" (the group's local.skipIPv6DAD). nullopt / false: the
+  // annotation is to be removed if present (v1 groups, classes, and every other outcome).
+  std::optional<std::string> pool_type;
+  bool skip_ipv6_dad = false;
   // kReleased only: remove Pylon's traces (annotations, condition) from the Service. False for a
   // Service being deleted or of a foreign class (never written to).
   bool cleanup = false;

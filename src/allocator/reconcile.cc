@@ -49,6 +49,10 @@ std::string_view ReasonName(Reason r) {
       return "InvalidAnnotation";
     case Reason::kInvalidService:
       return "InvalidService";
+    case Reason::kNamespaceDenied:
+      return "NamespaceDenied";
+    case Reason::kAmbiguousNamespaceDefault:
+      return "AmbiguousNamespaceDefault";
     case Reason::kAddressConflict:
       return "AddressConflict";
   }
@@ -316,6 +320,7 @@ std::vector<pool::PoolDefinition> PoolDefinitions(const config::InForceConfig& c
     def.key = PoolKey(key);
     def.v4 = group.Ranges(Family::kV4);
     def.v6 = group.Ranges(Family::kV6);
+    def.balance = group.balance_pools;
     out.push_back(std::move(def));
   }
   return out;
@@ -383,6 +388,126 @@ Decision ReconcileGone(const pool::ServiceKey& key, pool::Allocator& pool,
   return d;
 }
 
+namespace {
+
+std::string JoinNames(const std::vector<const config::Group*>& groups) {
+  std::string out;
+  for (const config::Group* g : groups) out += (out.empty() ? "" : ", ") + g->key().name;
+  return out;
+}
+
+std::string JoinStrings(const std::vector<std::string>& v) {
+  std::string out;
+  for (const auto& s : v) out += (out.empty() ? "" : ", ") + s;
+  return out;
+}
+
+}  // namespace
+
+std::optional<std::string> HeldServiceGroup(const pool::ServiceKey& key,
+                                            const pool::Allocator& pool,
+                                            const config::InForceConfig& config,
+                                            const std::string& install_namespace) {
+  auto held = pool.PoolOf(key);
+  if (!held) return std::nullopt;
+  for (const auto& [k, g] : config.groups()) {
+    if (k.kind == config::ObjectKind::kServiceGroup && k.namespace_ == install_namespace &&
+        PoolKey(k) == *held) {
+      return k.name;
+    }
+  }
+  return std::nullopt;
+}
+
+GroupResolution ResolveServiceGroup(const model::Service& svc, const config::InForceConfig& config,
+                                    const std::string& install_namespace,
+                                    const std::optional<std::string>& held) {
+  std::vector<const config::Group*> listing;  // in-force groups listing the namespace
+  bool enforcing = false;                     // the namespace is enforced by some group
+  for (const auto& [k, g] : config.groups()) {
+    if (k.kind != config::ObjectKind::kServiceGroup || k.namespace_ != install_namespace) continue;
+    if (!g.ListsNamespace(svc.ns)) continue;
+    listing.push_back(&g);
+    enforcing = enforcing || g.enforce_namespaces;
+  }
+  GroupResolution r;
+  const std::string* ann = svc.Annotation(model::kAnnServiceGroup);
+  // PureLB v2: a requested address (purelb.io/addresses, spec.loadBalancerIP) picks the v2
+  // group that contains it.
+  std::optional<std::string> by_address;
+  if (auto req = RequestedOf(svc); req) {
+    for (const auto& ip : {req->v4, req->v6}) {
+      if (!ip || by_address) continue;
+      auto m = config.FindAddress(*ip);
+      if (m && m->group != nullptr && m->group->key().kind == config::ObjectKind::kServiceGroup &&
+          m->group->key().namespace_ == install_namespace &&
+          m->group->version == config::PurelbVersion::kV2) {
+        by_address = m->group->key().name;
+      }
+    }
+  }
+  if (ann != nullptr && !ann->empty()) {
+    r.name = *ann;
+  } else if (by_address) {
+    r.name = *by_address;
+  } else if (held) {
+    r.name = *held;  // never retroactive: an unannotated Service keeps its group
+  } else if (listing.size() == 1) {
+    r.name = listing[0]->key().name;
+  } else if (listing.size() > 1) {
+    std::vector<const config::Group*> marked;
+    for (const config::Group* g : listing) {
+      if (g->namespace_default) marked.push_back(g);
+    }
+    if (marked.size() == 1) {
+      r.name = marked[0]->key().name;
+    } else if (enforcing) {
+      r.reason = Reason::kAmbiguousNamespaceDefault;
+      r.denied = "ambiguous namespace default: ServiceGroups " + JoinNames(listing) +
+                 " list namespace " + svc.ns + " and " +
+                 (marked.empty() ? "none" : "more than one") +
+                 " of them sets namespaceDefault; set it on one, or annotate the Service with " +
+                 model::kAnnServiceGroup;
+      r.name = model::kDefaultServiceGroup;
+      return r;
+    } else {
+      r.name = model::kDefaultServiceGroup;
+      r.warning = "ServiceGroups " + JoinNames(listing) + " list namespace " + svc.ns + " and " +
+                  (marked.empty() ? "none" : "more than one") +
+                  " of them sets namespaceDefault; used ServiceGroup default";
+    }
+  } else {
+    r.name = model::kDefaultServiceGroup;
+  }
+  // The boundary, checked when the Service takes addresses from the group, never on what it
+  // already holds there.
+  if (held && *held == r.name) return r;
+  const config::Group* g = config.FindServiceGroup(install_namespace, r.name);
+  if (g == nullptr || g->ListsNamespace(svc.ns)) return r;
+  if (enforcing) {
+    r.reason = Reason::kNamespaceDenied;
+    r.denied = "namespace " + svc.ns + " is enforced (enforceNamespaces) by ServiceGroups " +
+               JoinNames(listing) + " and may use only ServiceGroups that list it; ServiceGroup " +
+               r.name + " does not";
+    return r;
+  }
+  for (const std::string& ns : g->namespaces) {
+    for (const auto& [k, other] : config.groups()) {
+      if (k.kind != config::ObjectKind::kServiceGroup || k.namespace_ != install_namespace) {
+        continue;
+      }
+      if (other.enforce_namespaces && other.ListsNamespace(ns)) {
+        r.reason = Reason::kNamespaceDenied;
+        r.denied = "ServiceGroup " + r.name + " serves only namespaces " +
+                   JoinStrings(g->namespaces) + " (namespace " + ns +
+                   " is enforced by ServiceGroup " + k.name + "), not " + svc.ns;
+        return r;
+      }
+    }
+  }
+  return r;
+}
+
 Decision Reconcile(const ServiceInput& in, const config::InForceConfig& config,
                    pool::Allocator& pool, const ReconcileContext& ctx) {
   const model::Service& svc = *in.service;
@@ -390,7 +515,7 @@ Decision Reconcile(const ServiceInput& in, const config::InForceConfig& config,
   if (!key_or) return Decision{};
   const pool::ServiceKey& key = *key_or;
 
-  const model::Selection sel = model::SelectOwner(svc);
+  model::Selection sel = model::SelectOwner(svc);
   if (svc.deleting || sel.owner == model::Owner::kNone) {
     Decision d;
     if (in.conflicts != nullptr) {
@@ -417,7 +542,20 @@ Decision Reconcile(const ServiceInput& in, const config::InForceConfig& config,
 
   // The group or class.
   const config::Group* group = nullptr;
+  std::optional<std::string> resolution_warning;
   if (sel.owner == model::Owner::kServiceGroup) {
+    GroupResolution res =
+        ResolveServiceGroup(svc, config, ctx.install_namespace,
+                            HeldServiceGroup(key, pool, config, ctx.install_namespace));
+    sel.name = res.name;
+    resolution_warning = res.warning;
+    if (res.denied) {
+      Decision d = Refuse(svc, key, in, pool, {res.reason, *res.denied});
+      if (const config::Group* g = config.FindServiceGroup(ctx.install_namespace, res.name)) {
+        d.pool_key = PoolKey(g->key());
+      }
+      return d;
+    }
     group = config.FindServiceGroup(ctx.install_namespace, sel.name);
     if (group == nullptr) {
       return Refuse(svc, key, in, pool,
@@ -579,6 +717,10 @@ Decision Reconcile(const ServiceInput& in, const config::InForceConfig& config,
   d.pool_key = pool_key;
   d.allocated_by = purelb_branded ? model::kAllocatedByPureLB : model::kAllocatedByPylon;
   d.allocated_from = sel.name;
+  if (sel.owner == model::Owner::kServiceGroup && group->version == config::PurelbVersion::kV2) {
+    d.pool_type = group->mode == config::AnnounceMode::kRemote ? "remote" : "local";
+    d.skip_ipv6_dad = group->skip_ipv6_dad;
+  }
   d.message = "Assigned " + JoinIps(d.ingress) + " from " + group_word;
   d.condition = Condition{true, kConditionReasonAllocated, d.message};
   const auto gone = Minus(svc.ingress, d.ingress);
@@ -592,6 +734,7 @@ Decision Reconcile(const ServiceInput& in, const config::InForceConfig& config,
   }
   if (!gone.empty()) d.events.push_back({false, kEventReleased, "Released " + JoinIps(gone)});
   if (!added.empty()) {
+    if (resolution_warning) d.events.push_back({true, kEventConfigWarning, *resolution_warning});
     d.events.push_back({false, kEventAssigned,
                         "Assigned " + FormatIngressGo(d.ingress) + " from pool " + sel.name});
   }

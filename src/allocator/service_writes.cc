@@ -145,9 +145,14 @@ ServiceWrites PlanServiceWrites(const json& current, const Decision& d, const st
   if (d.outcome == Outcome::kAllocated) {
     want(model::kAnnAllocatedBy, d.allocated_by);
     want(model::kAnnAllocatedFrom, d.allocated_from);
+    want(model::kAnnPoolType, d.pool_type);
+    want(model::kAnnSkipIPv6DAD,
+         d.skip_ipv6_dad ? std::optional<std::string>("true") : std::nullopt);
   } else {
     want(model::kAnnAllocatedBy, std::nullopt);
     want(model::kAnnAllocatedFrom, std::nullopt);
+    want(model::kAnnPoolType, std::nullopt);
+    want(model::kAnnSkipIPv6DAD, std::nullopt);
   }
   if (!patch.empty()) w.annotations = json{{"metadata", {{"annotations", std::move(patch)}}}};
   return w;

@@ -142,7 +142,31 @@ Uint128 Group::Size(Family f) const {
 }
 
 bool Group::SameContent(const Group& other) const {
-  return mode == other.mode && v4 == other.v4 && v6 == other.v6;
+  return mode == other.mode && v4 == other.v4 && v6 == other.v6 && version == other.version &&
+         skip_ipv6_dad == other.skip_ipv6_dad && multi_pool == other.multi_pool &&
+         balance_pools == other.balance_pools && namespaces == other.namespaces &&
+         enforce_namespaces == other.enforce_namespaces &&
+         namespace_default == other.namespace_default;
+}
+
+bool Group::ListsNamespace(std::string_view ns) const {
+  return std::binary_search(namespaces.begin(), namespaces.end(), ns);
+}
+
+std::string_view AnnounceModeName(AnnounceMode mode) {
+  switch (mode) {
+    case AnnounceMode::kLocalOrVirtual:
+      return "local-or-virtual";
+    case AnnounceMode::kL2:
+      return "l2";
+    case AnnounceMode::kL3:
+      return "l3";
+    case AnnounceMode::kLocal:
+      return "local";
+    case AnnounceMode::kRemote:
+      return "remote";
+  }
+  return "?";
 }
 
 namespace detail {

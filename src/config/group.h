@@ -1,4 +1,4 @@
-// The one internal model of an address source: a ServiceGroup (purelb.io/v1) or a
+// The one internal model of an address source: a ServiceGroup (purelb.io/v1 or purelb.io/v2) or a
 // LoadBalancerClass (lace-cni.io/v1alpha1), validated, with every pool entry expressed as the
 // address ranges that may actually be handed out. Pure values; no I/O.
 #pragma once
@@ -6,6 +6,7 @@
 #include <cstddef>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "config/object_meta.h"
@@ -15,10 +16,20 @@ namespace pylon::config {
 
 // How addresses of a group are attracted to the cluster.
 enum class AnnounceMode : std::uint8_t {
-  kLocalOrVirtual,  // ServiceGroup: local (elected node) if in a node subnet, else kube-lb0
+  kLocalOrVirtual,  // ServiceGroup v1 spec.local: local (elected node) if in a node subnet,
+                    // else kube-lb0
   kL2,              // LoadBalancerClass mode l2: local only; never virtual
   kL3,              // LoadBalancerClass mode l3: always virtual (kube-lb0), announced over BGP
+  kLocal,           // ServiceGroup v2 spec.local: local only; an address in no node subnet is
+                    // not announced (PureLB v2)
+  kRemote,          // ServiceGroup v2 spec.remote: kube-lb0 on every node
 };
+std::string_view AnnounceModeName(AnnounceMode mode);  // "local-or-virtual", "l2", ...
+
+// The purelb.io API version whose behaviour a ServiceGroup or LBNodeAgent follows: the version it
+// was written as (spec.writtenAs, set by the CRD's per-version default), else its apiVersion
+// (docs/purelb-v2.md). LoadBalancerClasses are always kV1 (unused).
+enum class PurelbVersion : std::uint8_t { kV1, kV2 };
 
 // One entry of a pool list (v4pools[i], v4pool, the legacy flat pool, ipv4Pools[i], ...).
 struct PoolEntry {
@@ -56,6 +67,17 @@ struct Group {
   // Entries per family, in the order they are tried.
   std::vector<PoolEntry> v4;
   std::vector<PoolEntry> v6;
+  PurelbVersion version = PurelbVersion::kV1;
+  // purelb.io/v2 only (all false/empty for v1 groups and classes). multi_pool is read and kept;
+  // the allocator does not act on it yet (see `warnings`). balance_pools: a new address comes
+  // from the entry (range) with the fewest addresses in use.
+  bool skip_ipv6_dad = false;
+  bool multi_pool = false;
+  bool balance_pools = false;
+  // spec.namespaces: sorted, without duplicates; empty = every namespace.
+  std::vector<std::string> namespaces;
+  bool enforce_namespaces = false;
+  bool namespace_default = false;
   // Accepted but worth telling the user, e.g. "spec.local.v4pools[0].pool: pool 10.0.0.10/24 has
   // host bits set; using 10.0.0.10-10.0.0.255".
   std::vector<std::string> warnings;
@@ -70,7 +92,8 @@ struct Group {
   // Exact number of allocatable addresses (saturates at 2^128-1).
   net::Uint128 Size(net::Family f) const;
 
-  // Same pools and mode; metadata and warnings are ignored.
+  bool ListsNamespace(std::string_view ns) const;
+  // Same pools, mode, version, flags and namespaces; metadata and warnings are ignored.
   bool SameContent(const Group& other) const;
 };
 

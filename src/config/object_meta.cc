@@ -59,6 +59,11 @@ std::string_view KindApiVersion(ObjectKind kind) {
   return KindIsNamespaced(kind) ? "purelb.io/v1" : "lace-cni.io/v1alpha1";
 }
 
+bool KindAcceptsApiVersion(ObjectKind kind, std::string_view api_version) {
+  if (!KindIsNamespaced(kind)) return api_version == KindApiVersion(kind);
+  return api_version == "purelb.io/v1" || api_version == "purelb.io/v2";
+}
+
 bool KindIsNamespaced(ObjectKind kind) {
   return kind == ObjectKind::kServiceGroup || kind == ObjectKind::kLBNodeAgent;
 }
@@ -158,10 +163,13 @@ Result<ObjectMeta> ParseObjectMeta(const nlohmann::json& object, ObjectKind kind
   }
   auto av = detail::OptionalString(object, "apiVersion", "apiVersion");
   if (!av) return fail(av.error());
-  if (av->has_value() && **av != KindApiVersion(kind)) {
-    return fail(detail::FieldError("apiVersion", "\"" + **av + "\" is not supported (want " +
-                                                     std::string(KindApiVersion(kind)) + ")")
-                    .value());
+  if (av->has_value() && !KindAcceptsApiVersion(kind, **av)) {
+    const std::string want = kind == ObjectKind::kLoadBalancerClass
+                                 ? std::string(KindApiVersion(kind))
+                                 : "purelb.io/v1 or purelb.io/v2";
+    return fail(
+        detail::FieldError("apiVersion", "\"" + **av + "\" is not supported (want " + want + ")")
+            .value());
   }
 
   auto m = detail::RequiredObject(object, "metadata", "metadata");

@@ -15,16 +15,19 @@
 namespace pylon::config {
 
 enum class ObjectKind : std::uint8_t {
-  kServiceGroup,       // purelb.io/v1, namespaced
+  kServiceGroup,       // purelb.io/v1 or v2, namespaced
   kLoadBalancerClass,  // lace-cni.io/v1alpha1, cluster-scoped
-  kLBNodeAgent,        // purelb.io/v1, namespaced
+  kLBNodeAgent,        // purelb.io/v1 or v2, namespaced
   kBGPPeer,            // lace-cni.io/v1alpha1, cluster-scoped (bgp/config.h)
   kBFDProfile,         // lace-cni.io/v1alpha1, cluster-scoped
   kBGPAdvertisement,   // lace-cni.io/v1alpha1, cluster-scoped
 };
 
 std::string_view KindName(ObjectKind kind);        // "ServiceGroup", ...
-std::string_view KindApiVersion(ObjectKind kind);  // "purelb.io/v1", ...
+std::string_view KindApiVersion(ObjectKind kind);  // "purelb.io/v1", ...: the version Pylon reads
+// True when `api_version` is one the kind is served as: purelb.io/v1 and purelb.io/v2 for the
+// purelb.io kinds (docs/purelb-v2.md), lace-cni.io/v1alpha1 for LoadBalancerClass.
+bool KindAcceptsApiVersion(ObjectKind kind, std::string_view api_version);
 bool KindIsNamespaced(ObjectKind kind);
 
 // Identity of an object. Cluster-scoped kinds always have an empty namespace, so a

@@ -1,5 +1,6 @@
 #include "config/parse.h"
 
+#include <algorithm>
 #include <cctype>
 #include <exception>
 
@@ -57,20 +58,27 @@ Status AddEntry(Group* g, const detail::PoolSpec& spec) {
   return Ok();
 }
 
-Status ParseLocalFamily(const Json& local, Family family, Group* g) {
+// The pool fields of spec.local / spec.remote for one family. v1 order: the single `v4pool`
+// first, then `v4pools[]`; v2 order (PureLB v2): `v4pools[]` first, the single one appended.
+Status ParsePoolFields(const Json& parent, const std::string& base, Family family,
+                       bool single_first, Group* g) {
   const bool v4 = family == Family::kV4;
   const std::string single = v4 ? "v4pool" : "v6pool";
   const std::string list = v4 ? "v4pools" : "v6pools";
-  const std::string single_path = Child("spec.local", single);
-  auto one = detail::OptionalObject(local, single, single_path);
+  const std::string single_path = Child(base, single);
+  auto one = detail::OptionalObject(parent, single, single_path);
   if (!one) return Fail(one.error());
-  if (*one != nullptr) {
+  auto add_single = [&]() -> Status {
+    if (*one == nullptr) return Ok();
     auto spec = ReadPurelbPool(**one, single_path, family);
     if (!spec) return Fail(spec.error());
-    if (auto s = AddEntry(g, *spec); !s) return s;
+    return AddEntry(g, *spec);
+  };
+  if (single_first) {
+    if (auto s = add_single(); !s) return s;
   }
-  const std::string list_path = Child("spec.local", list);
-  auto arr = detail::OptionalArray(local, list, list_path);
+  const std::string list_path = Child(base, list);
+  auto arr = detail::OptionalArray(parent, list, list_path);
   if (!arr) return Fail(arr.error());
   if (*arr != nullptr) {
     std::size_t i = 0;
@@ -80,6 +88,175 @@ Status ParseLocalFamily(const Json& local, Family family, Group* g) {
       if (auto s = AddEntry(g, *spec); !s) return s;
     }
   }
+  if (!single_first) return add_single();
+  return Ok();
+}
+
+// spec.writtenAs ("v1" | "v2"), else the object's apiVersion.
+Result<PurelbVersion> ReadVersion(const Json& object, const Json* spec) {
+  if (spec != nullptr && spec->is_object()) {
+    auto w = detail::OptionalString(*spec, "writtenAs", "spec.writtenAs");
+    if (!w) return Fail(w.error());
+    if (w->has_value()) {
+      if (**w == "v1") return PurelbVersion::kV1;
+      if (**w == "v2") return PurelbVersion::kV2;
+      return FieldError("spec.writtenAs", "\"" + (*w)->substr(0, 100) + "\" is not v1 or v2");
+    }
+  }
+  const Json* av = detail::Find(object, "apiVersion");
+  if (av != nullptr && av->is_string() && av->get_ref<const std::string&>() == "purelb.io/v2") {
+    return PurelbVersion::kV2;
+  }
+  return PurelbVersion::kV1;
+}
+
+bool IsDnsLabel(std::string_view s) {
+  if (s.empty() || s.size() > 63) return false;
+  auto alnum = [](char c) { return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9'); };
+  if (!alnum(s.front()) || !alnum(s.back())) return false;
+  for (char c : s) {
+    if (!alnum(c) && c != '-') return false;
+  }
+  return true;
+}
+
+Result<bool> ReadFlag(const Json& parent, std::string_view key, const std::string& path) {
+  auto b = detail::OptionalBool(parent, key, path);
+  if (!b) return Fail(b.error());
+  return b->value_or(false);
+}
+
+// purelb.io/v1: spec.local only (local-or-virtual), with the legacy flat single-pool form.
+Status ParseServiceGroupV1Spec(const Json& spec, Group& g) {
+  if (detail::Find(spec, "netbox") != nullptr) {
+    return FieldError("spec.netbox", "Netbox IPAM is not supported; use spec.local");
+  }
+  for (const char* v2_only : {"remote", "external"}) {
+    if (detail::Find(spec, v2_only) != nullptr) {
+      return FieldError(Child("spec", v2_only),
+                        "is a purelb.io/v2 field, and this object follows purelb.io/v1 "
+                        "(spec.writtenAs); write it as apiVersion purelb.io/v2");
+    }
+  }
+  g.mode = AnnounceMode::kLocalOrVirtual;
+  auto local = detail::RequiredObject(spec, "local", "spec.local");
+  if (!local) return Fail(local.error());
+  const Json& l = **local;
+  // Validate the legacy flat fields' types before the lists so errors come in field order.
+  auto pool = detail::OptionalString(l, "pool", "spec.local.pool");
+  if (!pool) return Fail(pool.error());
+  auto subnet = detail::OptionalString(l, "subnet", "spec.local.subnet");
+  if (!subnet) return Fail(subnet.error());
+  auto ag = detail::OptionalString(l, "aggregation", "spec.local.aggregation");
+  if (!ag) return Fail(ag.error());
+  if (auto s = ParsePoolFields(l, "spec.local", Family::kV4, true, &g); !s) return s;
+  if (auto s = ParsePoolFields(l, "spec.local", Family::kV6, true, &g); !s) return s;
+  if (pool->has_value() || subnet->has_value() || ag->has_value()) {
+    auto legacy = ReadPurelbPool(l, "spec.local", std::nullopt);
+    if (!legacy) return Fail(legacy.error());
+    if (auto s = AddEntry(&g, *legacy); !s) return s;
+  }
+  if (g.v4.empty() && g.v6.empty()) {
+    return FieldError("spec.local",
+                      "no address pools (set v4pools, v6pools, v4pool, v6pool, or pool and "
+                      "subnet)");
+  }
+  return Ok();
+}
+
+// purelb.io/v2 (PureLB 0.15-0.17): exactly one of local (NIC only), remote (kube-lb0 on every
+// node) or external (refused: Pylon has no external IPAM); namespaces scoping.
+Status ParseServiceGroupV2Spec(const Json& spec, Group& g) {
+  std::vector<std::string> present;
+  for (const char* k : {"local", "remote", "external", "netbox"}) {
+    if (detail::Find(spec, k) != nullptr) present.emplace_back(k);
+  }
+  if (present.size() != 1) {
+    std::string found;
+    for (const auto& p : present) found += (found.empty() ? "" : ", ") + p;
+    return FieldError("spec", "exactly one of local, remote or external must be set (found " +
+                                  (found.empty() ? std::string("none") : found) + ")");
+  }
+  const std::string& which = present[0];
+  const std::string base = Child("spec", which);
+  auto part = detail::RequiredObject(spec, which, base);
+  if (!part) return Fail(part.error());
+  const Json& p = **part;
+  if (which == "netbox") {
+    return FieldError(base,
+                      "Netbox IPAM is not supported (PureLB 0.17 replaced it by "
+                      "spec.external, which Pylon does not support either); use "
+                      "spec.local or spec.remote");
+  }
+  if (which == "external") {
+    auto provider = detail::OptionalString(p, "provider", Child(base, "provider"));
+    std::string name = provider && provider->has_value() ? (*provider)->substr(0, 100) : "";
+    return FieldError(base, "external IPAM" + (name.empty() ? "" : " (provider " + name + ")") +
+                                " is not supported by Pylon; use spec.local or spec.remote");
+  }
+  g.mode = which == "local" ? AnnounceMode::kLocal : AnnounceMode::kRemote;
+  for (const char* legacy : {"pool", "subnet", "aggregation"}) {
+    if (detail::Find(p, legacy) != nullptr) {
+      return FieldError(Child(base, legacy),
+                        "the single-pool form is purelb.io/v1 only; use v4pools / v6pools");
+    }
+  }
+  if (auto s = ParsePoolFields(p, base, Family::kV4, false, &g); !s) return s;
+  if (auto s = ParsePoolFields(p, base, Family::kV6, false, &g); !s) return s;
+  if (g.v4.empty() && g.v6.empty()) {
+    return FieldError(base, "no address pools (set v4pools, v6pools, v4pool or v6pool)");
+  }
+  if (which == "local") {
+    auto dad = ReadFlag(p, "skipIPv6DAD", Child(base, "skipIPv6DAD"));
+    if (!dad) return Fail(dad.error());
+    g.skip_ipv6_dad = *dad;
+  }
+  auto multi = ReadFlag(p, "multiPool", Child(base, "multiPool"));
+  if (!multi) return Fail(multi.error());
+  g.multi_pool = *multi;
+  auto balance = ReadFlag(p, "balancePools", Child(base, "balancePools"));
+  if (!balance) return Fail(balance.error());
+  g.balance_pools = *balance;
+  if (g.multi_pool) {
+    g.warnings.push_back(Child(base, "multiPool") +
+                         ": not implemented by Pylon yet; a Service gets one address per family");
+  }
+
+  auto nss = detail::OptionalArray(spec, "namespaces", "spec.namespaces");
+  if (!nss) return Fail(nss.error());
+  if (*nss != nullptr) {
+    if ((*nss)->size() > 1024) return FieldError("spec.namespaces", "more than 1024 entries");
+    std::size_t i = 0;
+    for (const Json& item : **nss) {
+      const std::string path = Index("spec.namespaces", i++);
+      if (!item.is_string()) {
+        return FieldError(path, "must be a string, got " + std::string(detail::TypeName(item)));
+      }
+      const auto& ns = item.get_ref<const std::string&>();
+      if (!IsDnsLabel(ns)) {
+        return FieldError(path, "\"" + ns.substr(0, 100) +
+                                    "\" is not a namespace name (a DNS label: at most 63 of a-z, "
+                                    "0-9 and '-', starting and ending alphanumeric)");
+      }
+      g.namespaces.push_back(ns);
+    }
+    std::sort(g.namespaces.begin(), g.namespaces.end());
+    g.namespaces.erase(std::unique(g.namespaces.begin(), g.namespaces.end()), g.namespaces.end());
+  }
+  auto enforce = ReadFlag(spec, "enforceNamespaces", "spec.enforceNamespaces");
+  if (!enforce) return Fail(enforce.error());
+  g.enforce_namespaces = *enforce;
+  auto def = ReadFlag(spec, "namespaceDefault", "spec.namespaceDefault");
+  if (!def) return Fail(def.error());
+  g.namespace_default = *def;
+  if (g.enforce_namespaces && g.namespaces.empty()) {
+    return FieldError("spec.enforceNamespaces",
+                      "requires a non-empty spec.namespaces (it would enforce nothing)");
+  }
+  if (g.namespace_default && g.namespaces.empty()) {
+    return FieldError("spec.namespaceDefault",
+                      "requires a non-empty spec.namespaces (it would default nothing)");
+  }
   return Ok();
 }
 
@@ -88,35 +265,15 @@ Result<Group> ParseServiceGroupUnguarded(const Json& object) {
   if (!meta) return Fail(meta.error());
   Group g;
   g.meta = std::move(*meta);
-  g.mode = AnnounceMode::kLocalOrVirtual;
   auto body = [&]() -> Status {
     auto spec = detail::RequiredObject(object, "spec", "spec");
     if (!spec) return Fail(spec.error());
-    if (detail::Find(**spec, "netbox") != nullptr) {
-      return FieldError("spec.netbox", "Netbox IPAM is not supported; use spec.local");
-    }
-    auto local = detail::RequiredObject(**spec, "local", "spec.local");
-    if (!local) return Fail(local.error());
-    const Json& l = **local;
-    // Validate the legacy flat fields' types before the lists so errors come in field order.
-    auto pool = detail::OptionalString(l, "pool", "spec.local.pool");
-    if (!pool) return Fail(pool.error());
-    auto subnet = detail::OptionalString(l, "subnet", "spec.local.subnet");
-    if (!subnet) return Fail(subnet.error());
-    auto ag = detail::OptionalString(l, "aggregation", "spec.local.aggregation");
-    if (!ag) return Fail(ag.error());
-    if (auto s = ParseLocalFamily(l, Family::kV4, &g); !s) return s;
-    if (auto s = ParseLocalFamily(l, Family::kV6, &g); !s) return s;
-    if (pool->has_value() || subnet->has_value() || ag->has_value()) {
-      auto legacy = ReadPurelbPool(l, "spec.local", std::nullopt);
-      if (!legacy) return Fail(legacy.error());
-      if (auto s = AddEntry(&g, *legacy); !s) return s;
-    }
-    if (g.v4.empty() && g.v6.empty()) {
-      return FieldError("spec.local",
-                        "no address pools (set v4pools, v6pools, v4pool, v6pool, or pool and "
-                        "subnet)");
-    }
+    auto version = ReadVersion(object, *spec);
+    if (!version) return Fail(version.error());
+    g.version = *version;
+    Status s = g.version == PurelbVersion::kV1 ? ParseServiceGroupV1Spec(**spec, g)
+                                               : ParseServiceGroupV2Spec(**spec, g);
+    if (!s) return s;
     return detail::CheckNoInternalOverlap(g);
   };
   if (auto s = body(); !s) return Fail(InObject(g.meta.key, s.error()));
@@ -210,6 +367,128 @@ Result<InterfacePattern> ReadPattern(const Json& parent, std::string_view key,
   return p;
 }
 
+Status ReadInterfaceName(const Json& l, std::string_view key, const std::string& path,
+                         std::string* out) {
+  auto ext = detail::OptionalString(l, key, path);
+  if (!ext) return Fail(ext.error());
+  if (ext->has_value() && !(*ext)->empty()) {
+    if (!IsValidInterfaceName(**ext)) {
+      return FieldError(path, "\"" + (*ext)->substr(0, 100) +
+                                  "\" is not a valid interface name (1-15 characters, no '/', ':' "
+                                  "or whitespace, not \".\" or \"..\")");
+    }
+    *out = **ext;
+  }
+  return Ok();
+}
+
+Status ReadLocalInterface(const Json& l, std::string_view key, const std::string& path,
+                          NodeAgentConfig* c) {
+  auto li = detail::OptionalString(l, key, path);
+  if (!li) return Fail(li.error());
+  if (li->has_value() && !(*li)->empty() && **li != "default") {
+    auto p = ReadPattern(l, key, path);
+    if (!p) return Fail(p.error());
+    c->local_interface = std::move(*p);
+  }
+  return Ok();
+}
+
+// `^name$` with every regex metacharacter of `name` escaped: an exact interface name.
+std::string ExactNamePattern(std::string_view name) {
+  std::string out = "^";
+  for (char ch : name) {
+    if (std::string_view(R"(\^$.|?*+()[]{}-)").find(ch) != std::string_view::npos) out += '\\';
+    out += ch;
+  }
+  return out + "$";
+}
+
+Status ReadInterfaces(const Json& l, bool exact_names, NodeAgentConfig* c) {
+  auto ifs = detail::OptionalArray(l, "interfaces", "spec.local.interfaces");
+  if (!ifs) return Fail(ifs.error());
+  if (*ifs == nullptr) return Ok();
+  std::size_t i = 0;
+  for (const Json& item : **ifs) {
+    const std::string path = Index("spec.local.interfaces", i++);
+    if (!item.is_string()) {
+      return FieldError(path, "must be a string, got " + std::string(detail::TypeName(item)));
+    }
+    const auto& text = item.get_ref<const std::string&>();
+    if (text.empty()) return FieldError(path, "required");
+    if (exact_names && !IsValidInterfaceName(text)) {
+      return FieldError(path, "\"" + text.substr(0, 100) + "\" is not a valid interface name");
+    }
+    auto p = InterfacePattern::Compile(exact_names ? ExactNamePattern(text) : text);
+    if (!p) return FieldError(path, p.error().message());
+    c->interfaces.push_back(std::move(*p));
+  }
+  return Ok();
+}
+
+Status ParseNodeAgentV1Local(const Json& l, NodeAgentConfig& c) {
+  if (auto s = ReadLocalInterface(l, "localint", "spec.local.localint", &c); !s) return s;
+  if (auto s = ReadInterfaceName(l, "extlbint", "spec.local.extlbint", &c.external_interface); !s) {
+    return s;
+  }
+  auto garp = detail::OptionalBool(l, "sendgarp", "spec.local.sendgarp");
+  if (!garp) return Fail(garp.error());
+  c.send_garp = garp->value_or(false);
+  return ReadInterfaces(l, /*exact_names=*/false, &c);
+}
+
+Status ParseNodeAgentV2Local(const Json& l, NodeAgentConfig& c) {
+  const std::pair<const char*, const char*> renamed[] = {
+      {"localint", "localInterface"}, {"extlbint", "dummyInterface"}, {"sendgarp", "garpConfig"}};
+  for (const auto& [old_name, new_name] : renamed) {
+    if (detail::Find(l, old_name) != nullptr) {
+      return FieldError(Child("spec.local", old_name),
+                        std::string("is a purelb.io/v1 field; purelb.io/v2 calls it ") + new_name);
+    }
+  }
+  if (auto s = ReadLocalInterface(l, "localInterface", "spec.local.localInterface", &c); !s) {
+    return s;
+  }
+  if (auto s = ReadInterfaceName(l, "dummyInterface", "spec.local.dummyInterface",
+                                 &c.external_interface);
+      !s) {
+    return s;
+  }
+  if (auto s = ReadInterfaces(l, /*exact_names=*/true, &c); !s) return s;
+  auto garp = detail::OptionalObject(l, "garpConfig", "spec.local.garpConfig");
+  if (!garp) return Fail(garp.error());
+  if (*garp == nullptr) {
+    c.send_garp = false;
+    c.warnings.push_back(
+        "spec.local.garpConfig: absent; PureLB v2 then sends no gratuitous ARP / NA, Pylon "
+        "sends one per takeover");
+  } else {
+    auto enabled = detail::OptionalBool(**garp, "enabled", "spec.local.garpConfig.enabled");
+    if (!enabled) return Fail(enabled.error());
+    c.send_garp = enabled->value_or(true);
+    if (!c.send_garp) {
+      c.warnings.push_back(
+          "spec.local.garpConfig.enabled: false; Pylon still sends one gratuitous ARP / NA per "
+          "takeover");
+    }
+    for (const char* k : {"initialDelay", "count", "interval", "verifyBeforeSend"}) {
+      if (detail::Find(**garp, k) != nullptr) {
+        c.warnings.push_back(
+            "spec.local.garpConfig: initialDelay, count, interval and verifyBeforeSend are not "
+            "used; the agent's --garp-count and --garp-interval apply");
+        break;
+      }
+    }
+  }
+  auto ac = detail::OptionalObject(l, "addressConfig", "spec.local.addressConfig");
+  if (!ac) return Fail(ac.error());
+  if (*ac != nullptr) {
+    c.warnings.push_back(
+        "spec.local.addressConfig: not used; the agent's --address-lifetime applies");
+  }
+  return Ok();
+}
+
 Result<NodeAgentConfig> ParseNodeAgentUnguarded(const Json& object) {
   auto meta = ParseObjectMeta(object, ObjectKind::kLBNodeAgent);
   if (!meta) return Fail(meta.error());
@@ -218,53 +497,24 @@ Result<NodeAgentConfig> ParseNodeAgentUnguarded(const Json& object) {
   auto body = [&]() -> Status {
     auto spec = detail::OptionalObject(object, "spec", "spec");
     if (!spec) return Fail(spec.error());
+    auto version = ReadVersion(object, *spec);
+    if (!version) return Fail(version.error());
+    c.version = *version;
     if (*spec == nullptr) return Ok();
+    const bool v2 = c.version == PurelbVersion::kV2;
+    if (v2) {
+      auto sel = detail::OptionalObject(**spec, "nodeSelector", "spec.nodeSelector");
+      if (!sel) return Fail(sel.error());
+      if (*sel != nullptr && !(*sel)->empty()) {
+        c.warnings.push_back(
+            "spec.nodeSelector: not used; every node reads the LBNodeAgent \"default\" (else the "
+            "first by name)");
+      }
+    }
     auto local = detail::OptionalObject(**spec, "local", "spec.local");
     if (!local) return Fail(local.error());
     if (*local == nullptr) return Ok();
-    const Json& l = **local;
-
-    auto li = detail::OptionalString(l, "localint", "spec.local.localint");
-    if (!li) return Fail(li.error());
-    if (li->has_value() && !(*li)->empty() && **li != "default") {
-      auto p = ReadPattern(l, "localint", "spec.local.localint");
-      if (!p) return Fail(p.error());
-      c.local_interface = std::move(*p);
-    }
-
-    auto ext = detail::OptionalString(l, "extlbint", "spec.local.extlbint");
-    if (!ext) return Fail(ext.error());
-    if (ext->has_value() && !(*ext)->empty()) {
-      if (!IsValidInterfaceName(**ext)) {
-        return FieldError("spec.local.extlbint",
-                          "\"" + (*ext)->substr(0, 100) +
-                              "\" is not a valid interface name (1-15 characters, no '/', ':' "
-                              "or whitespace, not \".\" or \"..\")");
-      }
-      c.external_interface = **ext;
-    }
-
-    auto garp = detail::OptionalBool(l, "sendgarp", "spec.local.sendgarp");
-    if (!garp) return Fail(garp.error());
-    c.send_garp = garp->value_or(false);
-
-    auto ifs = detail::OptionalArray(l, "interfaces", "spec.local.interfaces");
-    if (!ifs) return Fail(ifs.error());
-    if (*ifs != nullptr) {
-      std::size_t i = 0;
-      for (const Json& item : **ifs) {
-        const std::string path = Index("spec.local.interfaces", i++);
-        if (!item.is_string()) {
-          return FieldError(path, "must be a string, got " + std::string(detail::TypeName(item)));
-        }
-        const auto& text = item.get_ref<const std::string&>();
-        if (text.empty()) return FieldError(path, "required");
-        auto p = InterfacePattern::Compile(text);
-        if (!p) return FieldError(path, p.error().message());
-        c.interfaces.push_back(std::move(*p));
-      }
-    }
-    return Ok();
+    return v2 ? ParseNodeAgentV2Local(**local, c) : ParseNodeAgentV1Local(**local, c);
   };
   if (auto s = body(); !s) return Fail(InObject(c.meta.key, s.error()));
   return c;

@@ -20,12 +20,23 @@
 
 namespace pylon::config {
 
-// ServiceGroup purelb.io/v1 (namespaced). spec.local holds, per family, in the order tried:
-// the single `v4pool`/`v6pool` object, then `v4pools[]`/`v6pools[]`, then the legacy flat
-// `pool`/`subnet`/`aggregation` (its family taken from the addresses). Each entry needs `pool`
-// (CIDR, "a-b" inclusive range, or one address) inside `subnet` (CIDR); `aggregation` is
-// "default" (also: absent or "") or "/N" with 8 <= N <= 32 (IPv4) or 128 (IPv6) -- PureLB's own
-// rule; N may be shorter than the subnet (PureLB documents supernetting). spec.netbox is rejected.
+// ServiceGroup purelb.io/v1 or purelb.io/v2 (namespaced). Which version's rules apply:
+// spec.writtenAs
+// ("v1" | "v2", set by the CRD default of the version the object was written as), else the
+// object's apiVersion (docs/purelb-v2.md).
+//
+// v1: spec.local holds, per family, in the order tried: the single `v4pool`/`v6pool` object, then
+// `v4pools[]`/`v6pools[]`, then the legacy flat `pool`/`subnet`/`aggregation` (its family taken
+// from the addresses); mode kLocalOrVirtual. spec.netbox, spec.remote and spec.external are
+// rejected; other v2 fields are ignored.
+// v2: exactly one of spec.local (mode kLocal), spec.remote (kRemote) or spec.external (rejected:
+// "not supported"); per family `v4pools[]` then the single `v4pool` (PureLB's order); the flat
+// form is rejected; local.skipIPv6DAD, multiPool (kept with a warning: not acted on yet),
+// balancePools; spec.namespaces (DNS labels, de-duplicated, sorted), enforceNamespaces and
+// namespaceDefault (both need a non-empty namespaces).
+// Both: each entry needs `pool` (CIDR, "a-b" inclusive range, or one address) inside `subnet`
+// (CIDR); `aggregation` is "default" (also: absent or "") or "/N" with 8 <= N <= 32 (IPv4) or 128
+// (IPv6) -- PureLB's own rule; N may be shorter than the subnet (PureLB documents supernetting).
 // The group must end up with at least one entry; no two allocatable ranges may overlap.
 Result<Group> ParseServiceGroup(const nlohmann::json& object);
 
@@ -56,6 +67,7 @@ class InterfacePattern {
 
 struct NodeAgentConfig {
   ObjectMeta meta;
+  PurelbVersion version = PurelbVersion::kV1;
   // nullopt: "default" -- the interface of the lowest-metric default route.
   std::optional<InterfacePattern> local_interface;
   // A valid Linux interface name (1-15 bytes, not "." or "..", no '/', ':' or whitespace).
@@ -63,10 +75,18 @@ struct NodeAgentConfig {
   bool send_garp = false;
   // Extra interfaces whose subnets count for election.
   std::vector<InterfacePattern> interfaces;
+  // purelb.io/v2 settings read but not acted upon (nodeSelector, addressConfig, the garpConfig
+  // timings), one "<field path>: <what Pylon does instead>" each, for logs.
+  std::vector<std::string> warnings;
 };
 
-// LBNodeAgent purelb.io/v1 (namespaced): spec.local{localint, extlbint, sendgarp, interfaces[]}.
-// Missing spec or spec.local means all defaults.
+// LBNodeAgent purelb.io/v1 or purelb.io/v2 (namespaced); the version as for ServiceGroups
+// (spec.writtenAs, else apiVersion). Missing spec or spec.local means all defaults.
+// v1: spec.local{localint, extlbint, sendgarp, interfaces[] (patterns)}; v2 fields ignored.
+// v2: spec.local{localInterface (as localint), dummyInterface (as extlbint), interfaces[] (exact
+// names, as PureLB v2), garpConfig (send_garp = garpConfig.enabled, default true; absent: false),
+// addressConfig}; spec.nodeSelector. The v1 names localint/extlbint/sendgarp are refused.
+// nodeSelector, addressConfig and the garpConfig timings are accepted with a warning each.
 Result<NodeAgentConfig> ParseNodeAgent(const nlohmann::json& object);
 
 // Linux dev_valid_name(): 1..15 bytes, not "." or "..", no '/', ':' or whitespace.

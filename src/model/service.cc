@@ -124,7 +124,8 @@ Result<Service> ParseService(const json& obj) {
 
 Selection SelectOwner(const Service& svc) {
   if (svc.type != "LoadBalancer") return {};
-  if (!svc.load_balancer_class || *svc.load_balancer_class == kClassPureLB) {
+  if (!svc.load_balancer_class || *svc.load_balancer_class == kClassPureLB ||
+      *svc.load_balancer_class == kClassPureLBv2) {
     const std::string* g = svc.Annotation(kAnnServiceGroup);
     return {Owner::kServiceGroup, g && !g->empty() ? *g : std::string(kDefaultServiceGroup)};
   }

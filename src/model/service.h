@@ -24,7 +24,11 @@ inline constexpr const char* kAnnAllocatedBy = "purelb.io/allocated-by";
 inline constexpr const char* kAnnAllocatedFrom = "purelb.io/allocated-from";
 inline constexpr const char* kAnnAnnouncingV4 = "purelb.io/announcing-IPv4";
 inline constexpr const char* kAnnAnnouncingV6 = "purelb.io/announcing-IPv6";
-inline constexpr const char* kClassPureLB = "purelb.io/purelb";
+// Written by the allocator for Services of purelb.io/v2 groups (PureLB v2's annotations).
+inline constexpr const char* kAnnPoolType = "purelb.io/pool-type";         // "local" | "remote"
+inline constexpr const char* kAnnSkipIPv6DAD = "purelb.io/skip-ipv6-dad";  // "true" or absent
+inline constexpr const char* kClassPureLB = "purelb.io/purelb";            // PureLB v1 (0.13)
+inline constexpr const char* kClassPureLBv2 = "purelb.io/purelbv2";        // PureLB v2 (0.15-0.17)
 inline constexpr const char* kLacePrefix = "lace-cni.io/";
 inline constexpr const char* kDefaultServiceGroup = "default";
 // What Pylon writes in allocated-by; PureLB wrote "PureLB", which Pylon adopts unchanged.
@@ -65,8 +69,9 @@ struct Service {
 Result<Service> ParseService(const nlohmann::json& obj);
 
 // Which Services are Pylon's (docs/design.md): a lace-cni.io/<name> class → that LoadBalancerClass;
-// purelb.io/purelb or no class → the ServiceGroup named by purelb.io/service-group, else
-// "default"; any other class → not Pylon's. Only type LoadBalancer Services are considered.
+// purelb.io/purelb, purelb.io/purelbv2 or no class → the ServiceGroup named by
+// purelb.io/service-group, else "default"; any other class → not Pylon's. Only type LoadBalancer
+// Services are considered.
 enum class Owner { kNone, kServiceGroup, kLaceClass };
 struct Selection {
   Owner owner = Owner::kNone;

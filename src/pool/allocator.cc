@@ -109,9 +109,14 @@ Result<std::vector<Eviction>> Allocator::SetPools(std::vector<PoolDefinition> de
       fam.ranges = std::move(ranges);
       fam.size = TotalSize(d.Ranges(f));
     }
+    state->balance = d.balance;
     next.emplace(d.key, std::move(state));
   }
   pools_ = std::move(next);
+  // Per-range counts of the addresses that stayed.
+  for (const auto& [address, entry] : entries_) {
+    if (RangeState* r = RangeOf(*entry.pool, address)) ++r->in_use;
+  }
 
   std::sort(evictions.begin(), evictions.end(), [](const Eviction& a, const Eviction& b) {
     return std::tie(a.service, a.address) < std::tie(b.service, b.address);
@@ -146,6 +151,7 @@ void Allocator::AddHolder(const IpAddress& address, PoolState& pool, ServiceNode
     entry.pool = &pool;
     OccupancyFor(address.family()).Insert(address.value());
     ++pool.For(address.family()).in_use;
+    if (RangeState* r = RangeOf(pool, address)) ++r->in_use;
     if (!node.second.sharing_key.empty()) {
       shared_[ShareIndexKey{&pool, address.family(), node.second.sharing_key}].insert(address);
     }
@@ -181,11 +187,19 @@ bool Allocator::AddressEntry::Remove(const ServiceNode* node) {
   return false;
 }
 
+Allocator::RangeState* Allocator::RangeOf(PoolState& pool, const IpAddress& address) {
+  for (auto& r : pool.For(address.family()).ranges) {
+    if (r.range.Contains(address)) return &r;
+  }
+  return nullptr;
+}
+
 void Allocator::EraseEntry(EntryMap::iterator it, const std::string& sharing_key) {
   const IpAddress address = it->first;
   AddressEntry& entry = it->second;
   OccupancyFor(address.family()).Erase(address.value());
   --entry.pool->For(address.family()).in_use;
+  if (RangeState* r = RangeOf(*entry.pool, address)) --r->in_use;
   if (!sharing_key.empty()) {
     auto s = shared_.find(ShareIndexKey{entry.pool, address.family(), sharing_key});
     if (s != shared_.end()) {
@@ -302,8 +316,20 @@ Result<Allocator::Step> Allocator::PlanFamily(const AssignRequest& request,
       }
     }
   }
-  for (auto& range : fam.ranges) {
-    if (auto v = FindFree(range, family)) return Step{IpAddress::FromValue(family, *v), &range};
+  if (pool.balance) {
+    // Fewest in use first; stable, so ties keep the definition's order.
+    std::vector<RangeState*> order;
+    for (auto& range : fam.ranges) order.push_back(&range);
+    std::stable_sort(order.begin(), order.end(), [](const RangeState* a, const RangeState* b) {
+      return a->in_use < b->in_use;
+    });
+    for (RangeState* range : order) {
+      if (auto v = FindFree(*range, family)) return Step{IpAddress::FromValue(family, *v), range};
+    }
+  } else {
+    for (auto& range : fam.ranges) {
+      if (auto v = FindFree(range, family)) return Step{IpAddress::FromValue(family, *v), &range};
+    }
   }
   return Fail(ErrorCode::kExhausted, "pool " + Quote(pool.key) + " has no free " +
                                          FamilyText(family) + " address (all " +
@@ -383,8 +409,10 @@ std::vector<RebuildConflict> Allocator::Rebuild(const std::vector<ExistingRecord
   occupied_v4_.Clear();
   occupied_v6_.Clear();
   for (auto& [key, pool] : pools_) {
-    pool->v4.in_use = 0;
-    pool->v6.in_use = 0;
+    for (FamilyState* fam : {&pool->v4, &pool->v6}) {
+      fam->in_use = 0;
+      for (auto& r : fam->ranges) r.in_use = 0;
+    }
   }
 
   std::vector<RebuildConflict> conflicts;

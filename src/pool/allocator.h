@@ -145,7 +145,8 @@ class Allocator {
  private:
   struct RangeState {
     net::AddressRange range;
-    net::Uint128 cursor = 0;  // next-fit: the value tried first; always inside `range`
+    net::Uint128 cursor = 0;   // next-fit: the value tried first; always inside `range`
+    std::uint64_t in_use = 0;  // addresses of `range` held (a shared one counts once)
   };
   struct FamilyState {
     std::vector<RangeState> ranges;  // in the definition's order
@@ -154,6 +155,7 @@ class Allocator {
   };
   struct PoolState {
     std::string key;
+    bool balance = false;  // PoolDefinition::balance
     FamilyState v4;
     FamilyState v6;
     FamilyState& For(net::Family f) { return f == net::Family::kV4 ? v4 : v6; }
@@ -208,6 +210,8 @@ class Allocator {
   void AddHolder(const net::IpAddress& address, PoolState& pool, ServiceNode& node);
   // Removes `node` from the holders; frees the address when nobody is left.
   void DropHolder(const net::IpAddress& address, const ServiceNode& node);
+  // The range of `pool` holding `address` (nullptr if none); linear in the pool's ranges.
+  static RangeState* RangeOf(PoolState& pool, const net::IpAddress& address);
   // Frees the address; `sharing_key` is the (former) holders' key.
   void EraseEntry(EntryMap::iterator it, const std::string& sharing_key);
 

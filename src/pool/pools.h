@@ -19,6 +19,9 @@ struct PoolDefinition {
   // earlier ones are full.
   std::vector<net::AddressRange> v4;
   std::vector<net::AddressRange> v6;
+  // PureLB v2 balancePools: a new address comes from the range with the fewest addresses in
+  // use (ties: the earlier range), not from the first range with a free address.
+  bool balance = false;
 
   const std::vector<net::AddressRange>& Ranges(net::Family f) const {
     return f == net::Family::kV4 ? v4 : v6;

@@ -140,7 +140,21 @@ inline config::InForceConfig TestConfig() {
        {{"mode", "l3"},
         {"ipv4Pools", json::array({{{"start", "192.0.2.220"}, {"end", "192.0.2.230"}},
                                    {{"cidr", "203.0.113.128/28"}}})}}}};
-  std::vector<json> candidates = {sg, cls, routed};
+  // purelb.io/v2: `remote` is always virtual (even on a node subnet), `local` never is.
+  auto v2 = [](const char* name, const char* kind, const char* pool, const char* subnet) {
+    return json{
+        {"apiVersion", "purelb.io/v2"},
+        {"kind", "ServiceGroup"},
+        {"metadata",
+         {{"namespace", "purelb-system"},
+          {"name", name},
+          {"generation", 1},
+          {"creationTimestamp", "2026-01-01T00:00:03Z"}}},
+        {"spec", {{kind, {{"v4pools", json::array({{{"pool", pool}, {"subnet", subnet}}})}}}}}};
+  };
+  std::vector<json> candidates = {
+      sg, cls, routed, v2("v2remote", "remote", "192.0.2.240-192.0.2.250", "192.0.2.0/24"),
+      v2("v2local", "local", "203.0.113.200-203.0.113.210", "203.0.113.0/24")};
   auto result = config::ValidateConfig(candidates, config::InForceConfig{});
   for (const auto& st : result.statuses) EXPECT_TRUE(st.valid) << st.message;
   return result.config;

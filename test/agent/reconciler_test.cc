@@ -540,6 +540,26 @@ TEST(ReconcilerTest, LaceL3AddressIsVirtualOnEveryNodeEvenOnANodeSubnet) {
   }
 }
 
+TEST(ReconcilerTest, V2RemoteIsVirtualEverywhereAndV2LocalOffSubnetIsNeverAnnounced) {
+  for (const auto& self : kNodes) {
+    AgentWorld w(self);
+    w.services_.push_back(Svc("remote", {.ips = {"192.0.2.241"}}));
+    w.services_.push_back(Svc("local", {.ips = {"203.0.113.201"}}));
+    w.Pass();
+    w.Pass();
+    EXPECT_TRUE(w.KernelHas(w.lb0_, "192.0.2.241/24")) << self;  // aggregation default: subnet
+    EXPECT_TRUE(w.OwnAddresses(w.eth0_).empty()) << self;
+    EXPECT_FALSE(w.KernelHas(w.lb0_, "203.0.113.201/24")) << self;
+    if (self == "node1") {
+      ASSERT_EQ(w.writer_.events.size(), 1u);
+      EXPECT_EQ(w.writer_.events[0].reason, "NoNodeOnSubnet");
+      EXPECT_NE(w.writer_.events[0].message.find("purelb.io/v2 local"), std::string::npos);
+    } else {
+      EXPECT_TRUE(w.writer_.events.empty()) << self;
+    }
+  }
+}
+
 TEST(ReconcilerTest, EtpLocalOnAnAggregateIsWarnedAboutOnce) {
   // 203.0.113.0/26 of the world's ServiceGroup has aggregation default: the /24 subnet.
   for (const auto& self : kNodes) {

@@ -64,5 +64,44 @@ TEST(ConfigStatusTest, InvalidWarnsOnceAndLastValidStaysInForce) {
   EXPECT_FALSE(again.event.has_value());
 }
 
+// A purelb.io/v2 group also gets PureLB 0.17's status names, as exact decimal strings; a v1
+// group does not.
+TEST(ConfigStatusTest, V2GroupGetsPurelbCountsAsDecimalStrings) {
+  json v2 = testing::V2GroupJson("big", json::parse(R"({"remote":{
+      "v4pools":[{"pool":"203.0.113.10-203.0.113.19","subnet":"203.0.113.0/24"}],
+      "v6pools":[{"pool":"2001:db8:1::/48","subnet":"2001:db8:1::/48"}]},
+      "namespaces":["b","a"]})"));
+  json v1 = testing::ServiceGroupJson(
+      "old", {{"v4pools", {{{"pool", "192.0.2.10-192.0.2.20"}, {"subnet", "192.0.2.0/24"}}}}});
+  auto vr = config::ValidateConfig(std::vector<json>{v2, v1}, config::InForceConfig{});
+  ASSERT_TRUE(vr.statuses[0].valid) << vr.statuses[0].message;
+  PoolUsage usage;
+  usage.in_use_v4 = 3;
+  usage.in_use_v6 = 2;
+  usage.in_force = *vr.config.FindServiceGroup("purelb-system", "big");
+  ConfigStatusWrite w = PlanConfigStatus(v2, vr.statuses[0], usage, "T");
+  ASSERT_TRUE(w.object.has_value());
+  const json& st = (*w.object)["status"];
+  EXPECT_EQ(st["announce"], "Remote");
+  EXPECT_EQ(st["ipam"], "Cluster");
+  EXPECT_EQ(st["addresses"], json::array({"203.0.113.10-203.0.113.19", "2001:db8:1::/48"}));
+  EXPECT_EQ(st["allocatedIPv4"], "3");
+  EXPECT_EQ(st["availableIPv4"], "7");
+  EXPECT_EQ(st["allocatedIPv6"], "2");
+  // 2^80 - 1 (subnet-router anycast) - 2 in use: beyond int64.
+  EXPECT_EQ(st["availableIPv6"], "1208925819614629174706173");
+  EXPECT_EQ(st["boundNamespaces"], json::array({"a", "b"}));
+  EXPECT_EQ(st["ipv6"]["size"], "1208925819614629174706175");
+  // Unchanged: no second write.
+  EXPECT_FALSE(PlanConfigStatus(*w.object, vr.statuses[0], usage, "T2").object.has_value());
+
+  PoolUsage old_usage;
+  old_usage.in_force = *vr.config.FindServiceGroup("purelb-system", "old");
+  ConfigStatusWrite w1 = PlanConfigStatus(v1, vr.statuses[1], old_usage, "T");
+  ASSERT_TRUE(w1.object.has_value());
+  EXPECT_FALSE((*w1.object)["status"].contains("allocatedIPv4"));
+  EXPECT_FALSE((*w1.object)["status"].contains("announce"));
+}
+
 }  // namespace
 }  // namespace pylon::allocator

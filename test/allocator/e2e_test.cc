@@ -425,5 +425,121 @@ TEST_F(AllocatorE2E, MetricsAndHealth) {
   })) << c().HttpGet(url + "/metrics");
 }
 
+// A purelb.io/v1 and purelb.io/v2 ServiceGroups side by side on the real API server (the CRDs serve
+// both versions, docs/purelb-v2.md), both allocating: a v1 group by annotation, a v2 remote group
+// by annotation with class purelb.io/purelbv2, a v2 local group by namespace; an external group
+// refused with its condition; the status written by the allocator (through v1) read through v2.
+TEST_F(AllocatorE2E, PurelbV1AndV2GroupsSideBySide) {
+  ASSERT_TRUE(c().Kubectl({"create", "namespace", "v2e-team"}).has_value());
+  ASSERT_TRUE(c().Apply(R"(apiVersion: purelb.io/v1
+kind: ServiceGroup
+metadata: {name: v2e-old, namespace: purelb-system}
+spec:
+  local:
+    v4pools: [{subnet: 10.14.1.0/24, pool: 10.14.1.10-10.14.1.19, aggregation: default}]
+)")
+                  .has_value());
+  ASSERT_TRUE(c().Apply(R"(apiVersion: purelb.io/v2
+kind: ServiceGroup
+metadata: {name: v2e-remote, namespace: purelb-system}
+spec:
+  remote:
+    v4pools: [{subnet: 10.14.3.0/24, pool: 10.14.3.10-10.14.3.19, aggregation: /32}]
+    v6pools: [{subnet: 'fd14:3::/64', pool: 'fd14:3::10-fd14:3::1f', aggregation: /128}]
+)")
+                  .has_value());
+  ASSERT_TRUE(c().Apply(R"(apiVersion: purelb.io/v2
+kind: ServiceGroup
+metadata: {name: v2e-team, namespace: purelb-system}
+spec:
+  local:
+    v4pools: [{subnet: 10.14.2.0/24, pool: 10.14.2.10-10.14.2.19}]
+    skipIPv6DAD: true
+  namespaces: [v2e-team]
+  enforceNamespaces: true
+)")
+                  .has_value());
+  ASSERT_TRUE(c().Apply(R"(apiVersion: purelb.io/v2
+kind: ServiceGroup
+metadata: {name: v2e-ipam, namespace: purelb-system}
+spec:
+  external: {provider: netbox, announce: local}
+)")
+                  .has_value());
+
+  Create(Svc{"v2e-a", "default", std::nullopt, {{"purelb.io/service-group", "v2e-old"}}});
+  Create(Svc{"v2e-b",
+             "default",
+             std::string("purelb.io/purelbv2"),
+             {{"purelb.io/service-group", "v2e-remote"}},
+             {"IPv4", "IPv6"},
+             "RequireDualStack"});
+  Create(Svc{"v2e-c", "v2e-team"});  // no annotation: the namespace's group
+  Create(Svc{"v2e-d",
+             "v2e-team",
+             std::string("purelb.io/purelbv2"),
+             {{"purelb.io/service-group", "v2e-old"}}});  // enforced namespace: refused
+  Create(Svc{"v2e-e", "default", std::nullopt, {{"purelb.io/service-group", "v2e-ipam"}}});
+  EXPECT_TRUE(c().WaitIngress("v2e-a", {"10.14.1.10"})) << c().Condition("v2e-a").dump();
+  EXPECT_TRUE(c().WaitIngress("v2e-b", {"10.14.3.10", "fd14:3::10"}))
+      << c().Condition("v2e-b").dump();
+  EXPECT_TRUE(c().WaitIngress("v2e-c", {"10.14.2.10"}, 20s, "v2e-team"))
+      << c().Condition("v2e-c", "v2e-team").dump();
+  // The annotations follow the status write.
+  auto annotations_are = [&](const std::string& svc, const std::string& ns,
+                             const std::vector<std::pair<std::string, std::string>>& want) {
+    return Eventually([&] {
+      for (const auto& [k, v] : want) {
+        if (c().Annotation(svc, k, ns) != v) return false;
+      }
+      return true;
+    });
+  };
+  EXPECT_TRUE(annotations_are("v2e-b", "default",
+                              {{"purelb.io/allocated-from", "v2e-remote"},
+                               {"purelb.io/pool-type", "remote"},
+                               {"purelb.io/skip-ipv6-dad", ""}}));
+  EXPECT_TRUE(annotations_are("v2e-c", "v2e-team",
+                              {{"purelb.io/allocated-from", "v2e-team"},
+                               {"purelb.io/pool-type", "local"},
+                               {"purelb.io/skip-ipv6-dad", "true"}}));
+  EXPECT_TRUE(annotations_are(
+      "v2e-a", "default", {{"purelb.io/allocated-from", "v2e-old"}, {"purelb.io/pool-type", ""}}));
+  EXPECT_TRUE(c().WaitReason("v2e-d", "NamespaceDenied", 20s, "v2e-team"))
+      << c().Condition("v2e-d", "v2e-team").dump();
+  EXPECT_TRUE(c().Ingress("v2e-d", "v2e-team").empty());
+  EXPECT_TRUE(c().WaitReason("v2e-e", "NoSuchServiceGroup")) << c().Condition("v2e-e").dump();
+
+  // The allocator's status (exact decimal strings per family), read through v2.
+  const k8s::Resource v2res{"purelb.io", "v2", "servicegroups", "ServiceGroup", true};
+  EXPECT_TRUE(WaitStatus(v2res, "purelb-system", "v2e-remote", [](const json& st) {
+    return st.value("valid", false) && st["ipv4"]["size"] == "10" && st["ipv4"]["inUse"] == "1" &&
+           st["ipv6"]["size"] == "16" && st["ipv6"]["inUse"] == "1" &&
+           st.value("announce", "") == "Remote" && st.value("allocatedIPv4", "") == "1" &&
+           st.value("availableIPv4", "") == "9" && st.value("availableIPv6", "") == "15";
+  })) << ConfigStatus(v2res, "purelb-system", "v2e-remote").dump();
+  EXPECT_TRUE(WaitStatus(v2res, "purelb-system", "v2e-team", [](const json& st) {
+    return st.value("announce", "") == "Local" && st.value("allocatedIPv4", "") == "1" &&
+           st["boundNamespaces"] == json::array({"v2e-team"});
+  })) << ConfigStatus(v2res, "purelb-system", "v2e-team").dump();
+  EXPECT_TRUE(WaitStatus(v2res, "purelb-system", "v2e-old", [](const json& st) {
+    return st.value("valid", false) && st["ipv4"]["inUse"] == "1";
+  })) << ConfigStatus(v2res, "purelb-system", "v2e-old").dump();
+  EXPECT_TRUE(WaitStatus(v2res, "purelb-system", "v2e-ipam", [](const json& st) {
+    return !st.value("valid", true) && st["conditions"][0]["status"] == "False" &&
+           st.value("message", "").find("external IPAM (provider netbox) is not supported") !=
+               std::string::npos;
+  })) << ConfigStatus(v2res, "purelb-system", "v2e-ipam").dump();
+  // The objects keep the version they were written as, whichever version is read.
+  auto team_v1 = c().client().Get(ServiceGroupsRes(), "purelb-system", "v2e-team");
+  ASSERT_TRUE(team_v1.has_value());
+  EXPECT_EQ((*team_v1)["apiVersion"], "purelb.io/v1");
+  EXPECT_EQ((*team_v1)["spec"]["writtenAs"], "v2");
+  EXPECT_EQ((*team_v1)["spec"]["namespaces"], json::array({"v2e-team"}));
+  auto old_v2 = c().client().Get(v2res, "purelb-system", "v2e-old");
+  ASSERT_TRUE(old_v2.has_value());
+  EXPECT_EQ((*old_v2)["spec"]["writtenAs"], "v1");
+}
+
 }  // namespace
 }  // namespace pylon::allocator::e2e

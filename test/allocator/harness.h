@@ -97,6 +97,8 @@ struct ClusterOptions {
   }
   bool fault_proxy = false;
   std::vector<std::string> apiserver_args;  // extra kube-apiserver flags
+  // false: deploy/crds are not installed (a test installs other CRDs first, e.g. PureLB's).
+  bool install_crds = true;
 };
 
 class Cluster {
@@ -127,11 +129,18 @@ class Cluster {
     }
     client_ = std::move(*c);
     const std::string deploy = std::string(PYLON_SOURCE_DIR) + "/deploy";
-    auto out = Kubectl({"apply", "-f", deploy + "/namespace.yaml", "-f", deploy + "/crds", "-f",
-                        deploy + "/rbac-allocator.yaml"});
+    std::vector<std::string> apply = {"apply", "-f", deploy + "/namespace.yaml", "-f",
+                                      deploy + "/rbac-allocator.yaml"};
+    if (opts.install_crds) {
+      apply.push_back("-f");
+      apply.push_back(deploy + "/crds");
+    }
+    auto out = Kubectl(apply);
     EXPECT_TRUE(out.has_value()) << (out ? "" : out.error().message());
-    auto w = Kubectl({"wait", "--for=condition=Established", "--timeout=60s", "crd", "--all"});
-    EXPECT_TRUE(w.has_value()) << (w ? "" : w.error().message());
+    if (opts.install_crds) {
+      auto w = Kubectl({"wait", "--for=condition=Established", "--timeout=60s", "crd", "--all"});
+      EXPECT_TRUE(w.has_value()) << (w ? "" : w.error().message());
+    }
     std::string server = control_plane_->Server();
     if (opts.fault_proxy) {
       const std::string addr_file = dir_ + "/fault-proxy.address";

@@ -122,5 +122,65 @@ TEST(ServiceWritesTest, CurrentConditionParses) {
   EXPECT_FALSE(CurrentCondition(svc).has_value());
 }
 
+// purelb.io/v2 groups: pool-type and skip-ipv6-dad written with the allocation, removed when
+// they no longer apply or the Service is refused; v1 groups never get them.
+TEST(ServiceWritesTest, V2PoolTypeAndSkipDadAnnotations) {
+  struct Row {
+    const char* what;
+    std::map<std::string, std::string> before;
+    std::optional<std::string> pool_type;
+    bool skip_dad;
+    bool refused;
+    const char* patch;  // nullptr: no annotation write
+  };
+  const std::map<std::string, std::string> ours = {{"purelb.io/allocated-by", "Pylon"},
+                                                   {"purelb.io/allocated-from", "localdual"}};
+  auto with = [&](std::map<std::string, std::string> extra) {
+    auto m = ours;
+    m.insert(extra.begin(), extra.end());
+    return m;
+  };
+  const Row rows[] = {
+      {"v2 local, skipIPv6DAD", ours, "local", true, false,
+       R"({"purelb.io/pool-type":"local","purelb.io/skip-ipv6-dad":"true"})"},
+      {"v2 remote", ours, "remote", false, false, R"({"purelb.io/pool-type":"remote"})"},
+      {"unchanged: nothing written", with({{"purelb.io/pool-type", "remote"}}), "remote", false,
+       false, nullptr},
+      {"skipIPv6DAD turned off: removed",
+       with({{"purelb.io/pool-type", "local"}, {"purelb.io/skip-ipv6-dad", "true"}}), "local",
+       false, false, R"({"purelb.io/skip-ipv6-dad":null})"},
+      {"v1 group: a stale pool-type removed", with({{"purelb.io/pool-type", "local"}}),
+       std::nullopt, false, false, R"({"purelb.io/pool-type":null})"},
+      {"refused: every trace removed",
+       with({{"purelb.io/pool-type", "local"}, {"purelb.io/skip-ipv6-dad", "true"}}), std::nullopt,
+       false, true,
+       R"({"purelb.io/allocated-by":null,"purelb.io/allocated-from":null,
+           "purelb.io/pool-type":null,"purelb.io/skip-ipv6-dad":null})"},
+  };
+  for (const Row& row : rows) {
+    SCOPED_TRACE(row.what);
+    SvcSpec spec;
+    spec.annotations = row.before;
+    spec.ingress = {"192.0.2.10"};
+    json svc = testing::ServiceJson(spec);
+    Decision d = Allocated({"192.0.2.10"});
+    d.pool_type = row.pool_type;
+    d.skip_ipv6_dad = row.skip_dad;
+    if (row.refused) {
+      d = Decision{};
+      d.outcome = Outcome::kRefused;
+      d.reason = Reason::kPoolExhausted;
+      d.condition = Condition{false, "PoolExhausted", "full"};
+    }
+    ServiceWrites w = PlanServiceWrites(svc, d, "T");
+    if (row.patch == nullptr) {
+      EXPECT_FALSE(w.annotations.has_value()) << w.annotations->dump();
+    } else {
+      ASSERT_TRUE(w.annotations.has_value());
+      EXPECT_EQ((*w.annotations)["metadata"]["annotations"], json::parse(row.patch));
+    }
+  }
+}
+
 }  // namespace
 }  // namespace pylon::allocator

@@ -77,6 +77,28 @@ inline json ServiceGroupJson(const std::string& name, json local,
           {"spec", {{"local", std::move(local)}}}};
 }
 
+// A purelb.io/v2 ServiceGroup with the given whole spec, as read back from the API server
+// (spec.writtenAs: v2).
+inline json V2GroupJson(const std::string& name, json spec,
+                        const std::string& created = "2024-01-01T00:00:00Z", int generation = 1) {
+  json o = ServiceGroupJson(name, nullptr, created, generation);
+  o["apiVersion"] = "purelb.io/v2";
+  spec["writtenAs"] = "v2";
+  o["spec"] = std::move(spec);
+  return o;
+}
+
+// A v2 local group of one IPv4 range in 192.0.2.0/24, with optional namespaces.
+inline json V2LocalGroup(const std::string& name, const std::string& range,
+                         std::vector<std::string> namespaces = {}, bool enforce = false,
+                         bool ns_default = false) {
+  json spec = {{"local", {{"v4pools", {{{"pool", range}, {"subnet", "192.0.2.0/24"}}}}}}};
+  if (!namespaces.empty()) spec["namespaces"] = namespaces;
+  if (enforce) spec["enforceNamespaces"] = true;
+  if (ns_default) spec["namespaceDefault"] = true;
+  return V2GroupJson(name, std::move(spec));
+}
+
 inline json ClassJson(const std::string& name, json spec,
                       const std::string& created = "2024-01-01T00:00:00Z", int generation = 1) {
   return {{"apiVersion", "lace-cni.io/v1alpha1"},

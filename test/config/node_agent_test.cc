@@ -120,5 +120,151 @@ TEST(NodeAgent, InterfaceNames) {
   }
 }
 
+nlohmann::json AgentV2(nlohmann::json spec) {
+  nlohmann::json o = Agent(nlohmann::json(nlohmann::json::value_t::discarded));
+  o["apiVersion"] = "purelb.io/v2";
+  o["spec"] = std::move(spec);
+  return o;
+}
+
+// purelb.io/v2 LBNodeAgents: the renamed fields, exact interface names, garpConfig, and what is
+// accepted without effect (each with a warning).
+TEST(NodeAgent, V2Table) {
+  struct Row {
+    const char* name;
+    const char* spec;
+    const char* local_interface;  // nullptr: default
+    const char* dummy;
+    bool send_garp;
+    std::vector<std::string> interfaces_match, interfaces_no_match;
+    std::size_t warnings;
+  };
+  const Row rows[] = {
+      {"the shipped default: no garpConfig",
+       R"({"local":{"localInterface":"default",
+       "dummyInterface":"kube-lb0"}})",
+       nullptr,
+       "kube-lb0",
+       false,
+       {},
+       {},
+       1},
+      {"no local at all: defaults", R"({})", nullptr, "kube-lb0", false, {}, {}, 0},
+      {"regex, dummy, exact interface names",
+       R"({"local":{"localInterface":"^enp",
+       "dummyInterface":"lb-v2","interfaces":["eth1","bond0.100","br-lan"],
+       "garpConfig":{"enabled":true}}})",
+       "^enp",
+       "lb-v2",
+       true,
+       {"eth1", "bond0.100", "br-lan"},
+       {"eth10", "veth1", "bond0x100", "br-lan2"},
+       0},
+      {"garpConfig present: enabled defaults to true; timings warned",
+       R"({"local":{"garpConfig":{"count":5,"interval":"250ms"}}})",
+       nullptr,
+       "kube-lb0",
+       true,
+       {},
+       {},
+       1},
+      {"garpConfig disabled",
+       R"({"local":{"garpConfig":{"enabled":false}}})",
+       nullptr,
+       "kube-lb0",
+       false,
+       {},
+       {},
+       1},
+      {"nodeSelector and addressConfig accepted, warned",
+       R"({"nodeSelector":{"matchLabels":
+       {"pool":"edge"}},"local":{"garpConfig":{},"addressConfig":{"localInterface":
+       {"validLifetime":600}}}})",
+       nullptr,
+       "kube-lb0",
+       true,
+       {},
+       {},
+       2},
+  };
+  for (const Row& row : rows) {
+    SCOPED_TRACE(row.name);
+    auto c = ParseNodeAgent(AgentV2(Parse(row.spec)));
+    ASSERT_TRUE(c) << c.error().message();
+    EXPECT_EQ(c->version, PurelbVersion::kV2);
+    if (row.local_interface == nullptr) {
+      EXPECT_FALSE(c->local_interface.has_value());
+    } else {
+      ASSERT_TRUE(c->local_interface.has_value());
+      EXPECT_EQ(c->local_interface->text(), row.local_interface);
+    }
+    EXPECT_EQ(c->external_interface, row.dummy);
+    EXPECT_EQ(c->send_garp, row.send_garp);
+    for (const auto& n : row.interfaces_match) {
+      bool any = false;
+      for (const auto& p : c->interfaces) any = any || p.Matches(n);
+      EXPECT_TRUE(any) << n;
+    }
+    for (const auto& n : row.interfaces_no_match) {
+      for (const auto& p : c->interfaces) EXPECT_FALSE(p.Matches(n)) << n << " " << p.text();
+    }
+    EXPECT_EQ(c->warnings.size(), row.warnings) << ::testing::PrintToString(c->warnings);
+  }
+}
+
+TEST(NodeAgent, V2ErrorsTable) {
+  struct Row {
+    const char* spec;
+    const char* error;
+  };
+  const Row rows[] = {
+      {R"({"local":{"localint":"eth0"}})",
+       "spec.local.localint: is a purelb.io/v1 field; purelb.io/v2 calls it localInterface"},
+      {R"({"local":{"extlbint":"kube-lb0"}})",
+       "spec.local.extlbint: is a purelb.io/v1 field; purelb.io/v2 calls it dummyInterface"},
+      {R"({"local":{"sendgarp":true}})",
+       "spec.local.sendgarp: is a purelb.io/v1 field; purelb.io/v2 calls it garpConfig"},
+      {R"({"local":{"dummyInterface":"far-too-long-name"}})",
+       "spec.local.dummyInterface: \"far-too-long-name\" is not a valid interface name (1-15 "
+       "characters, no '/', ':' or whitespace, not \".\" or \"..\")"},
+      {R"({"local":{"interfaces":["eth/1"]}})",
+       "spec.local.interfaces[0]: \"eth/1\" is not a valid interface name"},
+      {R"({"local":{"garpConfig":{"enabled":"yes"}}})",
+       "spec.local.garpConfig.enabled: must be a boolean, got a string"},
+      {R"({"local":{"garpConfig":true}})",
+       "spec.local.garpConfig: must be an object, got a boolean"},
+      {R"({"nodeSelector":"edge"})", "spec.nodeSelector: must be an object, got a string"},
+      {R"({"writtenAs":"v9"})", "spec.writtenAs: \"v9\" is not v1 or v2"},
+  };
+  for (const Row& row : rows) {
+    SCOPED_TRACE(row.spec);
+    auto c = ParseNodeAgent(AgentV2(Parse(row.spec)));
+    ASSERT_FALSE(c);
+    EXPECT_EQ(c.error().message(), std::string("LBNodeAgent purelb-system/default: ") + row.error);
+  }
+}
+
+// writtenAs decides: a v1 object read through v2 keeps the v1 names and meaning, and the reverse.
+TEST(NodeAgent, WrittenAsDecides) {
+  nlohmann::json v1_read_as_v2 = AgentV2(
+      Parse(R"({"writtenAs":"v1","local":{"localint":"eth0","extlbint":"lb1","sendgarp":true}})"));
+  auto c = ParseNodeAgent(v1_read_as_v2);
+  ASSERT_TRUE(c) << c.error().message();
+  EXPECT_EQ(c->version, PurelbVersion::kV1);
+  EXPECT_EQ(c->external_interface, "lb1");
+  EXPECT_TRUE(c->send_garp);
+  nlohmann::json v2_read_as_v1 = Agent(Parse(R"({"dummyInterface":"lb2","garpConfig":{}})"));
+  v2_read_as_v1["spec"]["writtenAs"] = "v2";
+  c = ParseNodeAgent(v2_read_as_v1);
+  ASSERT_TRUE(c) << c.error().message();
+  EXPECT_EQ(c->version, PurelbVersion::kV2);
+  EXPECT_EQ(c->external_interface, "lb2");
+  EXPECT_TRUE(c->send_garp);
+  // A v1 object ignores the v2 names (the CRD refuses them on v1 writes).
+  c = ParseNodeAgent(Agent(Parse(R"({"dummyInterface":"lb2"})")));
+  ASSERT_TRUE(c) << c.error().message();
+  EXPECT_EQ(c->external_interface, "kube-lb0");
+}
+
 }  // namespace
 }  // namespace pylon::config

@@ -366,8 +366,9 @@ TEST(ServiceGroup, ObjectErrorsTable) {
        "ServiceGroup ns/sg: kind: \"Service\" is not ServiceGroup"},
       {R"({"kind":3,"metadata":{"name":"sg","namespace":"ns"}})",
        "ServiceGroup ns/sg: kind: must be a string, got a number"},
-      {R"({"apiVersion":"purelb.io/v2","metadata":{"name":"sg","namespace":"ns"}})",
-       "ServiceGroup ns/sg: apiVersion: \"purelb.io/v2\" is not supported (want purelb.io/v1)"},
+      {R"({"apiVersion":"purelb.io/v3","metadata":{"name":"sg","namespace":"ns"}})",
+       "ServiceGroup ns/sg: apiVersion: \"purelb.io/v3\" is not supported (want purelb.io/v1 or "
+       "purelb.io/v2)"},
       {R"({"metadata":{"name":"sg","namespace":"ns","generation":-1}})",
        "ServiceGroup ns/sg: metadata.generation: must not be negative"},
       {R"({"metadata":{"name":"sg","namespace":"ns","generation":"1"}})",

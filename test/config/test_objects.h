@@ -36,6 +36,17 @@ inline nlohmann::json V4Group(const std::string& name, const std::string& pool,
       created, generation);
 }
 
+// A purelb.io/v2 ServiceGroup with the given whole spec (no spec.writtenAs: the apiVersion
+// decides, as for an object that never went through the API server).
+inline nlohmann::json V2Group(const std::string& name, nlohmann::json spec,
+                              const std::string& created = "2024-01-01T00:00:00Z",
+                              int generation = 1, const std::string& ns = "purelb-system") {
+  nlohmann::json o = ServiceGroup(name, nullptr, created, generation, ns);
+  o["apiVersion"] = "purelb.io/v2";
+  o["spec"] = std::move(spec);
+  return o;
+}
+
 inline nlohmann::json LoadBalancerClass(const std::string& name, nlohmann::json spec,
                                         const std::string& created = "2024-01-01T00:00:00Z",
                                         int generation = 1) {

@@ -704,10 +704,16 @@ TEST_F(DeployTest, PrinterColumnsShowTheStatusTheAllocatorWrites) {
   for (const char* s : {"MODE", "VALID", "IPV4 SIZE", "l2", "true", "11"}) {
     EXPECT_NE(lbc.out.find(s), std::string::npos) << s << "\n" << lbc.out;
   }
-  Output lna = Kubectl("get lbnodeagents -n purelb-system");
+  // LBNodeAgent: each version shows its own field names (kubectl prefers v2).
+  Output lna = Kubectl("get lbnodeagents.v1.purelb.io -n purelb-system");
   for (const char* s : {"LOCAL INT", "EXTLB INT", "SEND GARP", "default", "kube-lb0", "true"}) {
     EXPECT_NE(lna.out.find(s), std::string::npos) << s << "\n" << lna.out;
   }
+  Output lna2 = Kubectl("get lbnodeagents -n purelb-system");
+  for (const char* s : {"LOCAL INTERFACE", "DUMMY INTERFACE", "GARP", "default"}) {
+    EXPECT_NE(lna2.out.find(s), std::string::npos) << s << "\n" << lna2.out;
+  }
+  EXPECT_EQ(lna2.out.find("EXTLB INT"), std::string::npos) << lna2.out;
   // An L2Advertisement as the agent writes it (the agent's RBAC allows it); Class is -o wide.
   Apply(
       "apiVersion: lace-cni.io/v1alpha1\nkind: L2Advertisement\n"
@@ -809,6 +815,276 @@ TEST_F(DeployTest, CrdSchemasRejectWhatTheyCan) {
   Output r = Kubectl("replace --subresource=status -f " + Quote(WriteTemp(obj.dump())));
   EXPECT_NE(r.code, 0) << r.out;
   EXPECT_NE(r.out.find("status.conflicts[0].action"), std::string::npos) << r.out;
+}
+
+// purelb.io/v1 and purelb.io/v2 are served together (conversion None, one superset schema,
+// docs/purelb-v2.md): each version's manifests apply unchanged; an object written as either
+// version reads back whole as the other, and survives a write through the other; spec.writtenAs
+// keeps the version written; each version's own CEL rules and defaults apply to its writes.
+TEST_F(DeployTest, PurelbV1AndV2ServedTogetherNothingLost) {
+  ApplyInstall();
+  for (const char* res : {"servicegroups.v1.purelb.io", "servicegroups.v2.purelb.io",
+                          "lbnodeagents.v1.purelb.io", "lbnodeagents.v2.purelb.io"}) {
+    Output r = Kubectl(std::string("get ") + res + " -A");
+    EXPECT_EQ(r.code, 0) << res << ": " << r.out;
+  }
+  const std::string v1_sg =
+      "apiVersion: purelb.io/v1\nkind: ServiceGroup\n"
+      "metadata: {name: rt-v1, namespace: purelb-system}\n"
+      "spec:\n  local:\n"
+      "    v4pools: [{subnet: 192.0.2.0/24, pool: 192.0.2.200-192.0.2.209, aggregation: "
+      "default}]\n"
+      "    v6pool: {subnet: 2001:db8:77::/64, pool: 2001:db8:77::/120, aggregation: /128}\n";
+  const std::string v2_sg =
+      "apiVersion: purelb.io/v2\nkind: ServiceGroup\n"
+      "metadata: {name: rt-v2, namespace: purelb-system}\n"
+      "spec:\n  remote:\n"
+      "    v4pools: [{subnet: 203.0.113.0/24, pool: 203.0.113.200/29, aggregation: /32}]\n"
+      "    multiPool: true\n"
+      "  namespaces: [team-a, team-b]\n  enforceNamespaces: true\n";
+  const std::string v1_lbna =
+      "apiVersion: purelb.io/v1\nkind: LBNodeAgent\n"
+      "metadata: {name: rt-v1, namespace: purelb-system}\n"
+      "spec: {local: {localint: eth0, extlbint: kube-lb1, sendgarp: false, interfaces: [eth1]}}\n";
+  const std::string v2_lbna =
+      "apiVersion: purelb.io/v2\nkind: LBNodeAgent\n"
+      "metadata: {name: rt-v2, namespace: purelb-system}\n"
+      "spec:\n  nodeSelector: {matchLabels: {pool: edge}, matchExpressions: [{key: zone, "
+      "operator: In, values: [a, b]}]}\n"
+      "  local:\n    localInterface: '^enp'\n    dummyInterface: kube-lb0\n"
+      "    interfaces: [eth2]\n    garpConfig: {count: 5, interval: 250ms}\n"
+      "    addressConfig: {localInterface: {validLifetime: 600, noPrefixRoute: true}}\n";
+  struct Obj {
+    std::string yaml, resource, name, written;
+  };
+  const Obj objs[] = {{v1_sg, "servicegroups", "rt-v1", "v1"},
+                      {v2_sg, "servicegroups", "rt-v2", "v2"},
+                      {v1_lbna, "lbnodeagents", "rt-v1", "v1"},
+                      {v2_lbna, "lbnodeagents", "rt-v2", "v2"}};
+  for (const Obj& o : objs) {
+    const std::string file = WriteTemp(o.yaml);
+    ApplySource("-f " + Quote(file), o.resource + " " + o.name);
+    // What the manifest sets is there, read as the version written.
+    ExpectStoredAsApplied("-f " + Quote(file), o.resource + " " + o.name);
+    const std::string get = "get -n purelb-system " + o.resource;
+    Json as_v1 = KubectlJson(get + ".v1.purelb.io " + o.name);
+    Json as_v2 = KubectlJson(get + ".v2.purelb.io " + o.name);
+    ASSERT_TRUE(as_v1.is_object() && as_v2.is_object()) << o.name;
+    EXPECT_EQ(as_v1.value("apiVersion", ""), "purelb.io/v1");
+    EXPECT_EQ(as_v2.value("apiVersion", ""), "purelb.io/v2");
+    // Nothing lost either way: the same spec through both versions, the version written kept.
+    EXPECT_EQ(as_v1["spec"], as_v2["spec"]) << o.resource << " " << o.name;
+    EXPECT_EQ(as_v2["spec"].value("writtenAs", ""), o.written) << o.name;
+    // A write through the other version (a label) keeps the whole spec and writtenAs.
+    const std::string other = o.written == "v1" ? "v2" : "v1";
+    Json via = o.written == "v1" ? as_v2 : as_v1;
+    via["metadata"]["labels"]["touched-via"] = other;
+    via["metadata"].erase("managedFields");
+    Output rep = Kubectl("replace -f " + Quote(WriteTemp(via.dump())));
+    EXPECT_EQ(rep.code, 0) << o.name << " via " << other << ": " << rep.out;
+    Json after = KubectlJson(get + "." + o.written + ".purelb.io " + o.name);
+    EXPECT_EQ(after["spec"], as_v1["spec"]) << o.name << " after a write via " << other;
+    EXPECT_EQ(after["metadata"]["labels"].value("touched-via", ""), other);
+  }
+  // The defaults are those of the version written (garpConfig's, when it is present).
+  Json na2 = KubectlJson("get -n purelb-system lbnodeagents.v1.purelb.io rt-v2");
+  EXPECT_EQ(na2["spec"]["local"]["garpConfig"],
+            R"({"count": 5, "interval": "250ms", "enabled": true, "initialDelay": "100ms",
+                "verifyBeforeSend": true})"_json);
+  // The status subresource through v2, read back through v1.
+  Json st = KubectlJson("get -n purelb-system servicegroups.v2.purelb.io rt-v2");
+  st["status"] = R"({"valid": true, "ipv4": {"size": "8", "inUse": "1"}})"_json;
+  Output sr = Kubectl("replace --subresource=status -f " + Quote(WriteTemp(st.dump())));
+  EXPECT_EQ(sr.code, 0) << sr.out;
+  Json st1 = KubectlJson("get -n purelb-system servicegroups.v1.purelb.io rt-v2");
+  EXPECT_EQ(st1["status"]["ipv4"]["size"], "8") << st1.dump();
+  // PureLB 0.17's columns in -o wide, from the v2 status.
+  Json full = KubectlJson("get -n purelb-system servicegroups.v2.purelb.io rt-v2");
+  full["status"] = R"({"valid": true, "announce": "Remote", "allocatedIPv4": "3",
+                       "availableIPv4": "5"})"_json;
+  ASSERT_EQ(Kubectl("replace --subresource=status -f " + Quote(WriteTemp(full.dump()))).code, 0);
+  Output wide = Kubectl("get -n purelb-system sg rt-v2 -o wide");
+  for (const char* col :
+       {"ANNOUNCE", "ALLOCATED-V4", "AVAILABLE-V4", "NAMESPACES", "ENFORCED", "Remote", "team-a"}) {
+    EXPECT_NE(wide.out.find(col), std::string::npos) << col << "\n" << wide.out;
+  }
+  // Both versions list every object.
+  for (const char* v : {"v1", "v2"}) {
+    Output names =
+        Kubectl(std::string("get -n purelb-system -o name servicegroups.") + v + ".purelb.io");
+    EXPECT_NE(names.out.find("servicegroup.purelb.io/rt-v1"), std::string::npos) << names.out;
+    EXPECT_NE(names.out.find("servicegroup.purelb.io/rt-v2"), std::string::npos) << names.out;
+  }
+  for (const char* n : {"rt-v1", "rt-v2"}) {
+    EXPECT_EQ(Kubectl(std::string("delete -n purelb-system servicegroup ") + n).code, 0);
+    EXPECT_EQ(Kubectl(std::string("delete -n purelb-system lbnodeagent ") + n).code, 0);
+  }
+}
+
+// Each version's own rules, on the real server.
+TEST_F(DeployTest, PurelbV2CelRulesAndV1Boundaries) {
+  ApplyInstall();
+  struct Case {
+    const char* what;
+    const char* yaml;
+    std::vector<const char*> errors;
+  };
+  const Case cases[] = {
+      {"v2: local and remote",
+       "apiVersion: purelb.io/v2\nkind: ServiceGroup\n"
+       "metadata: {name: both, namespace: purelb-system}\n"
+       "spec: {local: {v4pools: [{subnet: 192.0.2.0/24, pool: 192.0.2.1/32}]},\n"
+       "       remote: {v4pools: [{subnet: 203.0.113.0/24, pool: 203.0.113.1/32}]}}\n",
+       {"exactly one of local, remote, or external must be specified"}},
+      {"v2: none of them",
+       "apiVersion: purelb.io/v2\nkind: ServiceGroup\n"
+       "metadata: {name: none, namespace: purelb-system}\nspec: {namespaces: [a]}\n",
+       {"exactly one of local, remote, or external must be specified"}},
+      {"v2: enforceNamespaces without namespaces",
+       "apiVersion: purelb.io/v2\nkind: ServiceGroup\n"
+       "metadata: {name: enf, namespace: purelb-system}\n"
+       "spec: {enforceNamespaces: true, local: {v4pools: [{subnet: 192.0.2.0/24, pool: "
+       "192.0.2.1/32}]}}\n",
+       {"enforceNamespaces requires a non-empty namespaces list"}},
+      {"v2: namespaceDefault with an empty list",
+       "apiVersion: purelb.io/v2\nkind: ServiceGroup\n"
+       "metadata: {name: nsd, namespace: purelb-system}\n"
+       "spec: {namespaces: [], namespaceDefault: true, local: {v4pools: [{subnet: 192.0.2.0/24, "
+       "pool: 192.0.2.1/32}]}}\n",
+       {"namespaceDefault requires a non-empty namespaces list"}},
+      {"v2: aggregation without the slash",
+       "apiVersion: purelb.io/v2\nkind: ServiceGroup\n"
+       "metadata: {name: agg, namespace: purelb-system}\n"
+       "spec: {remote: {v4pools: [{subnet: 192.0.2.0/24, pool: 192.0.2.1/32, aggregation: "
+       "\"32\"}]}}\n",
+       {"spec.remote.v4pools[0].aggregation", "should match"}},
+      {"v2: the v1 flat form",
+       "apiVersion: purelb.io/v2\nkind: ServiceGroup\n"
+       "metadata: {name: flat, namespace: purelb-system}\n"
+       "spec: {local: {subnet: 192.0.2.0/24, pool: 192.0.2.1/32}}\n",
+       {"purelb.io/v1 single-pool form"}},
+      {"v2: external without announce",
+       "apiVersion: purelb.io/v2\nkind: ServiceGroup\n"
+       "metadata: {name: ext, namespace: purelb-system}\n"
+       "spec: {external: {provider: netbox}}\n",
+       {"spec.external.announce", "Required value"}},
+      {"v2: a namespace that is no DNS label",
+       "apiVersion: purelb.io/v2\nkind: ServiceGroup\n"
+       "metadata: {name: badns, namespace: purelb-system}\n"
+       "spec: {namespaces: [Team_A], local: {v4pools: [{subnet: 192.0.2.0/24, pool: "
+       "192.0.2.1/32}]}}\n",
+       {"spec.namespaces[0]", "should match"}},
+      {"v1: remote is a v2 field",
+       "apiVersion: purelb.io/v1\nkind: ServiceGroup\n"
+       "metadata: {name: v1remote, namespace: purelb-system}\n"
+       "spec: {remote: {v4pools: [{subnet: 203.0.113.0/24, pool: 203.0.113.1/32}]}}\n",
+       {"spec.local", "Required value", "are purelb.io/v2 fields"}},
+      {"v1: namespaces is a v2 field",
+       "apiVersion: purelb.io/v1\nkind: ServiceGroup\n"
+       "metadata: {name: v1ns, namespace: purelb-system}\n"
+       "spec: {namespaces: [a], local: {v4pools: [{subnet: 192.0.2.0/24, pool: 192.0.2.1/32}]}}\n",
+       {"are purelb.io/v2 fields: write the object as apiVersion purelb.io/v2"}},
+      {"v2 LBNodeAgent: a v1 field name",
+       "apiVersion: purelb.io/v2\nkind: LBNodeAgent\n"
+       "metadata: {name: v2old, namespace: purelb-system}\n"
+       "spec: {local: {localint: eth0}}\n",
+       {"localint, extlbint and sendgarp are purelb.io/v1 fields"}},
+      {"v1 LBNodeAgent: a v2 field name",
+       "apiVersion: purelb.io/v1\nkind: LBNodeAgent\n"
+       "metadata: {name: v1new, namespace: purelb-system}\n"
+       "spec: {local: {garpConfig: {enabled: true}}}\n",
+       {"are purelb.io/v2 fields"}},
+      {"v2 LBNodeAgent: garp count over 10",
+       "apiVersion: purelb.io/v2\nkind: LBNodeAgent\n"
+       "metadata: {name: garp, namespace: purelb-system}\n"
+       "spec: {local: {garpConfig: {count: 11}}}\n",
+       {"spec.local.garpConfig.count", "less than or equal to 10"}},
+      {"v2 LBNodeAgent: no spec",
+       "apiVersion: purelb.io/v2\nkind: LBNodeAgent\n"
+       "metadata: {name: nospec, namespace: purelb-system}\n",
+       {"spec", "Required value"}},
+  };
+  for (const Case& c : cases) {
+    Output r = Kubectl("apply -f " + Quote(WriteTemp(c.yaml)));
+    EXPECT_NE(r.code, 0) << c.what << ": accepted\n" << r.out;
+    for (const char* e : c.errors) {
+      EXPECT_NE(r.out.find(e), std::string::npos) << c.what << ": no \"" << e << "\" in\n" << r.out;
+    }
+  }
+  // What the API server accepts and Pylon refuses itself (with a condition): external IPAM.
+  Apply(
+      "apiVersion: purelb.io/v2\nkind: ServiceGroup\n"
+      "metadata: {name: ext-ok, namespace: purelb-system}\n"
+      "spec: {external: {provider: netbox, announce: local}}\n",
+      "external group");
+  EXPECT_EQ(Kubectl("get -n purelb-system sg ext-ok -o jsonpath={.spec.external.socket}").out,
+            "/var/run/purelb/ipam.sock");
+  EXPECT_EQ(Kubectl("delete -n purelb-system sg ext-ok").code, 0);
+}
+
+// Objects a PureLB v2 install stored (a v2-only CRD, storage v2, no spec.writtenAs) read as v2
+// objects once Pylon's CRD (storage v1, both served) replaces it: the API server defaults an
+// object read from etcd with the schema of the version it was stored as, so writtenAs is v2.
+// Checked on a copy of the ServiceGroup CRD under another group, to leave purelb.io alone.
+TEST_F(DeployTest, ObjectsStoredByAV2OnlyCrdReadAsWrittenV2) {
+  ApplyInstall();
+  Json crd = KubectlJson("create --dry-run=client -f " +
+                         Quote(DeployDir() + "/crds/servicegroups.purelb.io.yaml"));
+  ASSERT_TRUE(crd.is_object());
+  crd["metadata"]["name"] = "servicegroups.pylon-mig.test";
+  crd["spec"]["group"] = "pylon-mig.test";
+  Json pylon_crd = crd;
+  // PureLB's: v2 only, no writtenAs, no rules that read it.
+  Json v2 = crd["spec"]["versions"][1];
+  ASSERT_EQ(v2["name"], "v2");
+  v2["storage"] = true;
+  Json& spec_schema = v2["schema"]["openAPIV3Schema"]["properties"]["spec"];
+  spec_schema["properties"].erase("writtenAs");
+  spec_schema.erase("x-kubernetes-validations");
+  crd["spec"]["versions"] = Json::array({v2});
+  ASSERT_EQ(Kubectl("apply -f " + Quote(WriteTemp(crd.dump()))).code, 0);
+  ASSERT_EQ(Kubectl("wait --for=condition=Established --timeout=60s crd "
+                    "servicegroups.pylon-mig.test")
+                .code,
+            0);
+  Apply(
+      "apiVersion: pylon-mig.test/v2\nkind: ServiceGroup\n"
+      "metadata: {name: stored-v2, namespace: purelb-system}\n"
+      "spec: {remote: {v4pools: [{subnet: 203.0.113.0/24, pool: 203.0.113.64/29}]},\n"
+      "       namespaces: [team-a]}\n",
+      "object of the v2-only CRD");
+  Json before = KubectlJson("get -n purelb-system servicegroups.v2.pylon-mig.test stored-v2");
+  EXPECT_FALSE(before["spec"].contains("writtenAs")) << before.dump();
+  // Pylon's CRD over it.
+  Output up = Kubectl("apply -f " + Quote(WriteTemp(pylon_crd.dump())));
+  ASSERT_EQ(up.code, 0) << up.out;
+  ASSERT_TRUE([&] {
+    for (int i = 0; i < 100; ++i) {
+      Output r =
+          Kubectl("get -n purelb-system servicegroups.v1.pylon-mig.test stored-v2 -o json", false);
+      if (r.code == 0) return true;
+      usleep(100 * 1000);
+    }
+    return false;
+  }());
+  for (const char* v : {"v1", "v2"}) {
+    Json o = KubectlJson(std::string("get -n purelb-system servicegroups.") + v +
+                         ".pylon-mig.test stored-v2");
+    EXPECT_EQ(o["spec"].value("writtenAs", ""), "v2") << v << ": " << o.dump();
+    EXPECT_EQ(o["spec"]["remote"], before["spec"]["remote"]) << v;
+    EXPECT_EQ(o["spec"]["namespaces"], before["spec"]["namespaces"]) << v;
+  }
+  // A new object through v1 is v1.
+  Apply(
+      "apiVersion: pylon-mig.test/v1\nkind: ServiceGroup\n"
+      "metadata: {name: new-v1, namespace: purelb-system}\n"
+      "spec: {local: {v4pools: [{subnet: 192.0.2.0/24, pool: 192.0.2.64/29}]}}\n",
+      "v1 object after the switch");
+  EXPECT_EQ(Kubectl("get -n purelb-system servicegroups.v2.pylon-mig.test new-v1 "
+                    "-o jsonpath={.spec.writtenAs}")
+                .out,
+            "v1");
+  EXPECT_EQ(Kubectl("delete crd servicegroups.pylon-mig.test").code, 0);
 }
 
 }  // namespace

@@ -516,5 +516,51 @@ TEST(AllocatorScenario, AssignRejectsMalformedRequests) {
   EXPECT_EQ(alloc.service_count(), 0u);
 }
 
+// balancePools (PureLB v2): a new address comes from the range with the fewest in use, ties to
+// the earlier range; a release, SetPools and Rebuild keep the per-range counts right.
+TEST(AllocatorScenario, BalancedPoolTakesTheLeastUsedRange) {
+  Allocator alloc;
+  PoolDefinition def = Pool("bal", "10.0.0.0-10.0.0.9,10.0.1.0-10.0.1.9,10.0.2.0-10.0.2.1", "");
+  def.balance = true;
+  ASSERT_TRUE(alloc.SetPools({def}));
+  auto assign = [&](const char* svc) -> std::string {
+    auto r = alloc.Assign({Svc(svc), "bal", Fams("4"), {}, "", Ports("TCP/80")});
+    return r ? Join(r->addresses) : "error: " + r.error().message();
+  };
+  struct Step {
+    const char* svc;
+    const char* want;
+  };
+  const Step first[] = {
+      {"ns/a", "10.0.0.0"},                        // all empty: the first range
+      {"ns/b", "10.0.1.0"},                        // 1,0,0 -> the second
+      {"ns/c", "10.0.2.0"},                        // 1,1,0 -> the third
+      {"ns/d", "10.0.0.1"},                        // 1,1,1 -> the first again
+      {"ns/e", "10.0.1.1"}, {"ns/f", "10.0.2.1"},  // the third is now full
+      {"ns/g", "10.0.0.2"},                        // 2,2,2(full) -> the first
+      {"ns/h", "10.0.1.2"},
+  };
+  for (const Step& s : first) EXPECT_EQ(assign(s.svc), s.want) << s.svc;
+  // Two released from the second range: it is the emptiest now.
+  alloc.Release(Svc("ns/b"));
+  alloc.Release(Svc("ns/e"));
+  EXPECT_EQ(assign("ns/i"), "10.0.1.3");  // next-fit inside the range
+  // SetPools with the same ranges recounts from what is held: 3 / 2 / 2(full).
+  ASSERT_TRUE(alloc.SetPools({def}));
+  EXPECT_EQ(assign("ns/j"), "10.0.1.4");
+  // Rebuild from records: 1 in the first range, 0 in the second, 2 in the third.
+  auto conflicts = alloc.Rebuild({{Svc("ns/a"), "bal", Addr("10.0.0.0"), "", Ports("TCP/80")},
+                                  {Svc("ns/c"), "bal", Addr("10.0.2.0"), "", Ports("TCP/80")},
+                                  {Svc("ns/f"), "bal", Addr("10.0.2.1"), "", Ports("TCP/80")}});
+  EXPECT_TRUE(conflicts.empty());
+  EXPECT_EQ(assign("ns/k"), "10.0.1.0");  // the empty second range (Rebuild resets next-fit)
+  EXPECT_EQ(assign("ns/l"), "10.0.0.1");  // 1,1 -> the first
+  // Without balance the first range fills first.
+  def.balance = false;
+  ASSERT_TRUE(alloc.SetPools({def}));
+  EXPECT_EQ(assign("ns/m"), "10.0.0.2");
+  EXPECT_EQ(assign("ns/n"), "10.0.0.3");
+}
+
 }  // namespace
 }  // namespace pylon::pool
