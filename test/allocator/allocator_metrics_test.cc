@@ -25,10 +25,10 @@ std::map<std::string, std::set<std::string>> Samples(const std::string& text) {
 }
 
 // Every refusal reason of a Service condition (docs/operate.md, troubleshooting).
-const char* const kReasons[] = {"AddressInUse",       "OutsidePools",      "NoSuchClass",
-                                "NoSuchServiceGroup", "FamilyUnavailable", "PoolExhausted",
-                                "SharingConflict",    "InvalidAnnotation", "InvalidService",
-                                "AddressConflict"};
+const char* const kReasons[] = {
+    "AddressInUse",      "OutsidePools",    "NoSuchClass",     "NoSuchServiceGroup",
+    "FamilyUnavailable", "PoolExhausted",   "SharingConflict", "InvalidAnnotation",
+    "InvalidService",    "AddressConflict", "NamespaceDenied", "AmbiguousNamespaceDefault"};
 // Every ErrorCode but Conflict (purelb_allocator_conflicts_total counts those).
 const char* const kCodes[] = {"InvalidArgument", "NotFound",    "AlreadyExists", "OutOfRange",
                               "Exhausted",       "Unavailable", "Gone",          "Permission",
