@@ -182,6 +182,36 @@ class HelmTest : public ::testing::Test {
     return out;
   }
 
+  // `helm template` output `helm` holds the objects of `kubectl kustomize <dir>` (but the
+  // Namespace), field for field, and nothing else.
+  static void ExpectSameAsKustomize(const std::map<std::string, Json>& helm,
+                                    const std::string& dir) {
+    Output k = Kubectl("kustomize --load-restrictor LoadRestrictionsNone " + Quote(dir), false);
+    ASSERT_EQ(k.code, 0) << k.out;
+    std::map<std::string, Json> kustomize;
+    for (Json& o : AsJson(k.out)) {
+      const std::string id = Id(o);
+      kustomize[id] = std::move(o);
+    }
+    ASSERT_GE(kustomize.size(), 14u);
+    for (const auto& [id, want] : kustomize) {
+      if (want.value("kind", "") == "Namespace") {
+        EXPECT_EQ(helm.count(id), 0u) << id << ": Helm's --create-namespace makes it";
+        continue;
+      }
+      auto it = helm.find(id);
+      if (it == helm.end()) {
+        ADD_FAILURE() << id << ": missing from helm template";
+        continue;
+      }
+      EXPECT_EQ(it->second, want) << id << "\nhelm:      " << it->second.dump()
+                                  << "\nkustomize: " << want.dump();
+    }
+    for (const auto& [id, o] : helm) {
+      EXPECT_EQ(kustomize.count(id), 1u) << id << ": rendered by helm only";
+    }
+  }
+
   static inline std::string* dir_ = nullptr;
   static inline lab::ControlPlane* cp_ = nullptr;
 };
@@ -210,38 +240,26 @@ TEST_F(HelmTest, ChartCrdsAreTheDeployCrds) {
     EXPECT_EQ(sa.str(), sb.str()) << e.path().filename() << ": copy deploy/crds to the chart";
     ++n;
   }
-  EXPECT_EQ(n, 4);
+  EXPECT_EQ(n, 7);
   int in_chart = 0;
   for ([[maybe_unused]] const auto& e : fs::directory_iterator(Chart() + "/crds")) ++in_chart;
   EXPECT_EQ(in_chart, n);
 }
 
 TEST_F(HelmTest, DefaultValuesRenderExactlyTheKustomizeInstall) {
-  std::map<std::string, Json> helm = Template("--include-crds");
-  Output k = Kubectl("kustomize " + Quote(std::string(PYLON_SOURCE_DIR) + "/deploy"), false);
-  ASSERT_EQ(k.code, 0);
-  std::map<std::string, Json> kustomize;
-  for (Json& o : AsJson(k.out)) {
-    const std::string id = Id(o);
-    kustomize[id] = std::move(o);
-  }
-  ASSERT_GE(kustomize.size(), 14u);
-  for (const auto& [id, want] : kustomize) {
-    if (want.value("kind", "") == "Namespace") {
-      EXPECT_EQ(helm.count(id), 0u) << id << ": Helm's --create-namespace makes it";
-      continue;
-    }
-    auto it = helm.find(id);
-    if (it == helm.end()) {
-      ADD_FAILURE() << id << ": missing from helm template";
-      continue;
-    }
-    EXPECT_EQ(it->second, want) << id << "\nhelm:      " << it->second.dump()
-                                << "\nkustomize: " << want.dump();
-  }
-  for (const auto& [id, o] : helm) {
-    EXPECT_EQ(kustomize.count(id), 1u) << id << ": rendered by helm only";
-  }
+  ExpectSameAsKustomize(Template("--include-crds"), std::string(PYLON_SOURCE_DIR) + "/deploy");
+}
+
+// bgp.enabled renders what the kustomize component deploy/components/bgp adds (docs/bgp.md).
+TEST_F(HelmTest, BgpValueRendersExactlyTheKustomizeBgpComponent) {
+  const std::string overlay = *dir_ + "/bgp-overlay";
+  fs::create_directories(overlay);
+  const std::string rel = fs::relative(std::string(PYLON_SOURCE_DIR) + "/deploy", overlay).string();
+  std::ofstream(overlay + "/kustomization.yaml")
+      << "resources: [" << rel << "]\ncomponents: [" << rel << "/components/bgp]\n";
+  auto t = Template("--include-crds --set bgp.enabled=true");
+  ExpectSameAsKustomize(t, overlay);
+  EXPECT_EQ(t.count("ClusterRole /pylon:agent-bgp"), 1u);
 }
 
 TEST_F(HelmTest, EachValueRendersWhatItSays) {
