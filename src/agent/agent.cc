@@ -522,6 +522,13 @@ void Agent::OnePass(bool shutting_down) {
       reconciler_->Run(in, membership_, [this](std::span<const net::IpAddress> mine) {
         return hb_->AddressesToYield(mine);
       });
+      // Peers heard again after this node heard none (frozen, cut off): what it still holds may
+      // have been announced by another node meanwhile, so announce it again (Reconciler).
+      const std::uint64_t rejoined = hb_->stats().rejoined;
+      if (rejoined != hb_rejoined_seen_) {
+        hb_rejoined_seen_ = rejoined;
+        reconciler_->ReannounceHeld();
+      }
     } else {
       reconciler_->Run(in, membership_);
     }

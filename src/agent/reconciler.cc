@@ -346,6 +346,18 @@ void Reconciler::HandleClaims(const election::Membership& membership) {
   }
 }
 
+void Reconciler::ReannounceHeld() {
+  const SteadyTime now = d_.clock->Now();
+  for (const auto& a : held_local_) {
+    d_.garp->Schedule(a.interface, a.ifindex, a.address.address(), now);
+  }
+  if (!held_local_.empty()) {
+    log::Info("re-announcing held addresses: peers heard again after a silence",
+              {{"count", std::to_string(held_local_.size())}});
+  }
+  SendDueAnnouncements();
+}
+
 std::vector<net::IpAddress> Reconciler::HeldLocal() const {
   std::vector<net::IpAddress> out;
   for (const auto& a : held_local_) out.push_back(a.address.address());

@@ -72,6 +72,13 @@ class Reconciler {
   std::vector<net::IpAddress> HeldLocal() const;
   // Sends the announcements due now (bursts started by earlier passes).
   void SendDueAnnouncements();
+  // Starts an announcement burst for every local address held now (after the last Run) and sends
+  // what is due. For when this node was cut off (heartbeats: it heard no peer, e.g. frozen or
+  // partitioned) and hears its peers again: another node may have taken and announced an address
+  // meanwhile that this node still holds or keeps (split-brain resolved in its favour), so the
+  // neighbours' caches may point at that node; an address held throughout is never "added" again,
+  // so nothing else would announce it.
+  void ReannounceHeld();
   // Takes the claims the ClaimSource saw on held addresses and reports the foreign ones (event
   // on the Services, log, metric) and defends the address with one announcement burst. Also
   // called by Run.

@@ -583,6 +583,9 @@ void HeartbeatService::Run() {
       if (rc > 0 && link_fd >= 0 && (fds[2].revents & POLLIN) != 0) notify |= DrainLinkEvents();
       if (rc > 0 && (fds[1].revents & POLLIN) != 0) notify |= DrainSocket(now);
       transitions = detector_.Evaluate(now);
+      for (const auto& t : transitions) {
+        if (t.from == PeerState::kSilent && t.to == PeerState::kAlive) ++stats_.rejoined;
+      }
     }
     LogTransitions(transitions);
     if ((notify || !transitions.empty()) && on_change_) on_change_();

@@ -82,6 +82,9 @@ struct HeartbeatStats {
   std::uint64_t send_errors = 0;  // datagrams the kernel refused
   std::uint64_t received = 0;     // datagrams read from the socket
   std::uint64_t accepted = 0;     // authenticated, fresh heartbeats of listed peers
+  // Peers heard again after a silence (kSilent -> kAlive): this node heard nobody for a while
+  // (stopped, cut off) and hears again.
+  std::uint64_t rejoined = 0;
   std::array<std::uint64_t, kDropReasonCount> dropped{};  // by DropReason
   std::uint64_t dropped_total() const;
 };

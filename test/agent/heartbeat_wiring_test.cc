@@ -182,5 +182,33 @@ TEST(ReconcilerReannounceTest, HeldAddressesAreReannouncedEveryInterval) {
   }
 }
 
+// The freeze case: this node held an address, was cut off (another node took the address over and
+// announced it), and hears its peers again still holding it -- never "added" again, so only
+// ReannounceHeld tells the neighbours to come back. One full burst for what is held, none for
+// what is not.
+TEST(ReconcilerReannounceTest, ReannounceHeldSendsABurstForEveryHeldAddress) {
+  const std::string ip = "192.0.2.100";
+  const std::string winner = HashWinner(kNodes, Ip(ip));
+  AgentWorld w(winner);
+  w.services_.push_back(Svc("web", {.ips = {ip}}));
+  w.Pass();
+  const std::size_t takeover = w.announcer_.sent().size() + Idle(w, seconds(5));
+  ASSERT_GT(takeover, 0u);
+  EXPECT_EQ(Idle(w, seconds(5)), 0u);  // held throughout: nothing more by itself
+  const std::size_t before = w.announcer_.sent().size();
+  w.reconciler_->ReannounceHeld();
+  EXPECT_EQ(w.announcer_.sent().size() - before + Idle(w, seconds(5)), takeover);
+  for (std::size_t i = before; i < w.announcer_.sent().size(); ++i) {
+    EXPECT_EQ(w.announcer_.sent()[i].address, Ip(ip));
+  }
+
+  AgentWorld loser(SomeLoser(kNodes, winner));
+  loser.services_.push_back(Svc("web", {.ips = {ip}}));
+  loser.Pass();
+  loser.reconciler_->ReannounceHeld();
+  EXPECT_EQ(Idle(loser, seconds(5)), 0u);
+  EXPECT_TRUE(loser.announcer_.sent().empty());
+}
+
 }  // namespace
 }  // namespace pylon::agent::testing

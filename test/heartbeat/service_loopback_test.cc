@@ -108,6 +108,30 @@ TEST_F(Loopback, DetectsStopAndLeaveAndRevival) {
   EXPECT_NE(nodes_["a"]->Peer(NodeName("b"))->reason.find("leaving"), std::string::npos);
 }
 
+// a hears nobody for a while (b and c stop sending to it: a partition, or a stopped a): its peers
+// go silent, not dead; heard again, they count as rejoined -- the agent's cue to re-announce.
+TEST_F(Loopback, PeersHeardAgainAfterASilenceCountAsRejoined) {
+  ASSERT_TRUE(WaitFor([&] { return AllAlive(); }));
+  EXPECT_EQ(nodes_["a"]->stats().rejoined, 0u);
+  for (const char* n : {"b", "c"}) {
+    std::map<NodeName, std::vector<Endpoint>> peers;
+    for (const char* o : {"b", "c"}) {
+      if (std::string(o) != n) peers[NodeName(o)] = {Endpoint{Ip("127.0.0.1"), nodes_[o]->port()}};
+    }
+    peers[NodeName("a")] = {Endpoint{Ip("127.0.0.1"), 9}};  // not a: nothing listens there
+    nodes_[n]->SetPeers(peers);
+  }
+  ASSERT_TRUE(WaitFor([&] {
+    return StateOf(*nodes_["a"], "b") == PeerState::kSilent &&
+           StateOf(*nodes_["a"], "c") == PeerState::kSilent;
+  }));
+  EXPECT_EQ(nodes_["a"]->stats().rejoined, 0u);
+  Wire();
+  ASSERT_TRUE(WaitFor([&] { return AllAlive(); }));
+  EXPECT_EQ(nodes_["a"]->stats().rejoined, 2u);
+  EXPECT_EQ(nodes_["b"]->stats().rejoined, 0u);
+}
+
 TEST_F(Loopback, WrongKeyIgnored) {
   ASSERT_TRUE(WaitFor([&] { return AllAlive(); }));
   auto intruder = Make("d", Key("not-the-cluster-key-000"));
