@@ -214,7 +214,8 @@ Plan Planner::Compute(const PlanInputs& in, const election::Membership& membersh
       continue;
     }
     int length = net::FamilyBits(ip.family());
-    if (match) length = match->aggregation_length;
+    // mode l3 classes have no aggregation: every address is announced as a host route.
+    if (match && mode != config::AnnounceMode::kL3) length = match->aggregation_length;
     // An aggregate is announced by every node holding any address inside it: with ETP Local,
     // nodes without an endpoint would attract this Service's traffic and drop it (docs/bgp.md).
     if (length < net::FamilyBits(ip.family())) {

@@ -533,7 +533,7 @@ TEST(ReconcilerTest, LaceL3AddressIsVirtualOnEveryNodeEvenOnANodeSubnet) {
     w.Pass();
     w.Pass();
     EXPECT_TRUE(w.KernelHas(w.lb0_, "192.0.2.221/32")) << self;
-    EXPECT_TRUE(w.KernelHas(w.lb0_, "203.0.113.130/28")) << self;
+    EXPECT_TRUE(w.KernelHas(w.lb0_, "203.0.113.130/32")) << self;  // host route: no aggregation
     EXPECT_TRUE(w.OwnAddresses(w.eth0_).empty()) << self;
     EXPECT_TRUE(w.writer_.l2_upserts.empty()) << self;  // no L2Advertisement: nothing elected
     EXPECT_TRUE(w.writer_.events.empty()) << self;

@@ -234,6 +234,37 @@ ports:
     EXPECT_TRUE(WaitNexthops(ip, {NodeIp("node3", IsV6(ip))}))
         << ip << ": " << testing::PrintToString(Nexthops(ip));
   }
+  // A LoadBalancerClass of mode l3 allocates from its pools and is announced the same way.
+  Apply(R"(apiVersion: lace-cni.io/v1alpha1
+kind: LoadBalancerClass
+metadata:
+  name: routed
+spec:
+  mode: l3
+  ipv4Pools:
+  - cidr: 203.0.113.64/28
+)");
+  Apply(R"(apiVersion: v1
+kind: Service
+metadata:
+  name: l3
+  namespace: default
+spec:
+  type: LoadBalancer
+  loadBalancerClass: lace-cni.io/routed
+  selector:
+    app: l3
+  ports:
+  - port: 80
+    targetPort: 8080
+)");
+  auto l3 = WaitIngress("l3", 1);
+  ASSERT_EQ(l3.size(), 1u);
+  EXPECT_EQ(l3[0].rfind("203.0.113.", 0), 0u) << l3[0];
+  EXPECT_TRUE(WaitNexthops(l3[0], NodeIps(false)))
+      << l3[0] << ": " << testing::PrintToString(Nexthops(l3[0]));
+  EXPECT_TRUE(WanProbe(l3[0]).ok);
+
   // The routing daemon dies on node3: reported (readiness, metric, event), then back.
   auto agent_http = [&](const std::string& node, const std::string& path) {
     auto r = lab::InNetns(lab().FindNode(node)->netns,
