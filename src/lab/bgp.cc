@@ -204,7 +204,13 @@ Status Lab::FreezeNode(const std::string& node, bool frozen) {
   if (frozen) {
     if (auto s = topology_.SetNodePortForwarding(*n, false); !s) return s;
   }
-  for (const std::string& key : {"agent-" + node, "bird-" + node, "serve-" + node}) {
+  // Every process of the node: agent, BIRD, responder, kube-proxy, API forwarder, and its pods.
+  std::vector<std::string> keys = {"agent-" + node, "bird-" + node, "serve-" + node,
+                                   "kube-proxy-" + node, "api-forward-" + node};
+  for (const auto& pod : pods_) {
+    if (pod.node == node) keys.push_back("pod-" + pod.name);
+  }
+  for (const std::string& key : keys) {
     auto it = procs_.find(key);
     if (it != procs_.end()) (void)it->second.Signal(sig);
   }

@@ -122,7 +122,8 @@ class Lab {
   // ("203.0.113.10/32"); empty when there is no such route.
   Result<std::vector<std::string>> RouterNexthops(const std::string& prefix) const;
   // A node as its crash looks from outside: its switch port out of forwarding (no carrier change
-  // anywhere), its agent, BIRD and responder stopped (SIGSTOP). false thaws it.
+  // anywhere), every process of it stopped (SIGSTOP): agent, BIRD, responder, kube-proxy, API
+  // forwarder and its pods. false thaws it.
   Status FreezeNode(const std::string& node, bool frozen);
   const LabNode* FindNode(const std::string& name) const;
 
