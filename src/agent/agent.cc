@@ -465,7 +465,8 @@ void Agent::RefreshInputs() {
       const k8s::Json& list = (*taints)["taints"];
       if (list.is_array()) {
         for (const auto& t : list) {
-          if (t.is_object() && t.value("key", "") == "ToBeDeletedByClusterAutoscaler") {
+          if (t.is_object() &&
+              k8s::FindString(t, {"key"}).value_or("") == "ToBeDeletedByClusterAutoscaler") {
             excluded = true;
           }
         }
@@ -565,8 +566,8 @@ void Agent::SyncBgp() {
     if (const k8s::Json* addrs = k8s::Find(*in.node, {"status", "addresses"});
         addrs && addrs->is_array()) {
       for (const auto& a : *addrs) {
-        if (!a.is_object() || a.value("type", "") != "InternalIP") continue;
-        auto ip = net::IpAddress::Parse(a.value("address", ""));
+        if (!a.is_object() || k8s::FindString(a, {"type"}).value_or("") != "InternalIP") continue;
+        auto ip = net::IpAddress::Parse(k8s::FindString(a, {"address"}).value_or(""));
         if (ip && ip->family() == net::Family::kV4) {
           in.node_ipv4 = *ip;
           break;

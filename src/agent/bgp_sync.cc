@@ -357,13 +357,13 @@ void BgpSync::Poll() {
     if (!entry.is_null() && (was == established_.end() || was->second != up)) {
       if (was != established_.end() || up) {
         log::Info(up ? "BGP session established" : "BGP session down",
-                  {{"peer", name}, {"session", entry.value("session", "")}});
+                  {{"peer", name}, {"session", k8s::FindString(entry, {"session"}).value_or("")}});
         if (recorder_) {
           recorder_->Event(
               k8s::ObjectReference::For(crd::BGPPeers(), obj),
               up ? k8s::EventLevel::kNormal : k8s::EventLevel::kWarning,
               up ? "SessionEstablished" : "SessionDown",
-              "node " + node_ + ": " + entry.value("session", "") +
+              "node " + node_ + ": " + k8s::FindString(entry, {"session"}).value_or("") +
                   (entry.contains("lastError") ? " (" + entry["lastError"].get<std::string>() + ")"
                                                : ""));
         }
@@ -398,12 +398,12 @@ void BgpSync::WriteStatus(const std::string& peer, const k8s::Json& entry,
     k8s::Json nodes = k8s::Json::array();
     if (status.contains("nodes") && status["nodes"].is_array()) {
       for (const auto& n : status["nodes"]) {
-        if (n.is_object() && n.value("node", "") != node_) nodes.push_back(n);
+        if (n.is_object() && k8s::FindString(n, {"node"}).value_or("") != node_) nodes.push_back(n);
       }
     }
     if (!entry.is_null()) nodes.push_back(entry);
     std::sort(nodes.begin(), nodes.end(), [](const k8s::Json& a, const k8s::Json& b) {
-      return a.value("node", "") < b.value("node", "");
+      return k8s::FindString(a, {"node"}).value_or("") < k8s::FindString(b, {"node"}).value_or("");
     });
     status["nodes"] = nodes;
     // The Valid condition: every agent writes the same content, so their writes agree.
@@ -413,8 +413,9 @@ void BgpSync::WriteStatus(const std::string& peer, const k8s::Json& entry,
     if (status.contains("conditions") && status["conditions"].is_array()) {
       for (const auto& cnd : status["conditions"]) {
         if (!cnd.is_object()) continue;
-        if (cnd.value("type", "") == "Valid") {
-          if (cnd.value("status", "") == want) since = cnd.value("lastTransitionTime", since);
+        if (k8s::FindString(cnd, {"type"}).value_or("") == "Valid") {
+          if (k8s::FindString(cnd, {"status"}).value_or("") == want)
+            since = k8s::FindString(cnd, {"lastTransitionTime"}).value_or(since);
         } else {
           conds.push_back(cnd);
         }
