@@ -123,7 +123,7 @@ class Agent {
   std::unique_ptr<ClaimMonitor> claim_monitor_;  // null: probing off
   std::unique_ptr<Reconciler> reconciler_;
   std::unique_ptr<LeaseKeeper> lease_;
-  std::unique_ptr<heartbeat::HeartbeatService> hb_;    // null: heartbeats off
+  std::unique_ptr<heartbeat::HeartbeatService> hb_;  // null: heartbeats off
   std::uint64_t hb_rejoined_seen_ = 0;  // hb_->stats().rejoined at the last pass (OnePass)
   std::unique_ptr<KubeProxyChecker> kube_proxy_;       // null: --kube-proxy-check=off
   std::unique_ptr<BgpSync> bgp_;                       // null: no --bird-socket
