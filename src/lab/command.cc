@@ -775,23 +775,7 @@ Result<LabConfig> ConfigFromFlags(const Flags& f, int min_nodes, int max_nodes) 
   return cfg;
 }
 
-const char* kBgpGroup = R"(apiVersion: purelb.io/v1
-kind: ServiceGroup
-metadata:
-  name: routed
-  namespace: purelb-system
-spec:
-  local:
-    v4pools:
-    - pool: 203.0.113.10-203.0.113.20
-      subnet: 203.0.113.0/24
-      aggregation: /32
-    v6pools:
-    - pool: 2001:db8:beef::10-2001:db8:beef::20
-      subnet: 2001:db8:beef::/64
-      aggregation: /128
----
-apiVersion: v1
+const char* kBgpService = R"(apiVersion: v1
 kind: Service
 metadata:
   name: routed-web
@@ -815,8 +799,9 @@ void DemoBgp(Lab& lab) {
   Step(
       "BGP: a ServiceGroup of virtual addresses (on no node subnet), announced by BIRD on every "
       "node to the upstream BIRD router");
-  Indent(kBgpGroup);
-  if (auto s = lab.Apply(kBgpGroup); !s) {
+  const std::string manifest = std::string(kRoutedServiceGroup) + "---\n" + kBgpService;
+  Indent(manifest);
+  if (auto s = lab.Apply(manifest); !s) {
     Say("apply failed: " + s.error().message());
     return;
   }

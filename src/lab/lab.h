@@ -51,6 +51,25 @@ struct LabConfig {
   bool bgp = false;
 };
 
+// A ServiceGroup of virtual addresses for BGP labs (no node subnet holds them; one host route
+// each): what `demo --bgp` and the BGP tests announce.
+inline constexpr const char* kRoutedServiceGroup = R"(apiVersion: purelb.io/v1
+kind: ServiceGroup
+metadata:
+  name: routed
+  namespace: purelb-system
+spec:
+  local:
+    v4pools:
+    - pool: 203.0.113.10-203.0.113.20
+      subnet: 203.0.113.0/24
+      aggregation: /32
+    v6pools:
+    - pool: 2001:db8:beef::10-2001:db8:beef::20
+      subnet: 2001:db8:beef::/64
+      aggregation: /128
+)";
+
 class Lab {
  public:
   explicit Lab(LabConfig config);

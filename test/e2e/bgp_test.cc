@@ -16,27 +16,18 @@
 namespace pylon::e2e {
 namespace {
 
-// Virtual addresses (no node subnet holds them), one host route each.
-constexpr const char* kRoutedGroup = R"(apiVersion: purelb.io/v1
-kind: ServiceGroup
-metadata:
-  name: routed
-  namespace: purelb-system
-spec:
-  local:
-    v4pools:
-    - pool: 203.0.113.10-203.0.113.20
-      subnet: 203.0.113.0/24
-      aggregation: /32
-    v6pools:
-    - pool: 2001:db8:beef::10-2001:db8:beef::20
-      subnet: 2001:db8:beef::/64
-      aggregation: /128
-)";
-
 std::string RoutedService(const std::string& name, bool local) {
   return ServiceYaml(name, "    purelb.io/service-group: routed\n",
                      std::string(kDualSpec) + (local ? "  externalTrafficPolicy: Local\n" : ""));
+}
+
+// The EndpointSlice of Service "local": one ready endpoint on `node`.
+std::string LocalEndpointOn(const std::string& node, const std::string& ip) {
+  return "apiVersion: discovery.k8s.io/v1\nkind: EndpointSlice\nmetadata:\n  name: local-1\n"
+         "  namespace: default\n  labels:\n    kubernetes.io/service-name: local\n"
+         "addressType: IPv4\nendpoints:\n- addresses: [\"" +
+         ip + "\"]\n  conditions: {ready: true}\n  nodeName: " + node +
+         "\nports:\n- port: 8080\n  protocol: TCP\n";
 }
 
 std::string HostPrefix(const std::string& ip) { return ip + (IsV6(ip) ? "/128" : "/32"); }
@@ -156,7 +147,7 @@ class BgpTest : public LabTest {
 TEST_F(BgpTest, EcmpAcrossEveryNodeAndEtpLocalOnlyEndpointNodes) {
   ASSERT_TRUE(Eventually([&] { return AllSessionsUp(); }, Ms(30000)))
       << lab().RouterBird("show protocols").value_or("");
-  Apply(kRoutedGroup);
+  Apply(lab::kRoutedServiceGroup);
   const auto created = std::chrono::steady_clock::now();
   Apply(RoutedService("web", false));
   auto ips = WaitIngress("web", 2);
@@ -191,22 +182,7 @@ TEST_F(BgpTest, EcmpAcrossEveryNodeAndEtpLocalOnlyEndpointNodes) {
 
   // ETP Local: only nodes with a ready endpoint hold the address, so only they are next hops.
   Apply(RoutedService("local", true));
-  Apply(R"(apiVersion: discovery.k8s.io/v1
-kind: EndpointSlice
-metadata:
-  name: local-1
-  namespace: default
-  labels:
-    kubernetes.io/service-name: local
-addressType: IPv4
-endpoints:
-- addresses: ["10.244.2.5"]
-  conditions: {ready: true}
-  nodeName: node2
-ports:
-- port: 8080
-  protocol: TCP
-)");
+  Apply(LocalEndpointOn("node2", "10.244.2.5"));
   auto local_ips = WaitIngress("local", 2);
   ASSERT_EQ(local_ips.size(), 2u);
   for (const auto& ip : local_ips) {
@@ -214,22 +190,7 @@ ports:
         << ip << ": " << testing::PrintToString(Nexthops(ip));
   }
   // The endpoint moves to node3: so does the route.
-  Apply(R"(apiVersion: discovery.k8s.io/v1
-kind: EndpointSlice
-metadata:
-  name: local-1
-  namespace: default
-  labels:
-    kubernetes.io/service-name: local
-addressType: IPv4
-endpoints:
-- addresses: ["10.244.3.5"]
-  conditions: {ready: true}
-  nodeName: node3
-ports:
-- port: 8080
-  protocol: TCP
-)");
+  Apply(LocalEndpointOn("node3", "10.244.3.5"));
   for (const auto& ip : local_ips) {
     EXPECT_TRUE(WaitNexthops(ip, {NodeIp("node3", IsV6(ip))}))
         << ip << ": " << testing::PrintToString(Nexthops(ip));
@@ -307,7 +268,7 @@ spec:
 // under a second, with the hold timer alone (3 s) in about 3 s.
 TEST_F(BgpTest, FrozenNodeLeavesTheNexthopsByBfdThenByHoldTimer) {
   ASSERT_TRUE(Eventually([&] { return AllSessionsUp(); }, Ms(30000)));
-  Apply(kRoutedGroup);
+  Apply(lab::kRoutedServiceGroup);
   Apply(RoutedService("web", false));
   auto ips = WaitIngress("web", 2);
   ASSERT_EQ(ips.size(), 2u);
@@ -388,7 +349,7 @@ spec:
 // keeps the last good one in force; a password mismatch shows in the peer's status.
 TEST_F(BgpTest, GracefulDrainBadPeerAndPasswordMismatch) {
   ASSERT_TRUE(Eventually([&] { return AllSessionsUp(); }, Ms(30000)));
-  Apply(kRoutedGroup);
+  Apply(lab::kRoutedServiceGroup);
   Apply(RoutedService("web", false));
   auto ips = WaitIngress("web", 2);
   ASSERT_EQ(ips.size(), 2u);
