@@ -15,22 +15,27 @@ const char* AnnouncingKey(net::Family f) {
 
 bool IsEtpLocal(const model::Service& s) { return s.external_traffic_policy == "Local"; }
 
-std::vector<const model::EndpointSlice*> SlicePointers(const ServiceInput& in) {
+// The Service's slices that kube-proxy programs for `family`: those of that addressType (a slice
+// without one counts for both). A dual-stack pod's two slices change in separate writes; each
+// address follows its own family's endpoints, as kube-proxy's rules for it do.
+std::vector<const model::EndpointSlice*> SlicePointers(const ServiceInput& in, net::Family family) {
   std::vector<const model::EndpointSlice*> out;
   out.reserve(in.slices.size());
-  for (const auto& s : in.slices) out.push_back(&s);
+  for (const auto& s : in.slices) {
+    if (s.address_type.empty() || s.address_type == net::FamilyName(family)) out.push_back(&s);
+  }
   return out;
 }
 
-// Nodes with a usable local endpoint for one Service (kube-proxy's rules).
-std::set<std::string> NodesWithLocalEndpoint(const ServiceInput& in) {
+// Nodes with a usable local endpoint of `family` for one Service (kube-proxy's rules).
+std::set<std::string> NodesWithLocalEndpoint(const ServiceInput& in, net::Family family) {
+  auto slices = SlicePointers(in, family);
   std::set<std::string> nodes;
-  for (const auto& slice : in.slices) {
-    for (const auto& ep : slice.endpoints) {
+  for (const auto* slice : slices) {
+    for (const auto& ep : slice->endpoints) {
       if (!ep.node_name.empty()) nodes.insert(ep.node_name);
     }
   }
-  auto slices = SlicePointers(in);
   for (auto it = nodes.begin(); it != nodes.end();) {
     it = model::HasLocalEndpoint(slices, *it) ? std::next(it) : nodes.erase(it);
   }
@@ -175,7 +180,7 @@ Plan Planner::Compute(const PlanInputs& in, const election::Membership& membersh
         std::optional<std::set<std::string>> allowed;
         for (const ServiceInput* si : g.services) {
           if (!IsEtpLocal(si->service)) continue;
-          std::set<std::string> nodes = NodesWithLocalEndpoint(*si);
+          std::set<std::string> nodes = NodesWithLocalEndpoint(*si, ip.family());
           if (!allowed) {
             allowed = std::move(nodes);
           } else {
@@ -232,7 +237,7 @@ Plan Planner::Compute(const PlanInputs& in, const election::Membership& membersh
     }
     if (in.shutting_down || network.virtual_ifindex == 0) continue;
     if (g.services.size() == 1 && IsEtpLocal(g.services.front()->service)) {
-      auto slices = SlicePointers(*g.services.front());
+      auto slices = SlicePointers(*g.services.front(), ip.family());
       if (!model::HasLocalEndpoint(slices, self)) continue;
     }
     auto prefix = net::Prefix::Make(ip, length);

@@ -231,7 +231,7 @@ Outage MeasureFailover(const Lab& lab, const std::string& ip, const std::functio
       while (!g_stop) {
         double t = SinceMs(t0);
         auto r = ProbeOnce(ip, 80, Ms(30));
-        samples.push_back({t, r.ok, r.body});
+        samples.push_back({t, r.ok, AnsweringNode(r.body)});
         const double f = fault_ms.load();
         if (!r.ok) last_fail = t;
         if (f >= 0) {
@@ -239,7 +239,7 @@ Outage MeasureFailover(const Lab& lab, const std::string& ip, const std::functio
           const bool failed_since_fault = last_fail >= f;
           if (r.ok && failed_since_fault && t - last_fail >= 300) break;
           if (r.ok && !failed_since_fault && t - f >= 1500 && !samples.empty() &&
-              r.body != samples.front().node) {
+              AnsweringNode(r.body) != samples.front().node) {
             break;
           }
         }
@@ -435,7 +435,15 @@ int Failover(const Flags& f) {
     Say("--address-lifetime: want e.g. 3s or 2500ms, got \"" + lifetime + "\"");
     return 2;
   }
-  if (f.Has("address-lifetime")) cfg.agent_args = {"--address-lifetime", lifetime};
+  if (f.Has("address-lifetime")) {
+    cfg.agent_args.insert(cfg.agent_args.end(), {"--address-lifetime", lifetime});
+  }
+  // With kube-proxy the client's requests go to pods (docs/datapath.md): one pod per node behind
+  // an externalTrafficPolicy Local Service, announced from a node with a ready local endpoint
+  // (--etp-local=elect), so the pod that answers names the node that holds the address.
+  cfg.kube_proxy = f.Has("kube-proxy");
+  cfg.proxy_mode = f.Get("proxy-mode", "nftables");
+  if (cfg.kube_proxy) cfg.agent_args.push_back("--etp-local=elect");
   Lab lab(cfg);
   Say("bringing up lab \"" + cfg.name + "\" (3 nodes, lease " + cfg.lease_duration + ", retry " +
       cfg.retry_period + ", address lifetime " + lifetime + ")");
@@ -443,14 +451,34 @@ int Failover(const Flags& f) {
     Say("lab up failed: " + s.error().message());
     return 1;
   }
+  const bool pods = lab.kube_proxy_running();
+  if (cfg.kube_proxy) {
+    Say(pods ? "kube-proxy (" + cfg.proxy_mode +
+                   " mode) on every node: requests go to one pod per node, externalTrafficPolicy "
+                   "Local"
+             : "kube-proxy is NOT running, the nodes' responders answer instead: " +
+                   lab.kube_proxy_problem());
+  }
   bool heartbeats = false;
   for (const auto& a : lab.config().agent_args) heartbeats |= a == "--heartbeat-key-file";
   Say(std::string("heartbeats between agents: ") + (heartbeats ? "on" : "off"));
-  if (auto s = lab.Apply(kDemoService); !s) {
+  const std::string svc_name = "kuard-svc-dual-remote";
+  if (auto s =
+          lab.Apply(std::string(kDemoService) + (pods ? "  externalTrafficPolicy: Local\n" : ""));
+      !s) {
     Say("apply failed: " + s.error().message());
     return 1;
   }
-  const std::string svc_name = "kuard-svc-dual-remote";
+  // The pod of each node ("kuard-node1", ...).
+  auto pod_of = [](const std::string& node) { return "kuard-" + node; };
+  if (pods) {
+    for (const auto& n : lab.topology().nodes()) {
+      if (auto s = lab.AddPod(n.name, pod_of(n.name), svc_name); !s) {
+        Say("pod on " + n.name + ": " + s.error().message());
+        return 1;
+      }
+    }
+  }
   auto svc = WaitService(
       lab, "default", svc_name,
       [](const nlohmann::json& s) {
@@ -525,7 +553,29 @@ int Failover(const Flags& f) {
          std::this_thread::sleep_for(Ms(3000));  // the thawed agent notices it lost the address
        }},
   };
-  const std::string only = f.Get("cases", "SIGTERM,SIGKILL,link-down,freeze");
+  if (pods) {
+    // The winner's pod turns unready (its EndpointSlice entry ready=false): kube-proxy there
+    // drops the traffic, the agents elect a node that still has a ready endpoint.
+    cases.push_back({"endpoint", Ms(10000),
+                     [&](const std::string& n) { (void)lab.SetPodReady(pod_of(n), false); },
+                     [&](const std::string& n) { (void)lab.SetPodReady(pod_of(n), true); }});
+    // The winner's kube-proxy dies (its rules stay): its agent's health check fails 3 times in a
+    // row and the node leaves the election (docs/datapath.md).
+    cases.push_back({"kube-proxy", Ms(10000),
+                     [&](const std::string& n) { (void)lab.SignalKubeProxy(n, SIGKILL); },
+                     [&](const std::string& n) {
+                       if (auto s = lab.RestartKubeProxy(n); !s) Say("    " + s.error().message());
+                       std::this_thread::sleep_for(Ms(2000));  // the agent's check passes again
+                     }});
+  }
+  const std::string only =
+      f.Get("cases", pods ? "SIGTERM,SIGKILL,link-down,freeze,endpoint,kube-proxy"
+                          : "SIGTERM,SIGKILL,link-down,freeze");
+  for (const std::string& want : {std::string("endpoint"), std::string("kube-proxy")}) {
+    if (!pods && only.find(want) != std::string::npos) {
+      Say("case " + want + " needs kube-proxy in the lab (--kube-proxy); skipped");
+    }
+  }
   std::vector<std::string> lines;
   for (const auto& c : cases) {
     if (only.find(c.name) == std::string::npos) continue;
@@ -551,7 +601,7 @@ int Failover(const Flags& f) {
               winner = Announcer(s, v6);
               if (winner.empty()) return false;
               auto r = ProbeFromClient(lab, ip, Ms(100));
-              return r && r->ok && r->body == winner;
+              return r && r->ok && AnsweringNode(r->body) == winner;
             },
             Ms(20000), "the announcer of " + ip + " to answer");
         if (!settled) {
@@ -1109,8 +1159,10 @@ void Usage() {
       "  timing   [--name timing] [--runs 5]  Service create -> reachable, delete -> withdrawn\n"
       "  serve    --port 80 --text NAME      (inside a node) answer HTTP with NAME\n"
       "           [--report-peer]            ... followed by \" client=<source address>\"\n\n"
-      "  up and demo take --kube-proxy [--proxy-mode nftables|iptables]: kube-proxy on every\n"
-      "  node (docs/datapath.md); the demo then puts two pods behind its Service\n"
+      "  up, demo and failover take --kube-proxy [--proxy-mode nftables|iptables]: kube-proxy\n"
+      "  on every node (docs/datapath.md); the demo then puts two pods behind its Service;\n"
+      "  failover puts one pod per node behind an externalTrafficPolicy Local Service and adds\n"
+      "  the cases endpoint (the winner's pod turns unready) and kube-proxy (SIGKILL there)\n"
       "  up and demo take --bgp: BIRD 2 on every node and on the gateway as the upstream\n"
       "  router, and a client behind it (docs/bgp.md); the demo then shows ECMP over BGP\n"
       "  up, demo, failover and timing take --binary PATH: the pylon binary whose allocator\n"

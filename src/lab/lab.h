@@ -9,6 +9,7 @@
 // and a socat on the host forwards that socket to the API server.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <map>
 #include <string>
@@ -125,6 +126,10 @@ class Lab {
   // Whether kube-proxy runs on every node; if not (and config().kube_proxy), why.
   bool kube_proxy_running() const { return kube_proxy_running_; }
   const std::string& kube_proxy_problem() const { return kube_proxy_problem_; }
+  // One node's kube-proxy: a signal (SIGKILL: it dies and leaves its rules), and a restart that
+  // stops what runs, starts it again and waits until its /healthz answers 200.
+  Status SignalKubeProxy(const std::string& node, int sig);
+  Status RestartKubeProxy(const std::string& node);
 
   // --- BGP (config().bgp) ---
   static constexpr std::uint32_t kRouterAsn = 64512;
@@ -159,6 +164,8 @@ class Lab {
   Status Spawn(const std::string& key, SpawnOptions opts);
   // RBAC, kubeconfig, one kube-proxy per node, waits for every /healthz. Fails with the reason.
   Status StartKubeProxy();
+  Status SpawnKubeProxy(const LabNode& node);
+  Status WaitKubeProxyHealthy(const LabNode& node, std::chrono::steady_clock::time_point deadline);
   // The WAN client, the gateway's BIRD, every node's BIRD, the BGP RBAC and default objects.
   Status StartBgp();
   void StopKubeProxy();

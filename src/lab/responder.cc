@@ -10,6 +10,7 @@
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
+#include <sstream>
 #include <thread>
 
 #include "common/fd.h"
@@ -188,6 +189,22 @@ std::vector<ProbeSample> ProbeLoop(const std::string& address, int port,
       next = now;
   }
   return out;
+}
+
+std::map<std::string, std::string> ReplyFields(const std::string& body) {
+  std::map<std::string, std::string> out;
+  std::istringstream in(body);
+  for (std::string w; in >> w;) {
+    auto eq = w.find('=');
+    if (eq != std::string::npos) out[w.substr(0, eq)] = w.substr(eq + 1);
+  }
+  return out;
+}
+
+std::string AnsweringNode(const std::string& body) {
+  auto fields = ReplyFields(body);
+  auto it = fields.find("node");
+  return it != fields.end() ? it->second : body;
 }
 
 double LongestOutageMs(const std::vector<ProbeSample>& samples) {

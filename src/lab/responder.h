@@ -4,6 +4,7 @@
 #pragma once
 
 #include <chrono>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -40,6 +41,13 @@ std::vector<ProbeSample> ProbeLoop(const std::string& address, int port,
                                    std::chrono::milliseconds interval,
                                    std::chrono::milliseconds timeout,
                                    std::chrono::milliseconds duration, const volatile bool* stop);
+
+// The words "key=value" of a reply, e.g. a pod's "pod=web-a node=node1 client=192.0.2.2" →
+// {pod: web-a, node: node1, client: 192.0.2.2}; words without '=' are skipped.
+std::map<std::string, std::string> ReplyFields(const std::string& body);
+// The node a reply came from: its "node=" field (a pod's reply), else the whole body (a node's
+// responder answers with its name).
+std::string AnsweringNode(const std::string& body);
 
 // The longest stretch without a successful answer, from the last success before a failure to
 // the first success after it (ms); 0 when no probe failed.

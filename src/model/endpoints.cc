@@ -31,6 +31,7 @@ Result<EndpointSlice> ParseEndpointSlice(const json& obj) {
   if (auto l = meta->find("labels"); l != meta->end() && l->is_object()) {
     if (auto s = l->find(kLabelServiceName); s != l->end() && s->is_string()) es.service_name = *s;
   }
+  if (auto t = obj.find("addressType"); t != obj.end() && t->is_string()) es.address_type = *t;
   const std::string where = "EndpointSlice " + es.ns + "/" + es.name + ": endpoints";
   auto eps = obj.find("endpoints");
   if (eps == obj.end() || eps->is_null()) return es;

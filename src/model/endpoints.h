@@ -26,6 +26,9 @@ struct EndpointSlice {
   std::string ns;
   std::string name;
   std::string service_name;  // from the kubernetes.io/service-name label; empty if none
+  // addressType: "IPv4", "IPv6" or "FQDN" (required and immutable in the API); empty when absent.
+  // kube-proxy programs each family from the slices of that family only.
+  std::string address_type;
   std::vector<Endpoint> endpoints;
 };
 

@@ -219,6 +219,31 @@ TEST(ReconcilerTest, EtpLocalElectAmongNodesWithReadyEndpoints) {
   EXPECT_FALSE(w.KernelHas(w.eth0_, ip + "/24"));
 }
 
+// Each family follows its own EndpointSlices, as kube-proxy programs each family from the slices
+// of that addressType: a dual-stack pod's two slices are separate writes, and the node whose IPv4
+// endpoint turned unready while its IPv6 one is still ready drops IPv4 traffic already.
+TEST(ReconcilerTest, EtpLocalElectFollowsEachFamilysSlices) {
+  const std::string v4 = "192.0.2.108", v6 = "2001:db8:1::108";
+  // The IPv4 endpoint on the node that would lose v4 between the two nodes with endpoints, so
+  // that electing among every node with an endpoint of either family picks the wrong one.
+  const std::vector<std::string> pair = {"node2", "node3"};
+  const std::string v4_node = SomeLoser(pair, HashWinner(pair, Ip(v4)));
+  const std::string v6_node = v4_node == "node2" ? "node3" : "node2";
+  for (const auto& self : kNodes) {
+    SCOPED_TRACE(self);
+    AgentWorld w(self, EtpLocalMode::kElect);
+    auto slice4 = Slice("default", "dual", {{v4_node, true}, {v6_node, false}});
+    slice4.address_type = "IPv4";
+    auto slice6 = Slice("default", "dual", {{v4_node, false}, {v6_node, true}});
+    slice6.name = "dual-def";
+    slice6.address_type = "IPv6";
+    w.services_.push_back(Svc("dual", {.ips = {v4, v6}, .etp = "Local"}, {slice4, slice6}));
+    w.Pass();
+    EXPECT_EQ(w.KernelHas(w.eth0_, v4 + "/24"), self == v4_node);
+    EXPECT_EQ(w.KernelHas(w.eth0_, v6 + "/64"), self == v6_node);
+  }
+}
+
 // --- Failover, stickiness, membership -------------------------------------------------------
 
 TEST(ReconcilerTest, TakesOverWhenTheWinnerLeavesAndIsSticky) {

@@ -476,5 +476,59 @@ spec:
   EXPECT_GT(ExpectNoRefusedComponentRequests(), 0);
 }
 
+// Virtual addresses on the real data path: kube-proxy on every node and pods behind an
+// externalTrafficPolicy Local Service announced over BGP. Only the node with a ready endpoint
+// holds the address, so it alone is the router's next hop, and kube-proxy there hands the
+// client's connection to the local pod without masquerading: the pod sees the client's address.
+class BgpPodsTest : public BgpTest {
+ protected:
+  void Configure(lab::LabConfig* cfg) override {
+    cfg->bgp = true;
+    cfg->kube_proxy = true;
+  }
+};
+
+TEST_F(BgpPodsTest, EtpLocalVirtualAddressReachesThePodWithTheClientAddressKept) {
+  ASSERT_TRUE(lab().kube_proxy_running()) << lab().kube_proxy_problem();
+  ASSERT_TRUE(Eventually([&] { return AllSessionsUp(); }, Ms(30000)))
+      << lab().RouterBird("show protocols").value_or("");
+  Apply(lab::kRoutedServiceGroup);
+  Apply(RoutedService("local", true));
+  auto added = lab().AddPod("node2", "local-a", "local");
+  ASSERT_TRUE(added) << added.error().message();
+  auto ips = WaitIngress("local", 2);
+  ASSERT_EQ(ips.size(), 2u);
+  // Every address routed to `node` alone, and answered from behind the router by `pod` there,
+  // which saw the WAN client's own address.
+  auto expect_served_by = [&](const std::string& pod, const std::string& node) {
+    for (const auto& ip : ips) {
+      EXPECT_TRUE(WaitNexthops(ip, {NodeIp(node, IsV6(ip))}))
+          << ip << ": " << testing::PrintToString(Nexthops(ip));
+      lab::ProbeResult r;
+      EXPECT_TRUE(Eventually(
+          [&] {
+            r = WanProbe(ip);
+            return r.ok && lab::ReplyFields(r.body)["pod"] == pod;
+          },
+          Ms(15000)))
+          << ip << ": " << r.body << r.error;
+      auto fields = lab::ReplyFields(r.body);
+      EXPECT_EQ(fields["node"], node) << r.body;
+      EXPECT_EQ(fields["client"],
+                IsV6(ip) ? lab::Topology::kWanClientIpv6 : lab::Topology::kWanClientIpv4)
+          << "the pod must see the client's own address: " << r.body;
+      std::printf("wan$ curl %s -> %s (next hop %s)\n", ip.c_str(), r.body.c_str(),
+                  NodeIp(node, IsV6(ip)).c_str());
+    }
+  };
+  expect_served_by("local-a", "node2");
+  // The endpoint moves: a pod on node3, node2's turns unready. The route and the traffic follow.
+  added = lab().AddPod("node3", "local-b", "local");
+  ASSERT_TRUE(added) << added.error().message();
+  auto unready = lab().SetPodReady("local-a", false);
+  ASSERT_TRUE(unready) << unready.error().message();
+  expect_served_by("local-b", "node3");
+}
+
 }  // namespace
 }  // namespace pylon::e2e

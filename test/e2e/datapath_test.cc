@@ -33,16 +33,6 @@ class DatapathTest : public LabTest {
     auto s = lab().AddPod(node, name, service);
     ASSERT_TRUE(s) << s.error().message();
   }
-  // "pod=web-a node=node1 client=192.0.2.2" → {"pod": "web-a", ...}.
-  static std::map<std::string, std::string> Fields(const std::string& body) {
-    std::map<std::string, std::string> out;
-    std::istringstream in(body);
-    for (std::string w; in >> w;) {
-      auto eq = w.find('=');
-      if (eq != std::string::npos) out[w.substr(0, eq)] = w.substr(eq + 1);
-    }
-    return out;
-  }
   // The health check of an externalTrafficPolicy Local Service on a node, from the client.
   lab::ProbeResult HealthCheck(const std::string& node_ip, int port) {
     auto r = lab::InNetns(lab().topology().ClientNetns(),
@@ -78,7 +68,7 @@ TEST_F(DatapathTest, ClientReachesPodsOnTwoNodesThroughTheVip) {
             wrong = r.error;
             return false;
           }
-          auto f = Fields(r.body);
+          auto f = lab::ReplyFields(r.body);
           if (f["node"] != (f["pod"] == "web-a" ? "node1" : "node2")) wrong = r.body;
           pods.insert(f["pod"]);
           return pods.size() >= 2;
@@ -128,7 +118,7 @@ TEST_F(DatapathTest, EtpLocalHealthCheckAndClientAddressKept) {
       announcer = Announcer(Service("loc"), v6);
       auto r = Probe(ip, Ms(1000));
       body = r.ok ? r.body : r.error;
-      auto f = Fields(body);
+      auto f = lab::ReplyFields(body);
       return !announcer.empty() && f["node"] == announcer && f["client"] == client;
     })) << ip
         << ": announcer '" << announcer << "', answer '" << body << "'";
@@ -157,7 +147,7 @@ TEST_F(DatapathTest, EtpLocalHealthCheckAndClientAddressKept) {
         [&] {
           auto r = Probe(ip, Ms(1000));
           body = r.ok ? r.body : r.error;
-          auto f = Fields(body);
+          auto f = lab::ReplyFields(body);
           return f["node"] == to && f["client"] == client;
         },
         Ms(20000)))

@@ -20,6 +20,7 @@ TEST(ParseEndpointSlice, GeneratedFixture) {
   ASSERT_TRUE(es) << es.error().message();
   ASSERT_FALSE(es->endpoints.empty());
   EXPECT_EQ(es->endpoints[0].node_name, "nodeNameValue");
+  EXPECT_EQ(es->address_type, "addressTypeValue");
 }
 
 TEST(ParseEndpointSlice, NilConditionsFollowKubeProxy) {
