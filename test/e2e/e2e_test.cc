@@ -127,6 +127,28 @@ ports:
       << NodesWith("kube-lb0", ips[0]).size();
 }
 
+// The seed's default (--etp-local=reset): externalTrafficPolicy Local on a local address is reset
+// to Cluster by the winner, with a Normal event, and the address is announced.
+TEST_F(LabTest, EtpLocalOnLocalAddressIsResetToClusterWithAnEvent) {
+  Apply(kLocalDual);
+  Apply(ServiceYaml("web", "    purelb.io/service-group: localdual\n",
+                    "  externalTrafficPolicy: Local\n"));
+  auto ips = WaitIngress("web", 1);
+  ASSERT_EQ(ips.size(), 1u);
+  EXPECT_TRUE(Eventually([&] {
+    return GetJson({"get", "service", "web"})["spec"].value("externalTrafficPolicy", "") ==
+           "Cluster";
+  }));
+  std::string events;
+  EXPECT_TRUE(Eventually([&] {
+    auto out = lab().Kubectl({"get", "events", "--field-selector",
+                              "involvedObject.name=web,reason=ExternalTrafficPolicy"});
+    events = out.value_or("");
+    return events.find("Local -> Cluster") != std::string::npos;
+  })) << events;
+  EXPECT_TRUE(EventuallyReachable(ips[0]));
+}
+
 TEST_F(LabTest, SharingRequestedAndReleaseOnDelete) {
   Apply(kLocalDual);
   const std::string ann =
