@@ -71,13 +71,6 @@ std::optional<NodeNetwork::Match> NodeNetwork::Find(const net::IpAddress& addres
   return std::nullopt;
 }
 
-std::optional<std::pair<std::string, std::string>> ParseAnnouncing(const std::string& value) {
-  auto comma = value.find(',');
-  if (comma == std::string::npos || comma == 0 || comma + 1 >= value.size()) return std::nullopt;
-  if (value.find(',', comma + 1) != std::string::npos) return std::nullopt;
-  return std::pair{value.substr(0, comma), value.substr(comma + 1)};
-}
-
 struct Planner::AddressGroup {
   std::vector<const ServiceInput*> services;  // in input order
   bool lace = false;
@@ -172,7 +165,7 @@ Plan Planner::Compute(const PlanInputs& in, const election::Membership& membersh
       for (const ServiceInput* si : g.services) {
         if (spec.current_announcer) break;
         if (const std::string* v = si->service.Annotation(AnnouncingKey(ip.family()))) {
-          if (auto parsed = ParseAnnouncing(*v)) spec.current_announcer = NodeName(parsed->first);
+          if (auto node = model::AnnouncerOf(*v, ip)) spec.current_announcer = NodeName(*node);
         }
       }
       if (!spec.current_announcer) unannounced.insert(ip);
@@ -291,12 +284,25 @@ Plan Planner::Compute(const PlanInputs& in, const election::Membership& membersh
     const std::string& iface = match->interface->name;
     DesiredAddress d{*prefix, iface, match->interface->ifindex, AddressKind::kLocal, {}};
     d.first_announcement = unannounced.count(ip) > 0;
-    const std::string announcing = self + "," + iface;
+    // The annotation's form follows the API version of the address's ServiceGroup
+    // (model/announcing.h).
+    const auto group_of = in.config->FindAddress(ip);
+    const bool v2 = group_of && group_of->group->version == config::PurelbVersion::kV2;
     for (const ServiceInput* si : g.services) {
       const model::Service& s = si->service;
       ServiceRef ref{s.ns, s.name};
       d.services.push_back(s.Key());
       const std::string* cur = s.Annotation(AnnouncingKey(ip.family()));
+      std::string announcing;
+      if (v2) {
+        std::vector<net::IpAddress> same_family;
+        for (const auto& a : s.ingress) {
+          if (a.family() == ip.family()) same_family.push_back(a);
+        }
+        announcing = model::ClaimAnnouncingV2(cur ? *cur : "", self, iface, ip, same_family);
+      } else {
+        announcing = model::FormatAnnouncingV1(self, iface);
+      }
       if (!cur || *cur != announcing) {
         patches[ref].service = ref;
         patches[ref].annotations[AnnouncingKey(ip.family())] = announcing;
@@ -337,8 +343,7 @@ Plan Planner::Compute(const PlanInputs& in, const election::Membership& membersh
       for (net::Family f : {net::Family::kV4, net::Family::kV6}) {
         const std::string* cur = si.service.Annotation(AnnouncingKey(f));
         if (!cur) continue;
-        auto parsed = ParseAnnouncing(*cur);
-        if (!parsed || parsed->first != self) continue;
+        if (!model::AnnouncingNames(*cur, self)) continue;
         bool has = !si.service.deleting &&
                    std::any_of(si.service.ingress.begin(), si.service.ingress.end(),
                                [&](const net::IpAddress& a) { return a.family() == f; });

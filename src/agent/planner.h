@@ -17,7 +17,8 @@
 //  - Unhealthy (lease renewals failing for the renew deadline): no local address and no writes;
 //    virtual addresses stay (they never conflict between nodes). Shutting down: nothing at all.
 //  - Writes are level-based and only where the observed value differs: the announcing annotation
-//    "<node>,<interface>" on every Service of an address this node wins; L2Advertisement upserts
+//    on every Service of an address this node wins ("<node>,<interface>", or for a purelb.io/v2
+//    group its "<node>,<interface>,<ip>" entry, model/announcing.h); L2Advertisement upserts
 //    for won lace addresses; deletion of L2Advertisements whose address left every lace Service.
 //  - During the start-up hold-off (PlanInputs::hold_off) no new local address is taken.
 //  - Problems (no live node on a subnet, lace address off every subnet) are reported once per
@@ -40,6 +41,7 @@
 #include "config/validate.h"
 #include "election/elector.h"
 #include "election/membership.h"
+#include "model/announcing.h"
 
 namespace pylon::agent {
 
@@ -104,8 +106,5 @@ class Planner {
   std::uint64_t subnets_generation_ = ~std::uint64_t{0};
   std::vector<net::Prefix> member_subnets_;
 };
-
-// Parses "node,interface" (the announcing annotation); nullopt when malformed.
-std::optional<std::pair<std::string, std::string>> ParseAnnouncing(const std::string& value);
 
 }  // namespace pylon::agent

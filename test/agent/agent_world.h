@@ -153,8 +153,12 @@ inline config::InForceConfig TestConfig() {
         {"spec", {{kind, {{"v4pools", json::array({{{"pool", pool}, {"subnet", subnet}}})}}}}}};
   };
   std::vector<json> candidates = {
-      sg, cls, routed, v2("v2remote", "remote", "192.0.2.240-192.0.2.250", "192.0.2.0/24"),
-      v2("v2local", "local", "203.0.113.200-203.0.113.210", "203.0.113.0/24")};
+      sg,
+      cls,
+      routed,
+      v2("v2remote", "remote", "192.0.2.240-192.0.2.250", "192.0.2.0/24"),
+      v2("v2local", "local", "203.0.113.200-203.0.113.210", "203.0.113.0/24"),
+      v2("v2onlink", "local", "192.0.2.231-192.0.2.235", "192.0.2.0/24")};
   auto result = config::ValidateConfig(candidates, config::InForceConfig{});
   for (const auto& st : result.statuses) EXPECT_TRUE(st.valid) << st.message;
   return result.config;

@@ -565,6 +565,45 @@ TEST(ReconcilerTest, LaceL3AddressIsVirtualOnEveryNodeEvenOnANodeSubnet) {
   }
 }
 
+// A purelb.io/v2 group's Services get the v2 announcing form, "node,interface,ip" entries (one per
+// address, other addresses' entries kept, entries of addresses the Service lost dropped); a v1
+// group's keep "node,interface". A v1-form value is read for stickiness either way.
+TEST(ReconcilerTest, V2GroupsWriteTheV2AnnouncingForm) {
+  const std::string ip = "192.0.2.231";
+  const std::string winner = HashWinner(kNodes, Ip(ip));
+  {
+    AgentWorld w(winner);
+    w.services_.push_back(Svc("v2svc", {.ips = {ip}}));
+    w.Pass();
+    EXPECT_TRUE(w.KernelHas(w.eth0_, ip + "/24"));
+    ASSERT_EQ(w.writer_.patches.size(), 1u);
+    EXPECT_EQ(w.writer_.patches[0].annotations.at(model::kAnnAnnouncingV4), winner + ",eth0," + ip);
+  }
+  {
+    // Another node's entry for an address the Service still has stays; one for an address it
+    // lost, and the old v1 form, go.
+    AgentWorld w(winner);
+    w.services_.push_back(
+        Svc("v2svc",
+            {.ips = {ip, "192.0.2.232"},
+             .annotations = {{model::kAnnAnnouncingV4,
+                              "zz,eth9,192.0.2.232 old,eth0,192.0.2.233 " + winner + ",eth0"}}}));
+    w.Pass();
+    ASSERT_FALSE(w.writer_.patches.empty());
+    EXPECT_EQ(w.writer_.patches[0].annotations.at(model::kAnnAnnouncingV4),
+              winner + ",eth0," + ip + " zz,eth9,192.0.2.232");
+  }
+  {
+    // Sticky on a v1-form announcer (a group that moved from v1 to v2): the named node keeps it.
+    const std::string other = SomeLoser(kNodes, winner);
+    AgentWorld w(winner);
+    w.services_.push_back(
+        Svc("v2svc", {.ips = {ip}, .annotations = {{model::kAnnAnnouncingV4, other + ",eth0"}}}));
+    w.Pass();
+    EXPECT_FALSE(w.KernelHas(w.eth0_, ip + "/24"));
+  }
+}
+
 TEST(ReconcilerTest, V2RemoteIsVirtualEverywhereAndV2LocalOffSubnetIsNeverAnnounced) {
   for (const auto& self : kNodes) {
     AgentWorld w(self);
