@@ -126,9 +126,15 @@ Status Lab::StartControlPlane() {
   // What `kubectl apply -k deploy` installs, but the workloads: the lab runs the allocator and
   // the agents itself. Default validation, as a user applies them.
   const std::string& d = config_.deploy_dir;
-  if (auto r = Kubectl({"apply", "-f", d + "/namespace.yaml", "-f", d + "/crds", "-f",
-                        d + "/rbac-allocator.yaml", "-f", d + "/rbac-agent.yaml"});
-      !r) {
+  if (!config_.helm_chart.empty()) {
+    if (auto r = Helm(
+            {"install", "pylon", config_.helm_chart, "-n", "purelb-system", "--create-namespace"});
+        !r) {
+      return Fail(r.error());
+    }
+  } else if (auto r = Kubectl({"apply", "-f", d + "/namespace.yaml", "-f", d + "/crds", "-f",
+                               d + "/rbac-allocator.yaml", "-f", d + "/rbac-agent.yaml"});
+             !r) {
     return Fail(r.error());
   }
   if (auto r = Kubectl({"wait", "--for=condition=Established", "--timeout=60s", "crd", "--all"});
@@ -248,6 +254,15 @@ bool Lab::WaitAgentExit(const std::string& node, int timeout_ms) {
 
 Result<std::string> Lab::Kubectl(const std::vector<std::string>& args) const {
   return control_plane_.Kubectl(args);
+}
+
+Result<std::string> Lab::Helm(const std::vector<std::string>& args) const {
+  std::vector<std::string> argv = {"env", "HELM_CACHE_HOME=" + Path("helm/cache"),
+                                   "HELM_CONFIG_HOME=" + Path("helm/config"),
+                                   "HELM_DATA_HOME=" + Path("helm/data"), config_.helm_binary};
+  argv.insert(argv.end(), args.begin(), args.end());
+  argv.insert(argv.end(), {"--kubeconfig", Kubeconfig()});
+  return RunCommandChecked(argv);
 }
 
 Status Lab::Apply(const std::string& manifest) const {

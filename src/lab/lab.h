@@ -50,6 +50,12 @@ struct LabConfig {
   // BGPPeers lab-router / lab-router-v6 with BFDProfile lab-fast, and a WAN client behind the
   // gateway (topology.h).
   bool bgp = false;
+  // Install Pylon's namespace, CRDs and RBAC with `helm install` of this chart (release "pylon" in
+  // purelb-system, deploy/helm/pylon) instead of applying deploy/. The chart's Deployment and
+  // DaemonSet are created but never run (the lab has no kubelet): the lab runs the allocator and
+  // the agents itself, as the chart's ServiceAccounts, so the chart's RBAC is what is enforced.
+  std::string helm_chart;
+  std::string helm_binary = "helm";
 };
 
 // A ServiceGroup of virtual addresses for BGP labs (no node subnet holds them; one host route
@@ -100,6 +106,8 @@ class Lab {
   Result<std::string> Kubectl(const std::vector<std::string>& args) const;
   // Applies a manifest given as text (kubectl apply, default validation).
   Status Apply(const std::string& manifest) const;
+  // Runs config().helm_binary against the lab's API server (its caches in the lab directory).
+  Result<std::string> Helm(const std::vector<std::string>& args) const;
 
   Status StartAgent(const std::string& node);
   Status SignalAgent(const std::string& node, int sig);
