@@ -7,29 +7,20 @@
 
 #include <map>
 
+#include "../support/purelb_v2_crd.h"
 #include "harness.h"
 
 namespace pylon::allocator::e2e {
 namespace {
 
-// PureLB's ServiceGroup CRD as its v2-only install has it: Pylon's schema reduced to the v2
-// version (served and stored), without spec.writtenAs and the rules that read it.
+// PureLB's CRD as its v2-only install has it (test/support/purelb_v2_crd.h).
 json PurelbV2OnlyCrd(Cluster& c, const std::string& file) {
   auto out = c.Kubectl({"create", "--dry-run=client", "-o", "json", "-f",
                         std::string(PYLON_SOURCE_DIR) + "/deploy/crds/" + file});
   EXPECT_TRUE(out.has_value()) << (out ? "" : out.error().message());
   if (!out) return nullptr;
-  json crd = json::parse(*out, nullptr, false);
-  json v2;
-  for (const json& v : crd["spec"]["versions"]) {
-    if (v["name"] == "v2") v2 = v;
-  }
-  EXPECT_TRUE(v2.is_object()) << file;
-  v2["storage"] = true;
-  json& spec = v2["schema"]["openAPIV3Schema"]["properties"]["spec"];
-  spec["properties"].erase("writtenAs");
-  spec.erase("x-kubernetes-validations");
-  crd["spec"]["versions"] = json::array({v2});
+  json crd = pylon::testing::PurelbV2OnlyCrd(json::parse(*out, nullptr, false));
+  EXPECT_TRUE(crd.is_object()) << file;
   return crd;
 }
 
