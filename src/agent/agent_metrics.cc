@@ -17,6 +17,10 @@ void DescribeAgentMetrics(metrics::Registry& r) {
   r.Describe(kMetricMemberCount, "Live nodes in the election (leases seen renewed)", Type::kGauge);
   r.Describe(kMetricWinnerChanges, "Elected addresses whose winner moved to another node",
              Type::kCounter);
+  r.Describe(kMetricAffinityFallbacks,
+             "Addresses of Services with purelb.io/node-affinity: service-endpoints elected "
+             "without it because no live candidate hosts an endpoint (counted on entering)",
+             Type::kCounter);
   r.Describe(kMetricAnnounced, "Addresses this node holds, by kind (local|virtual) and family",
              Type::kGauge, {{"kind", {"local", "virtual"}}, family});
   r.Describe(kMetricGarpSent, "Gratuitous ARP / unsolicited NA packets sent, by family",

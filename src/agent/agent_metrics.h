@@ -10,6 +10,7 @@ namespace pylon::agent {
 inline constexpr char kMetricLeaseHealthy[] = "purelb_election_lease_healthy";
 inline constexpr char kMetricMemberCount[] = "purelb_election_member_count";
 inline constexpr char kMetricWinnerChanges[] = "purelb_election_winner_changes_total";
+inline constexpr char kMetricAffinityFallbacks[] = "purelb_election_affinity_fallback_total";
 inline constexpr char kMetricAnnounced[] = "purelb_announced_addresses";
 inline constexpr char kMetricGarpSent[] = "purelb_garp_sent_total";
 inline constexpr char kMetricGarpFailed[] = "purelb_garp_failed_total";

@@ -27,6 +27,17 @@ std::vector<const model::EndpointSlice*> SlicePointers(const ServiceInput& in, n
   return out;
 }
 
+// Nodes hosting a ready or serving endpoint of `family` for one Service (node-affinity).
+std::set<std::string> NodesWithServingEndpoint(const ServiceInput& in, net::Family family) {
+  std::set<std::string> nodes;
+  for (const auto* slice : SlicePointers(in, family)) {
+    for (const auto& ep : slice->endpoints) {
+      if (!ep.node_name.empty() && (ep.ready || ep.serving)) nodes.insert(ep.node_name);
+    }
+  }
+  return nodes;
+}
+
 // Nodes with a usable local endpoint of `family` for one Service (kube-proxy's rules).
 std::set<std::string> NodesWithLocalEndpoint(const ServiceInput& in, net::Family family) {
   auto slices = SlicePointers(in, family);
@@ -150,6 +161,7 @@ Plan Planner::Compute(const PlanInputs& in, const election::Membership& membersh
   std::set<net::IpAddress> local;
   std::set<net::IpAddress> unannounced;  // local, with no recorded announcer
   std::set<std::string> seen_problems;
+  std::set<net::IpAddress> affinity_fallback_now;
   for (auto& [ip, g] : groups) {
     // A LoadBalancerClass of mode l3 and a purelb.io/v2 `remote` group: always on kube-lb0 (for
     // the routing daemon to announce). A v2 `local` group: never virtual.
@@ -186,6 +198,33 @@ Plan Planner::Compute(const PlanInputs& in, const election::Membership& membersh
         if (allowed) {
           spec.allowed_nodes.emplace();
           for (const auto& n : *allowed) spec.allowed_nodes->push_back(NodeName(n));
+        }
+      }
+      if (!spec.allowed_nodes && g.services.size() == 1) {
+        const ServiceInput& si = *g.services.front();
+        const std::string* affinity = si.service.Annotation(model::kAnnNodeAffinity);
+        if (affinity && *affinity == model::kNodeAffinityServiceEndpoints &&
+            !si.service.Annotation(model::kAnnSharing)) {
+          std::vector<NodeName> preferred;
+          for (const auto& n : NodesWithServingEndpoint(si, ip.family())) {
+            const NodeName name(n);
+            const election::Member* m = membership.Find(name);
+            if (!m || !membership.IsLive(*m, now)) continue;
+            if (in.excluded_nodes && std::find(in.excluded_nodes->begin(), in.excluded_nodes->end(),
+                                               name) != in.excluded_nodes->end()) {
+              continue;
+            }
+            if (std::any_of(m->subnets.begin(), m->subnets.end(),
+                            [&](const net::Prefix& p) { return p.Contains(ip); })) {
+              preferred.push_back(name);
+            }
+          }
+          if (!preferred.empty()) {
+            spec.allowed_nodes = std::move(preferred);
+          } else {
+            affinity_fallback_now.insert(ip);
+            if (!affinity_fallback_.count(ip)) ++plan.affinity_fallbacks;
+          }
         }
       }
       elector_.SetAddress(ip, spec);
@@ -241,6 +280,7 @@ Plan Planner::Compute(const PlanInputs& in, const election::Membership& membersh
     std::sort(d.services.begin(), d.services.end());
     plan.addresses.push_back(std::move(d));
   }
+  affinity_fallback_ = std::move(affinity_fallback_now);
   for (auto it = elected_.begin(); it != elected_.end();) {
     if (!local.count(*it)) {
       elector_.RemoveAddress(*it);

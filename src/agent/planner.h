@@ -14,6 +14,10 @@
 //  - externalTrafficPolicy Local on a local address: EtpLocalMode::kReset makes the winner reset
 //    the Service to Cluster; kElect restricts the candidates to nodes with a usable local endpoint
 //    (for every Local Service sharing the address).
+//  - `purelb.io/node-affinity: service-endpoints` (PureLB 0.17) on a Service that alone holds a
+//    local address (not shared): the election runs among the live candidates on its subnet that
+//    host a ready or serving endpoint of the address's family; with none, the plain election
+//    (counted in Plan::affinity_fallbacks). An ETP Local restriction (kElect) takes precedence.
 //  - Unhealthy (lease renewals failing for the renew deadline): no local address and no writes;
 //    virtual addresses stay (they never conflict between nodes). Shutting down: nothing at all.
 //  - Writes are level-based and only where the observed value differs: the announcing annotation
@@ -79,6 +83,9 @@ struct Plan {
   bool virtual_in_use = false;       // some address on the virtual interface
   std::size_t live_members = 0;
   std::uint64_t winner_changes = 0;  // winners that moved from one node to another this pass
+  // Addresses whose node-affinity found no live candidate with an endpoint and fell back to the
+  // plain election, counted when they enter that state.
+  std::uint64_t affinity_fallbacks = 0;
 };
 
 class Planner {
@@ -105,6 +112,7 @@ class Planner {
   // Subnets of every member, rebuilt when the membership generation changes.
   std::uint64_t subnets_generation_ = ~std::uint64_t{0};
   std::vector<net::Prefix> member_subnets_;
+  std::set<net::IpAddress> affinity_fallback_;  // node-affinity addresses in fallback last pass
 };
 
 }  // namespace pylon::agent

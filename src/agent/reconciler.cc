@@ -409,6 +409,9 @@ void Reconciler::UpdateMetrics(const PassResult& r) {
   if (r.plan.winner_changes) {
     m.Add(kMetricWinnerChanges, {}, static_cast<double>(r.plan.winner_changes));
   }
+  if (r.plan.affinity_fallbacks) {
+    m.Add(kMetricAffinityFallbacks, {}, static_cast<double>(r.plan.affinity_fallbacks));
+  }
   std::map<std::pair<std::string, std::string>, int> held;
   for (const char* kind : {"local", "virtual"}) {
     for (const char* fam : {"IPv4", "IPv6"}) held[{kind, fam}] = 0;

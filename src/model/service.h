@@ -27,8 +27,12 @@ inline constexpr const char* kAnnAnnouncingV6 = "purelb.io/announcing-IPv6";
 // Written by the allocator for Services of purelb.io/v2 groups (PureLB v2's annotations).
 inline constexpr const char* kAnnPoolType = "purelb.io/pool-type";         // "local" | "remote"
 inline constexpr const char* kAnnSkipIPv6DAD = "purelb.io/skip-ipv6-dad";  // "true" or absent
-inline constexpr const char* kClassPureLB = "purelb.io/purelb";            // PureLB v1 (0.13)
-inline constexpr const char* kClassPureLBv2 = "purelb.io/purelbv2";        // PureLB v2 (0.15-0.17)
+// Set by the user (PureLB 0.17): "service-endpoints" elects a local address among the nodes that
+// host an endpoint of the Service, when one can take it.
+inline constexpr const char* kAnnNodeAffinity = "purelb.io/node-affinity";
+inline constexpr const char* kNodeAffinityServiceEndpoints = "service-endpoints";
+inline constexpr const char* kClassPureLB = "purelb.io/purelb";      // PureLB v1 (0.13)
+inline constexpr const char* kClassPureLBv2 = "purelb.io/purelbv2";  // PureLB v2 (0.15-0.17)
 inline constexpr const char* kLacePrefix = "lace-cni.io/";
 inline constexpr const char* kDefaultServiceGroup = "default";
 // What Pylon writes in allocated-by; PureLB wrote "PureLB", which Pylon adopts unchanged.

@@ -37,6 +37,7 @@ const Family kFamilies[] = {
     {kMetricLeaseHealthy, "gauge", {" 0"}},
     {kMetricMemberCount, "gauge", {" 0"}},
     {kMetricWinnerChanges, "counter", {" 0"}},
+    {kMetricAffinityFallbacks, "counter", {" 0"}},
     {kMetricAnnounced,
      "gauge",
      {"{family=\"IPv4\",kind=\"local\"} 0", "{family=\"IPv6\",kind=\"local\"} 0",

@@ -244,6 +244,46 @@ TEST(ReconcilerTest, EtpLocalElectFollowsEachFamilysSlices) {
   }
 }
 
+// purelb.io/node-affinity: service-endpoints: elected among live nodes with an endpoint; none
+// live -> the plain election, counted once; a shared address ignores the annotation.
+TEST(ReconcilerTest, NodeAffinityPrefersEndpointNodesAndFallsBack) {
+  const std::string ip = "192.0.2.109";
+  const std::string hash_winner = HashWinner(kNodes, Ip(ip));
+  const std::string with_pod = SomeLoser(kNodes, hash_winner);
+  const std::map<std::string, std::string> affinity = {
+      {model::kAnnNodeAffinity, model::kNodeAffinityServiceEndpoints}};
+  for (const auto& self : kNodes) {
+    SCOPED_TRACE(self);
+    {
+      AgentWorld w(self);
+      w.services_.push_back(Svc("web", {.ips = {ip}, .annotations = affinity},
+                                {Slice("default", "web", {{with_pod, true}})}));
+      w.Pass();
+      EXPECT_EQ(w.KernelHas(w.eth0_, ip + "/24"), self == with_pod);
+      EXPECT_EQ(w.metrics_.Get(kMetricAffinityFallbacks, {}), 0);
+    }
+    {
+      // The only endpoint is on a node that is not in the election: plain election.
+      AgentWorld w(self);
+      w.services_.push_back(Svc("web", {.ips = {ip}, .annotations = affinity},
+                                {Slice("default", "web", {{"node9", true}})}));
+      w.Pass();
+      w.Pass();
+      EXPECT_EQ(w.KernelHas(w.eth0_, ip + "/24"), self == hash_winner);
+      EXPECT_EQ(w.metrics_.Get(kMetricAffinityFallbacks, {}), 1);  // once, not per pass
+    }
+    {
+      auto shared = affinity;
+      shared[model::kAnnSharing] = "k";
+      AgentWorld w(self);
+      w.services_.push_back(Svc("web", {.ips = {ip}, .annotations = shared},
+                                {Slice("default", "web", {{with_pod, true}})}));
+      w.Pass();
+      EXPECT_EQ(w.KernelHas(w.eth0_, ip + "/24"), self == hash_winner);
+    }
+  }
+}
+
 // --- Failover, stickiness, membership -------------------------------------------------------
 
 TEST(ReconcilerTest, TakesOverWhenTheWinnerLeavesAndIsSticky) {
