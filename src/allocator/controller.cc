@@ -131,7 +131,7 @@ void Controller::EnqueueService(const k8s::Json& obj) {
 }
 
 void Controller::Lead() {
-  std::lock_guard<std::mutex> life(life_mu_);
+  MutexLock life(life_mu_);
   if (stopping_.load() || leading_.load()) return;
   log::Info("leading: rebuilding state from Service status");
   ProcessConfig();
@@ -144,7 +144,7 @@ void Controller::Lead() {
   for (const auto& v : views) ptrs.push_back(&v);
   for (const model::Service* s : StartupOrder(ptrs)) queue_.Add("s/" + s->Key());
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     for (const auto& [k, st] : statuses_) queue_.Add(ConfigStatusKey(k));
   }
   queue_.Add(kConfigKey);
@@ -167,7 +167,7 @@ void Controller::Rebuild() {
   std::vector<model::Service> views = ServiceViews();
   std::vector<const model::Service*> ptrs;
   for (const auto& v : views) ptrs.push_back(&v);
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   auto records = RebuildRecords(StartupOrder(ptrs), config_);
   auto conflicts = pool_.Rebuild(records);
   quarantine_.clear();
@@ -188,7 +188,7 @@ void Controller::Stop() {
   leading_.store(false);
   if (!was) metrics_.SetLeader(false);
   queue_.ShutDown();
-  std::lock_guard<std::mutex> life(life_mu_);
+  MutexLock life(life_mu_);
   for (auto& t : workers_) {
     if (t.joinable()) t.join();
   }
@@ -199,7 +199,7 @@ void Controller::Stop() {
 }
 
 Controller::Snapshot Controller::snapshot() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   return Snapshot{pool_.service_count(), pool_.address_count(), rebuild_conflicts_};
 }
 
@@ -247,7 +247,7 @@ void Controller::CountApiError(const char* verb, const Error& e) {
 
 std::optional<k8s::Json> Controller::ServiceObject(const std::string& key) {
   std::optional<k8s::Json> cached = services_->store().Get(key);
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   auto it = written_.find(key);
   if (it == written_.end()) return cached;
   if (cached && it->second.superseded.count(k8s::ResourceVersion(*cached))) {
@@ -262,7 +262,7 @@ void Controller::RememberWrite(const std::string& key, const std::string& rv_bef
   k8s::Json trimmed = obj;
   TrimServiceForCache(trimmed);
   k8s::PackedJson packed = k8s::PackedJson::Pack(trimmed);
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   Written& w = written_[key];
   w.superseded.insert(rv_before);
   w.superseded.erase(k8s::ResourceVersion(obj));
@@ -328,7 +328,7 @@ Controller::Result_ Controller::ProcessService(const std::string& ns, const std:
   Decision d;
   std::optional<model::Service> view;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     std::set<std::string> touched;  // pools whose usage may have changed
     if (auto p = pool_.PoolOf(*skey)) touched.insert(*p);
     const std::size_t before = pool_.address_count();
@@ -403,7 +403,7 @@ Controller::Result_ Controller::ProcessService(const std::string& ns, const std:
   }
   if (w.status) {
     // The status no longer shows what is quarantined for this Service.
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     std::set<std::string> pools;
     ReleaseQuarantineLocked(key, &pools);
     for (const auto& p : pools) PoolChangedLocked(p, true, &retry);
@@ -449,7 +449,7 @@ Controller::Result_ Controller::ProcessConfig() {
   std::vector<pool::Eviction> evictions;
   std::vector<std::string> retry;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     config::ValidationResult vr = config::ValidateConfig(candidates, config_);
     for (const auto& [k, g] : config_.groups()) {
       const config::Group* ng = vr.config.Find(k);
@@ -502,7 +502,7 @@ Controller::Result_ Controller::ProcessConfig() {
     // ServiceGroup Services are resolved against the new config (purelb.io/v2 namespaces may
     // move an unannotated Service's choice) and also requeued when the pool they hold changed.
     const std::vector<model::Service> views = ServiceViews();
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     for (const model::Service& v : views) {
       model::Selection sel = model::SelectOwner(v);
       if (sel.owner == model::Owner::kNone) continue;
@@ -548,7 +548,7 @@ Controller::Result_ Controller::ProcessConfigStatus(const std::string& key) {
   config::ObjectStatus st;
   PoolUsage usage;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     auto it = statuses_.find(okey);
     if (it == statuses_.end()) return Result_::kDone;
     st = it->second;

@@ -39,6 +39,7 @@
 #include "allocator/decision.h"
 #include "allocator/reconcile.h"
 #include "common/clock.h"
+#include "common/mutex.h"
 #include "config/validate.h"
 #include "k8s/client.h"
 #include "k8s/event_recorder.h"
@@ -113,12 +114,14 @@ class Controller {
   void RememberWrite(const std::string& key, const std::string& rv_before, const k8s::Json& obj);
   // Under mu_: quarantine helpers.
   // Frees the Service's quarantined addresses; adds their pool keys to `pools`.
-  void ReleaseQuarantineLocked(const std::string& svc_key, std::set<std::string>* pools);
-  void QuarantineLocked(const std::string& svc_key, const net::IpAddress& ip);
+  void ReleaseQuarantineLocked(const std::string& svc_key, std::set<std::string>* pools)
+      PYLON_REQUIRES(mu_);
+  void QuarantineLocked(const std::string& svc_key, const net::IpAddress& ip) PYLON_REQUIRES(mu_);
   // Under mu_: metrics and a delayed status write for a pool whose usage changed; when addresses
   // were freed there, appends the Services refused in that pool to `retry`.
-  void PoolChangedLocked(const std::string& pool_key, bool freed, std::vector<std::string>* retry);
-  void UpdatePoolMetricsLocked(const std::string& pool_key);
+  void PoolChangedLocked(const std::string& pool_key, bool freed, std::vector<std::string>* retry)
+      PYLON_REQUIRES(mu_);
+  void UpdatePoolMetricsLocked(const std::string& pool_key) PYLON_REQUIRES(mu_);
   std::string Now() const;
   bool Writing() const { return leading_.load() && !stopping_.load(); }
   void CountApiError(const char* verb, const Error& e);
@@ -134,28 +137,31 @@ class Controller {
   std::unique_ptr<k8s::Informer> services_;
   std::unique_ptr<k8s::Informer> groups_;
   std::unique_ptr<k8s::Informer> classes_;
-  std::vector<std::thread> workers_;
+  std::vector<std::thread> workers_ PYLON_GUARDED_BY(life_mu_);
   std::atomic<bool> leading_{false};
   std::atomic<bool> stopping_{false};
 
-  std::mutex life_mu_;     // serialises Lead() and Stop() (workers_)
-  mutable std::mutex mu_;  // guards everything below
-  config::InForceConfig config_;
-  std::map<config::ObjectKey, config::ObjectStatus> statuses_;
-  std::map<std::string, config::ObjectKey> pool_objects_;  // pool key -> its object
-  pool::Allocator pool_;
-  ConflictBook conflicts_;  // address conflicts reported by the agents (reconcile.h)
+  Mutex life_mu_;     // serialises Lead() and Stop() (workers_)
+  mutable Mutex mu_;  // guards everything below
+  config::InForceConfig config_ PYLON_GUARDED_BY(mu_);
+  std::map<config::ObjectKey, config::ObjectStatus> statuses_ PYLON_GUARDED_BY(mu_);
+  // Pool key -> its object.
+  std::map<std::string, config::ObjectKey> pool_objects_ PYLON_GUARDED_BY(mu_);
+  pool::Allocator pool_ PYLON_GUARDED_BY(mu_);
+  // Address conflicts reported by the agents (reconcile.h).
+  ConflictBook conflicts_ PYLON_GUARDED_BY(mu_);
   // Services refused while their group/class exists, per pool key: retried on a release there.
-  std::map<std::string, std::set<std::string>> refused_;
-  std::map<std::string, std::string> refused_pool_;  // service key -> pool key in refused_
+  std::map<std::string, std::set<std::string>> refused_ PYLON_GUARDED_BY(mu_);
+  // Service key -> pool key in refused_.
+  std::map<std::string, std::string> refused_pool_ PYLON_GUARDED_BY(mu_);
   // Addresses a Service still shows but no longer holds, reserved under synthetic keys.
-  std::map<std::string, std::vector<net::IpAddress>> quarantine_;
+  std::map<std::string, std::vector<net::IpAddress>> quarantine_ PYLON_GUARDED_BY(mu_);
   struct Written {
     std::set<std::string> superseded;  // RVs the cache may still show
     k8s::PackedJson object;            // trimmed like the cache
   };
-  std::map<std::string, Written> written_;
-  std::size_t rebuild_conflicts_ = 0;
+  std::map<std::string, Written> written_ PYLON_GUARDED_BY(mu_);
+  std::size_t rebuild_conflicts_ PYLON_GUARDED_BY(mu_) = 0;
 };
 
 }  // namespace pylon::allocator

@@ -86,12 +86,12 @@ Status HeartbeatService::Start() {
     link_events_ = std::move(*events);
     auto link = netlink_->GetLink(options_.interface);
     if (!link) return Fail(link.error().Wrap("heartbeat interface"));
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     ifindex_ = link->index;
     ApplyLink(link->operational(), "initial state");
   }
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     socket_ = std::move(*sock);
   }
   stop_ = false;
@@ -111,7 +111,7 @@ void HeartbeatService::Stop() {
   stop_ = true;
   Wake();
   thread_.join();
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   socket_.reset();
   link_events_.reset();
   sent_cv_.notify_all();
@@ -124,7 +124,7 @@ void HeartbeatService::Wake() {
 }
 
 std::uint16_t HeartbeatService::port() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   return socket_ ? socket_->local_port() : options_.config.port;
 }
 
@@ -144,7 +144,7 @@ std::vector<std::string> HeartbeatService::ObservePeerLease(const election::Node
   std::vector<std::string> issues;
   bool changed = false;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     if (deleted || annotation.empty()) {
       changed = endpoints_.erase(node) != 0;
       annotations_.erase(node);
@@ -171,7 +171,7 @@ std::vector<std::string> HeartbeatService::ObservePeerLease(const election::Node
 
 void HeartbeatService::SetPeers(std::map<election::NodeName, std::vector<Endpoint>> peers) {
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     peers.erase(options_.node);
     for (auto it = peers.begin(); it != peers.end();) {
       it = it->second.empty() ? peers.erase(it) : std::next(it);
@@ -190,7 +190,7 @@ void HeartbeatService::SetAnnounced(std::vector<net::IpAddress> addresses) {
   std::sort(addresses.begin(), addresses.end());
   addresses.erase(std::unique(addresses.begin(), addresses.end()), addresses.end());
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     if (addresses == announced_) return;
     announced_ = std::move(addresses);
     SplitWindows();
@@ -201,7 +201,7 @@ void HeartbeatService::SetAnnounced(std::vector<net::IpAddress> addresses) {
 
 void HeartbeatService::SetEligible(bool eligible) {
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     if (eligible_ == eligible) return;
     eligible_ = eligible;
     send_now_ = true;
@@ -212,7 +212,7 @@ void HeartbeatService::SetEligible(bool eligible) {
 void HeartbeatService::SetLinkUp(bool up) {
   bool changed = false;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     changed = ApplyLink(up, "set by the caller");
   }
   if (changed) {
@@ -222,14 +222,17 @@ void HeartbeatService::SetLinkUp(bool up) {
 }
 
 void HeartbeatService::Leave(Duration timeout) {
-  std::unique_lock<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   leaving_ = true;
   send_now_ = true;
   if (!thread_.joinable() || !link_up_) return;  // nothing can be sent
-  lock.unlock();
+  lock.Unlock();
   Wake();
-  lock.lock();
-  sent_cv_.wait_for(lock, timeout, [&] { return leaving_rounds_ > 0 || stop_ || !link_up_; });
+  lock.Lock();
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  while (leaving_rounds_ == 0 && !stop_ && link_up_) {
+    if (lock.WaitUntil(sent_cv_, deadline) == std::cv_status::timeout) break;
+  }
 }
 
 // --- outputs ---------------------------------------------------------------------------------
@@ -240,7 +243,7 @@ HeartbeatService::PassResult HeartbeatService::Sync(election::Membership& member
   PassResult result;
   bool lease_only = in.lease_only_members;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     for (const auto& [name, member] : membership.members()) {
       if (name != options_.node && !member.released() && endpoints_.count(name) == 0) {
         lease_only = true;
@@ -250,7 +253,7 @@ HeartbeatService::PassResult HeartbeatService::Sync(election::Membership& member
   }
   result.health = JudgeSelf(in.lease_healthy, lease_only);
   SetEligible(result.health == SelfHealth::kHealthy && in.ready);
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   // The detector's verdicts, kAlive with the safety slack (see kAliveOverrideSlack).
   std::set<election::NodeName> now_set;
   for (const auto& [name, peer] : detector_.peers()) {
@@ -278,7 +281,7 @@ HeartbeatService::PassResult HeartbeatService::Sync(election::Membership& member
 
 SelfHealth HeartbeatService::JudgeSelf(bool lease_healthy, bool lease_only_members) const {
   const SteadyTime now = clock_.Now();
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   SelfInputs in;
   in.heartbeats_enabled = true;
   in.link_up = link_up_;
@@ -292,7 +295,7 @@ SelfHealth HeartbeatService::JudgeSelf(bool lease_healthy, bool lease_only_membe
 std::vector<net::IpAddress> HeartbeatService::AddressesToYield(
     std::span<const net::IpAddress> mine) {
   const SteadyTime now = clock_.Now();
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   std::vector<Claim> claims;
   for (const auto& [name, peer] : detector_.peers()) {
     if (peer.state != PeerState::kAlive || !peer.last_heard) continue;
@@ -315,24 +318,24 @@ std::vector<Endpoint> HeartbeatService::LocalEndpoints(
 }
 
 bool HeartbeatService::link_up() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   return link_up_;
 }
 
 HeartbeatStats HeartbeatService::stats() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   return stats_;
 }
 
 std::vector<PeerStatus> HeartbeatService::Peers() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   std::vector<PeerStatus> out;
   for (const auto& [name, p] : detector_.peers()) out.push_back(p);
   return out;
 }
 
 std::optional<PeerStatus> HeartbeatService::Peer(const election::NodeName& node) const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   const PeerStatus* p = detector_.Find(node);
   if (p == nullptr) return std::nullopt;
   return *p;
@@ -469,7 +472,8 @@ bool HeartbeatService::DrainSocket(SteadyTime now) {
     const std::span<const std::uint8_t> data(rx_buffer_.data(),
                                              std::min((*got)->size, rx_buffer_.size()));
     auto hb = Decode(data, keys_);
-    auto drop = [&](DropReason r, const std::string& detail) {
+    // Runs with mu_ held, as DrainSocket does (the analysis needs it said for a lambda).
+    auto drop = [&](DropReason r, const std::string& detail) PYLON_REQUIRES(mu_) {
       ++stats_.dropped[static_cast<std::size_t>(r)];
       if (r == DropReason::kBadMac) {
         ++bad_mac_logged_;
@@ -543,7 +547,7 @@ void HeartbeatService::Run() {
     int sock_fd = -1;
     int link_fd = -1;
     {
-      std::lock_guard<std::mutex> lock(mu_);
+      MutexLock lock(mu_);
       const SteadyTime now = clock_.Now();
       if (now >= next_send || send_now_) {
         SendRound(now);
@@ -578,7 +582,7 @@ void HeartbeatService::Run() {
       (void)!::read(wake_fd_.get(), &v, sizeof(v));
     }
     {
-      std::lock_guard<std::mutex> lock(mu_);
+      MutexLock lock(mu_);
       const SteadyTime now = clock_.Now();
       if (rc > 0 && link_fd >= 0 && (fds[2].revents & POLLIN) != 0) notify |= DrainLinkEvents();
       if (rc > 0 && (fds[1].revents & POLLIN) != 0) notify |= DrainSocket(now);

@@ -38,6 +38,7 @@
 
 #include "common/clock.h"
 #include "common/fd.h"
+#include "common/mutex.h"
 #include "common/result.h"
 #include "election/hash.h"
 #include "election/membership.h"
@@ -164,14 +165,14 @@ class HeartbeatService {
                    std::unique_ptr<election::Sha256Hasher> hasher);
   void Run();
   void Wake();
-  bool SendRound(SteadyTime now);            // mu_ held
-  bool DrainSocket(SteadyTime now);          // mu_ held; returns whether to notify
-  bool DrainLinkEvents();                    // mu_ held
-  bool ApplyLink(bool up, std::string why);  // mu_ held
-  void PeersChanged();                       // mu_ held
+  bool SendRound(SteadyTime now) PYLON_REQUIRES(mu_);
+  bool DrainSocket(SteadyTime now) PYLON_REQUIRES(mu_);  // returns whether to notify
+  bool DrainLinkEvents() PYLON_REQUIRES(mu_);
+  bool ApplyLink(bool up, std::string why) PYLON_REQUIRES(mu_);
+  void PeersChanged() PYLON_REQUIRES(mu_);
   void LogTransitions(const std::vector<Transition>& t) const;
-  Heartbeat MakeHeartbeat(SteadyTime now);  // mu_ held
-  void SplitWindows();                      // mu_ held
+  Heartbeat MakeHeartbeat(SteadyTime now) PYLON_REQUIRES(mu_);
+  void SplitWindows() PYLON_REQUIRES(mu_);
 
   const ServiceOptions options_;
   const KeyRing keys_;
@@ -181,26 +182,26 @@ class HeartbeatService {
   std::unique_ptr<election::Sha256Hasher> hasher_;
   const std::uint64_t boot_id_;
 
-  mutable std::mutex mu_;
+  mutable Mutex mu_;
   std::condition_variable sent_cv_;
-  Detector detector_;
-  ReplayGuard replay_;
-  std::map<election::NodeName, std::vector<Endpoint>> endpoints_;
-  std::map<election::NodeName, std::string> annotations_;
-  std::set<election::NodeName> overridden_;
-  std::vector<net::IpAddress> announced_;  // ascending
+  Detector detector_ PYLON_GUARDED_BY(mu_);
+  ReplayGuard replay_ PYLON_GUARDED_BY(mu_);
+  std::map<election::NodeName, std::vector<Endpoint>> endpoints_ PYLON_GUARDED_BY(mu_);
+  std::map<election::NodeName, std::string> annotations_ PYLON_GUARDED_BY(mu_);
+  std::set<election::NodeName> overridden_ PYLON_GUARDED_BY(mu_);
+  std::vector<net::IpAddress> announced_ PYLON_GUARDED_BY(mu_);  // ascending
   // announced_ split in windows that fit in one datagram each (wire.h); sent in turn.
-  std::vector<std::vector<net::IpAddress>> windows_{1};
-  std::size_t next_window_ = 0;
-  std::uint64_t sequence_ = 0;
-  bool eligible_ = true;
-  bool link_up_ = true;
-  bool leaving_ = false;
-  bool send_now_ = true;
-  std::uint64_t leaving_rounds_ = 0;
-  HeartbeatStats stats_;
-  SteadyTime last_bad_mac_log_{};
-  std::uint64_t bad_mac_logged_ = 0;
+  std::vector<std::vector<net::IpAddress>> windows_ PYLON_GUARDED_BY(mu_){1};
+  std::size_t next_window_ PYLON_GUARDED_BY(mu_) = 0;
+  std::uint64_t sequence_ PYLON_GUARDED_BY(mu_) = 0;
+  bool eligible_ PYLON_GUARDED_BY(mu_) = true;
+  bool link_up_ PYLON_GUARDED_BY(mu_) = true;
+  bool leaving_ PYLON_GUARDED_BY(mu_) = false;
+  bool send_now_ PYLON_GUARDED_BY(mu_) = true;
+  std::uint64_t leaving_rounds_ PYLON_GUARDED_BY(mu_) = 0;
+  HeartbeatStats stats_ PYLON_GUARDED_BY(mu_);
+  SteadyTime last_bad_mac_log_ PYLON_GUARDED_BY(mu_){};
+  std::uint64_t bad_mac_logged_ PYLON_GUARDED_BY(mu_) = 0;
 
   std::vector<std::uint8_t> rx_buffer_;  // service thread only
   std::optional<UdpSocket> socket_;

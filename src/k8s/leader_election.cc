@@ -45,12 +45,12 @@ LeaderElector::LeaderElector(Client& client, LeaderElectionConfig config, const 
     : client_(client), config_(std::move(config)), clock_(clock), rng_(std::random_device{}()) {}
 
 bool LeaderElector::IsLeader() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   return IsLeaderLocked();
 }
 
 std::string LeaderElector::GetLeader() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   return observed_.holder_identity;
 }
 
@@ -80,7 +80,7 @@ bool LeaderElector::TryAcquireOrRenew() {
                 {{"lease", desc}, {"error", created.error().message()}});
       return false;
     }
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     observed_ = desired;
     observed_time_ = now;
     have_observed_ = true;
@@ -93,7 +93,7 @@ bool LeaderElector::TryAcquireOrRenew() {
     return false;
   }
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     if (!have_observed_ || !(*spec == observed_)) {
       observed_ = *spec;
       observed_time_ = now;  // the local moment we saw this record change
@@ -119,7 +119,7 @@ bool LeaderElector::TryAcquireOrRenew() {
               {{"lease", desc}, {"error", updated.error().message()}});
     return false;
   }
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   observed_ = desired;
   observed_time_ = now;
   return true;
@@ -128,7 +128,7 @@ bool LeaderElector::TryAcquireOrRenew() {
 void LeaderElector::MaybeReportTransition() {
   std::string leader;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     if (reported_any_ && observed_.holder_identity == reported_leader_) return;
     if (!have_observed_) return;
     reported_leader_ = observed_.holder_identity;
@@ -142,7 +142,7 @@ bool LeaderElector::Release() {
   Json lease;
   LeaseSpec spec;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     if (!IsLeaderLocked()) return true;
     spec.lease_transitions = observed_.lease_transitions;
   }
@@ -163,7 +163,7 @@ bool LeaderElector::Release() {
     log::Warn("leader election: release failed", {{"error", updated.error().message()}});
     return false;
   }
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   observed_ = spec;
   observed_time_ = clock_.Now();
   return true;

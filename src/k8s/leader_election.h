@@ -15,11 +15,11 @@
 
 #include <functional>
 #include <memory>
-#include <mutex>
 #include <random>
 #include <string>
 
 #include "common/clock.h"
+#include "common/mutex.h"
 #include "k8s/canceller.h"
 #include "k8s/client.h"
 #include "k8s/lease.h"
@@ -66,19 +66,21 @@ class LeaderElector {
 
  private:
   LeaderElector(Client& client, LeaderElectionConfig config, const Clock& clock);
-  bool IsLeaderLocked() const { return observed_.holder_identity == config_.identity; }
+  bool IsLeaderLocked() const PYLON_REQUIRES(mu_) {
+    return observed_.holder_identity == config_.identity;
+  }
 
   Client& client_;
   const LeaderElectionConfig config_;
   const Clock& clock_;
   std::mt19937_64 rng_;
 
-  mutable std::mutex mu_;
-  bool have_observed_ = false;
-  LeaseSpec observed_;
-  SteadyTime observed_time_{};
-  std::string reported_leader_;
-  bool reported_any_ = false;
+  mutable Mutex mu_;
+  bool have_observed_ PYLON_GUARDED_BY(mu_) = false;
+  LeaseSpec observed_ PYLON_GUARDED_BY(mu_);
+  SteadyTime observed_time_ PYLON_GUARDED_BY(mu_){};
+  std::string reported_leader_ PYLON_GUARDED_BY(mu_);
+  bool reported_any_ PYLON_GUARDED_BY(mu_) = false;
 };
 
 }  // namespace pylon::k8s

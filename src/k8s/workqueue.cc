@@ -17,12 +17,12 @@ void WorkQueue::AddLocked(const std::string& key) {
 }
 
 void WorkQueue::Add(const std::string& key) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   AddLocked(key);
 }
 
 void WorkQueue::AddAfter(const std::string& key, Duration delay) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   if (shutting_down_) return;
   if (delay <= Duration::zero()) {
     AddLocked(key);
@@ -41,7 +41,7 @@ void WorkQueue::AddAfter(const std::string& key, Duration delay) {
 Duration WorkQueue::When(const std::string& key) {
   int exp;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     exp = failures_[key]++;
   }
   if (exp >= 62) return rl_.max;
@@ -54,12 +54,12 @@ Duration WorkQueue::When(const std::string& key) {
 void WorkQueue::AddRateLimited(const std::string& key) { AddAfter(key, When(key)); }
 
 void WorkQueue::Forget(const std::string& key) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   failures_.erase(key);
 }
 
 int WorkQueue::NumRequeues(const std::string& key) const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   auto it = failures_.find(key);
   return it == failures_.end() ? 0 : it->second;
 }
@@ -89,19 +89,19 @@ std::optional<std::string> WorkQueue::PopLocked() {
 }
 
 std::optional<std::string> WorkQueue::TryGet() {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   PromoteLocked(clock_.Now());
   return PopLocked();
 }
 
 std::optional<std::string> WorkQueue::Get() {
-  std::unique_lock<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   while (true) {
     PromoteLocked(clock_.Now());
     if (!queue_.empty()) return PopLocked();
     if (shutting_down_) return std::nullopt;
     if (waiting_.empty()) {
-      cv_.wait(lock);
+      lock.Wait(cv_);
     } else {
       SteadyTime next = SteadyTime::max();
       for (const auto& [k, t] : waiting_) next = std::min(next, t);
@@ -109,13 +109,13 @@ std::optional<std::string> WorkQueue::Get() {
       // advanced without notification is still noticed.
       Duration d = std::clamp<Duration>(next - clock_.Now(), Duration::zero(),
                                         std::chrono::milliseconds(50));
-      cv_.wait_for(lock, d);
+      lock.WaitFor(cv_, d);
     }
   }
 }
 
 void WorkQueue::Done(const std::string& key) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   processing_.erase(key);
   if (dirty_.count(key) != 0) {
     queue_.push_back(key);
@@ -126,24 +126,24 @@ void WorkQueue::Done(const std::string& key) {
 }
 
 void WorkQueue::ShutDown() {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   shutting_down_ = true;
   waiting_.clear();
   cv_.notify_all();
 }
 
 bool WorkQueue::ShuttingDown() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   return shutting_down_;
 }
 
 size_t WorkQueue::Len() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   return queue_.size();
 }
 
 size_t WorkQueue::WaitingLen() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   return waiting_.size();
 }
 

@@ -13,12 +13,12 @@
 #include <cstdint>
 #include <deque>
 #include <map>
-#include <mutex>
 #include <optional>
 #include <set>
 #include <string>
 
 #include "common/clock.h"
+#include "common/mutex.h"
 
 namespace pylon::k8s {
 
@@ -52,20 +52,21 @@ class WorkQueue {
   size_t WaitingLen() const;
 
  private:
-  void AddLocked(const std::string& key);
-  void PromoteLocked(SteadyTime now);
-  std::optional<std::string> PopLocked();
+  void AddLocked(const std::string& key) PYLON_REQUIRES(mu_);
+  void PromoteLocked(SteadyTime now) PYLON_REQUIRES(mu_);
+  std::optional<std::string> PopLocked() PYLON_REQUIRES(mu_);
 
   const Clock& clock_;
   const RateLimitOptions rl_;
-  mutable std::mutex mu_;
+  mutable Mutex mu_;
   std::condition_variable cv_;
-  std::deque<std::string> queue_;
-  std::set<std::string> dirty_;                // queued or re-added while processing
-  std::set<std::string> processing_;           // handed out, not yet Done
-  std::map<std::string, SteadyTime> waiting_;  // delayed keys and when they become ready
-  std::map<std::string, int> failures_;
-  bool shutting_down_ = false;
+  std::deque<std::string> queue_ PYLON_GUARDED_BY(mu_);
+  std::set<std::string> dirty_ PYLON_GUARDED_BY(mu_);       // queued or re-added while processing
+  std::set<std::string> processing_ PYLON_GUARDED_BY(mu_);  // handed out, not yet Done
+  // Delayed keys and when they become ready.
+  std::map<std::string, SteadyTime> waiting_ PYLON_GUARDED_BY(mu_);
+  std::map<std::string, int> failures_ PYLON_GUARDED_BY(mu_);
+  bool shutting_down_ PYLON_GUARDED_BY(mu_) = false;
 };
 
 }  // namespace pylon::k8s

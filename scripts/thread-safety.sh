@@ -1,0 +1,44 @@
+#!/usr/bin/env bash
+# clang's thread-safety analysis (-Wthread-safety, as errors) on every source that uses
+# common/mutex.h's annotations, compiled as the build compiles it (compile_commands.json of the
+# given build directory) but by clang++ and without output. Run by ctest (thread_safety_check).
+#   scripts/thread-safety.sh BUILD_DIR
+set -euo pipefail
+build=${1:?usage: thread-safety.sh BUILD_DIR}
+src=$(cd "$(dirname "$0")/../src" && pwd)
+db="$build/compile_commands.json"
+[[ -f $db ]] || { echo "thread-safety: no $db" >&2; exit 1; }
+command -v clang++ >/dev/null || { echo "thread-safety: clang++ missing (scripts/deps.sh)" >&2; exit 1; }
+# The sources: those that use the annotations, and the .cc of every header that does.
+mapfile -t files < <(
+  grep -rlE 'PYLON_(GUARDED_BY|REQUIRES)' "$src" --include='*.h' --include='*.cc' |
+    sed -E 's/\.h$/.cc/' | sort -u)
+status=0
+for f in "${files[@]}"; do
+  [[ -f $f ]] || continue
+  # The compile command of $f: the "command" line just before its "file" line.
+  cmd=$(grep -B1 -F "\"file\": \"$f\"" "$db" | sed -nE 's/^ *"command": "(.*)",$/\1/p' | head -n 1)
+  if [[ -z $cmd ]]; then
+    echo "thread-safety: $f is not in $db" >&2
+    status=1
+    continue
+  fi
+  cmd=${cmd//\\\"/\"}
+  read -r -a argv <<<"$cmd"
+  out=(clang++)
+  skip=0
+  for a in "${argv[@]:1}"; do
+    if ((skip)); then skip=0; continue; fi
+    case $a in
+      */ccache | */c++ | */g++) ;;
+      -o | -MF | -MT) skip=1 ;;
+      -c | -MD) ;;
+      *) out+=("$a") ;;
+    esac
+  done
+  if ! "${out[@]}" -fsyntax-only -Wthread-safety -Werror -Wno-unknown-warning-option; then
+    status=1
+  fi
+  echo "thread-safety: ${f#"$src"/} checked"
+done
+exit $status
