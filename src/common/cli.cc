@@ -1,0 +1,106 @@
+#include "common/cli.h"
+
+#include <cstdio>
+#include <vector>
+
+#include "common/duration.h"
+
+namespace pylon::cli {
+
+namespace {
+
+// --help output: "usage: <name> [flags]", the description, then "flags:" with one line per flag
+// ("--name TYPE=default  what it does").
+class Formatter : public CLI::Formatter {
+ public:
+  Formatter() {
+    column_width(36);
+    label("REQUIRED", "(required)");
+  }
+  std::string make_usage(const CLI::App* app, std::string name) const override {
+    std::string out = "usage: " + name;
+    if (!app->get_subcommands({}).empty()) out += " <command>";
+    out += " [flags]\n";
+    if (!app->get_description().empty()) out += "\n" + app->get_description() + "\n";
+    return out;
+  }
+  std::string make_description(const CLI::App* /*app*/) const override { return {}; }
+};
+
+}  // namespace
+
+std::unique_ptr<App> NewCommand(const std::string& name, const std::string& description) {
+  auto app = std::make_unique<App>(description, name);
+  app->formatter(std::make_shared<Formatter>());
+  app->option_defaults()->always_capture_default()->group("flags");
+  app->set_help_flag("-h,--help", "show this help and exit");
+  app->allow_windows_style_options(false);
+  return app;
+}
+
+std::optional<int> Parse(App& app, int argc, const char* const* argv) {
+  std::vector<std::string> args;
+  for (int i = argc - 1; i >= 1; --i) args.emplace_back(argv[i]);  // CLI11 takes them reversed
+  try {
+    app.parse(args);
+  } catch (const CLI::CallForHelp&) {
+    std::fputs(app.help().c_str(), stdout);
+    return kExitOk;
+  } catch (const CLI::ParseError& e) {
+    std::string what = e.what();
+    while (!what.empty() && (what.back() == '\n' || what.back() == ' ')) what.pop_back();
+    std::fprintf(stderr, "%s: %s; see --help\n", app.get_name().c_str(), what.c_str());
+    return kExitUsage;
+  }
+  return std::nullopt;
+}
+
+CLI::Option* AddDuration(App& app, const std::string& flag, Duration* out,
+                         const std::string& description, bool allow_zero) {
+  auto* opt = app.add_option_function<std::string>(
+      flag,
+      [out, allow_zero, flag](const std::string& text) {
+        auto d = ParseGoDuration(text);
+        if (!d) throw CLI::ValidationError(flag, d.error().message());
+        if (*d < Duration::zero() || (!allow_zero && *d == Duration::zero())) {
+          throw CLI::ValidationError(flag, "\"" + text + "\" must be positive");
+        }
+        *out = *d;
+      },
+      description);
+  opt->type_name("DURATION");
+  const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(*out).count();
+  opt->default_str(ms % 1000 == 0 ? std::to_string(ms / 1000) + "s" : std::to_string(ms) + "ms");
+  return opt;
+}
+
+std::string LevelName(log::Level level) {
+  switch (level) {
+    case log::Level::kDebug:
+      return "debug";
+    case log::Level::kInfo:
+      return "info";
+    case log::Level::kWarn:
+      return "warn";
+    case log::Level::kError:
+      return "error";
+  }
+  return "info";
+}
+
+CLI::Option* AddLogLevel(App& app, log::Level* out) {
+  auto* opt = app.add_option_function<std::string>(
+      "--log-level",
+      [out](const std::string& text) {
+        if (!log::ParseLevel(text, out)) {
+          throw CLI::ValidationError("--log-level",
+                                     "\"" + text + "\" is not one of debug, info, warn, error");
+        }
+      },
+      "log level: debug|info|warn|error");
+  opt->type_name("LEVEL");
+  opt->default_str(LevelName(*out));
+  return opt;
+}
+
+}  // namespace pylon::cli

@@ -1,0 +1,50 @@
+// The one command-line shape of every command of `pylon` and `pylon-dev`, on CLI11.
+//
+// Each command builds a `Command` (a CLI11 app named "<binary> <command>"), declares its flags with
+// CLI11's own `add_option` / `add_flag` plus the typed helpers below, and calls `Parse`. Every
+// command therefore prints the same style of --help and fails the same way:
+//   - --help / -h: the usage on stdout, exit 0;
+//   - a bad command line (unknown flag, missing or bad value, missing required flag): one line on
+//     stderr, "<binary> <command>: <what>; see --help", and exit code kExitUsage (2);
+//   - a failure while running: the command logs it and returns kExitFailure (1).
+#pragma once
+
+#include <memory>
+#include <optional>
+#include <string>
+
+#include <CLI/CLI.hpp>
+
+#include "common/clock.h"
+#include "common/log.h"
+
+namespace pylon::cli {
+
+inline constexpr int kExitOk = 0;
+inline constexpr int kExitFailure = 1;
+inline constexpr int kExitUsage = 2;
+
+using App = CLI::App;
+
+// A command's parser: "<binary> <command>" with a one-line description, the common formatter and
+// --help. Flags are "--long-name" (and optionally a short alias); values come as "--flag v" or
+// "--flag=v".
+std::unique_ptr<App> NewCommand(const std::string& name, const std::string& description);
+
+// Parses argv (argv[0] is the command name, it is skipped) into `app`. Returns nullopt when the
+// command should go on, else the exit code to return: kExitOk after --help (printed on stdout),
+// kExitUsage after a bad command line (one line on stderr).
+std::optional<int> Parse(App& app, int argc, const char* const* argv);
+
+// A duration flag in Go's syntax ("10s", "500ms", "1m30s"); `*out` keeps its value as the default.
+// `allow_zero` false rejects "0".
+CLI::Option* AddDuration(App& app, const std::string& flag, Duration* out,
+                         const std::string& description, bool allow_zero = false);
+
+// --log-level debug|info|warn|error into `*out` (default: its current value).
+CLI::Option* AddLogLevel(App& app, log::Level* out);
+
+// The name a level parses from ("debug", "info", "warn", "error").
+std::string LevelName(log::Level level);
+
+}  // namespace pylon::cli

@@ -1,0 +1,107 @@
+#include "common/cli.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <string>
+#include <vector>
+
+namespace pylon::cli {
+namespace {
+
+using std::chrono::milliseconds;
+using std::chrono::seconds;
+
+struct Flags {
+  std::string kubeconfig;
+  Duration lease = seconds(15);
+  log::Level level = log::Level::kInfo;
+  bool verbose = false;
+};
+
+std::unique_ptr<App> Make(Flags* f) {
+  auto app = NewCommand("pylon test", "a command for the test");
+  app->add_option("--kubeconfig", f->kubeconfig, "kubeconfig file");
+  AddDuration(*app, "--lease-duration", &f->lease, "lease duration");
+  AddLogLevel(*app, &f->level);
+  app->add_flag("--verbose", f->verbose, "more output");
+  return app;
+}
+
+std::optional<int> ParseArgs(App& app, const std::vector<std::string>& args) {
+  std::vector<const char*> argv;
+  argv.reserve(args.size() + 1);
+  argv.push_back("test");
+  for (const auto& a : args) argv.push_back(a.c_str());
+  return Parse(app, static_cast<int>(argv.size()), argv.data());
+}
+
+struct Case {
+  const char* name;
+  std::vector<std::string> args;
+  std::optional<int> want;  // nullopt: parsed, the command goes on
+  const char* stderr_has;   // one line naming the problem ("" when it parses)
+};
+
+TEST(CliTest, ParseOutcomes) {
+  const Case cases[] = {
+      {"nothing", {}, std::nullopt, ""},
+      {"separate value", {"--kubeconfig", "/k"}, std::nullopt, ""},
+      {"joined value", {"--kubeconfig=/k", "--lease-duration=1m30s"}, std::nullopt, ""},
+      {"help", {"--help"}, kExitOk, ""},
+      {"short help", {"-h"}, kExitOk, ""},
+      {"unknown flag", {"--nope"}, kExitUsage, "--nope"},
+      {"missing value", {"--kubeconfig"}, kExitUsage, "--kubeconfig"},
+      {"bad duration", {"--lease-duration", "soon"}, kExitUsage, "--lease-duration"},
+      {"zero duration", {"--lease-duration", "0"}, kExitUsage, "must be positive"},
+      {"bad level", {"--log-level", "loud"}, kExitUsage, "loud"},
+      {"positional", {"extra"}, kExitUsage, "extra"},
+  };
+  for (const auto& c : cases) {
+    SCOPED_TRACE(c.name);
+    Flags f;
+    auto app = Make(&f);
+    testing::internal::CaptureStderr();
+    testing::internal::CaptureStdout();
+    auto got = ParseArgs(*app, c.args);
+    std::string out = testing::internal::GetCapturedStdout();
+    std::string err = testing::internal::GetCapturedStderr();
+    EXPECT_EQ(got, c.want);
+    if (c.want == kExitUsage) {
+      EXPECT_EQ(err.rfind("pylon test: ", 0), 0u) << err;
+      EXPECT_NE(err.find(c.stderr_has), std::string::npos) << err;
+      EXPECT_NE(err.find("; see --help\n"), std::string::npos) << err;
+      EXPECT_EQ(std::count(err.begin(), err.end(), '\n'), 1) << err;
+    } else {
+      EXPECT_EQ(err, "");
+    }
+    if (c.want == kExitOk) {
+      EXPECT_EQ(out.rfind("usage: pylon test [flags]\n", 0), 0u) << out;
+    }
+  }
+}
+
+TEST(CliTest, ValuesLand) {
+  Flags f;
+  auto app = Make(&f);
+  ASSERT_EQ(ParseArgs(*app, {"--kubeconfig=/k", "--lease-duration", "500ms", "--log-level", "debug",
+                       "--verbose"}),
+            std::nullopt);
+  EXPECT_EQ(f.kubeconfig, "/k");
+  EXPECT_EQ(f.lease, milliseconds(500));
+  EXPECT_EQ(f.level, log::Level::kDebug);
+  EXPECT_TRUE(f.verbose);
+}
+
+TEST(CliTest, HelpShowsDefaults) {
+  Flags f;
+  auto app = Make(&f);
+  std::string help = app->help();
+  EXPECT_NE(help.find("a command for the test"), std::string::npos) << help;
+  EXPECT_NE(help.find("--lease-duration"), std::string::npos) << help;
+  EXPECT_NE(help.find("15s"), std::string::npos) << help;
+  EXPECT_NE(help.find("info"), std::string::npos) << help;
+}
+
+}  // namespace
+}  // namespace pylon::cli
