@@ -51,6 +51,20 @@ std::string ReadFile(const std::string& path) {
   return ss.str();
 }
 
+// CPU time (user + system) a process has used so far, in seconds; 0 if unknown.
+double CpuSeconds(pid_t pid) {
+  std::string stat = ReadFile("/proc/" + std::to_string(pid) + "/stat");
+  auto close = stat.rfind(')');
+  if (close == std::string::npos) return 0;
+  std::istringstream in(stat.substr(close + 2));
+  std::string field;
+  long ticks = 0;
+  for (int i = 3; in >> field && i <= 15; ++i) {
+    if (i == 14 || i == 15) ticks += std::atol(field.c_str());  // utime, stime
+  }
+  return static_cast<double>(ticks) / static_cast<double>(sysconf(_SC_CLK_TCK));
+}
+
 // VmHWM of a process in kB, 0 if unknown.
 long PeakRssKb(pid_t pid) {
   std::istringstream in(ReadFile("/proc/" + std::to_string(pid) + "/status"));
@@ -349,6 +363,8 @@ int main(int argc, char** argv) {
     create_many("q-", backlog, nullptr);
     const double create_s = std::chrono::duration<double>(Clock::now() - c0).count();
     const size_t before = obs.Count();
+    std::map<std::string, double> cpu_before;
+    for (const auto& [name, pid] : plane.Pids()) cpu_before[name] = CpuSeconds(pid);
     const std::string log3 = dir + "/allocator3.log";
     const auto t0 = Clock::now();
     auto third =
@@ -379,6 +395,12 @@ int main(int argc, char** argv) {
         backlog_ok ? "" : " (FAILED)");
     std::printf("that allocator's peak RSS (VmHWM): %.1f MB\n",
                 static_cast<double>(PeakRssKb(third->pid())) / 1024.0);
+    // Where the time went: CPU seconds each process used while the backlog was allocated.
+    std::printf("CPU time during it: allocator %.1f s", CpuSeconds(third->pid()));
+    for (const auto& [name, pid] : plane.Pids()) {
+      std::printf(", %s %.1f s", name.c_str(), CpuSeconds(pid) - cpu_before[name]);
+    }
+    std::printf("\n");
     std::fflush(stdout);
     third->Stop(std::chrono::milliseconds(3000));
   }
