@@ -5,7 +5,7 @@ PKGS=(
   build-essential cmake ninja-build ccache pkg-config
   libgtest-dev libgmock-dev libbenchmark-dev librapidcheck-dev
   nlohmann-json3-dev libexpected-dev libcli11-dev libcurl4-openssl-dev libssl-dev libmnl-dev libyaml-cpp-dev
-  clang clang-14 libclang-rt-14-dev clang-format clang-tidy
+  clang clang-14 libclang-rt-14-dev clang-format
   iproute2 iputils-ping iputils-arping ndisc6 tcpdump curl procps psmisc openssl socat
   iptables nftables conntrack bird2
 )
