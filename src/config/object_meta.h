@@ -8,8 +8,9 @@
 #include <string>
 #include <string_view>
 
-#include <nlohmann/json.hpp>
+#include "common/json.h"
 
+#include "common/clock.h"
 #include "common/result.h"
 
 namespace pylon::config {
@@ -43,24 +44,12 @@ struct ObjectKey {
   friend bool operator==(const ObjectKey&, const ObjectKey&) = default;
 };
 
-// An RFC 3339 instant, e.g. metadata.creationTimestamp "2022-01-10T15:57:45Z".
-struct Timestamp {
-  std::int64_t seconds = 0;  // since the Unix epoch, UTC
-  std::int32_t nanos = 0;    // [0, 1e9)
-  friend auto operator<=>(const Timestamp&, const Timestamp&) = default;
-  friend bool operator==(const Timestamp&, const Timestamp&) = default;
-};
-
-// Accepts "YYYY-MM-DDTHH:MM:SS[.fraction](Z|+HH:MM|-HH:MM)" ('t'/'z' too), as Kubernetes writes
-// Time and MicroTime.
-Result<Timestamp> ParseTimestamp(std::string_view text);
-
 struct ObjectMeta {
   ObjectKey key;
   std::string uid;
   std::string resource_version;
   std::int64_t generation = 0;       // 0 when the server sent none
-  std::optional<Timestamp> created;  // metadata.creationTimestamp; nullopt when absent
+  std::optional<WallTime> created;  // metadata.creationTimestamp; nullopt when absent
 };
 
 // Reads kind/apiVersion/metadata of `object` as an object of kind `kind`.
@@ -68,7 +57,7 @@ struct ObjectMeta {
 // - metadata.name is required; metadata.namespace is required for namespaced kinds and ignored
 //   for cluster-scoped ones.
 // On error, the message is "<Kind> <ns/name>: <field path>: <reason>".
-Result<ObjectMeta> ParseObjectMeta(const nlohmann::json& object, ObjectKind kind);
+Result<ObjectMeta> ParseObjectMeta(const Json& object, ObjectKind kind);
 
 // "<key>: <message>": prefixes an error of field parsing with the object it belongs to.
 Error InObject(const ObjectKey& key, const Error& e);

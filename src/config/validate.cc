@@ -66,8 +66,8 @@ void InForceConfig::BuildIndex() {
   }
 }
 
-nlohmann::json ObjectStatus::ToJson() const {
-  nlohmann::json j = {{"valid", valid},
+Json ObjectStatus::ToJson() const {
+  Json j = {{"valid", valid},
                       {"message", message},
                       {"warnings", warnings},
                       {"observedGeneration", observed_generation},
@@ -79,8 +79,6 @@ nlohmann::json ObjectStatus::ToJson() const {
 }
 
 namespace {
-
-using detail::Json;
 
 // Addresses held by the groups in force during one validation round, keyed by range start.
 class Reservations {
@@ -157,16 +155,16 @@ struct Candidate {
 // Best-effort identity of a candidate that failed to parse, for its status.
 ObjectKey RawKey(const Json& object) {
   ObjectKey key;
-  const Json* kind = detail::Find(object, "kind");
+  const Json* kind = Find(object, {"kind"});
   if (kind != nullptr && kind->is_string() &&
       kind->get_ref<const std::string&>() == KindName(ObjectKind::kLoadBalancerClass)) {
     key.kind = ObjectKind::kLoadBalancerClass;
   }
-  const Json* md = detail::Find(object, "metadata");
+  const Json* md = Find(object, {"metadata"});
   if (md != nullptr) {
-    const Json* n = detail::Find(*md, "name");
+    const Json* n = Find(*md, {"name"});
     if (n != nullptr && n->is_string()) key.name = n->get_ref<const std::string&>();
-    const Json* ns = detail::Find(*md, "namespace");
+    const Json* ns = Find(*md, {"namespace"});
     if (KindIsNamespaced(key.kind) && ns != nullptr && ns->is_string()) {
       key.namespace_ = ns->get_ref<const std::string&>();
     }
@@ -175,7 +173,7 @@ ObjectKey RawKey(const Json& object) {
 }
 
 std::int64_t RawGeneration(const Json& object) {
-  const Json* md = detail::Find(object, "metadata");
+  const Json* md = Find(object, {"metadata"});
   if (md == nullptr) return 0;
   auto g = detail::OptionalNonNegativeInt(*md, "generation", "");
   return g && g->has_value() ? **g : 0;
@@ -184,7 +182,7 @@ std::int64_t RawGeneration(const Json& object) {
 // Oldest first: creationTimestamp (absent sorts last), then kind, namespace, name.
 bool CreatedBefore(const ObjectMeta& a, const ObjectMeta& b) {
   auto rank = [](const ObjectMeta& m) {
-    return std::make_tuple(!m.created.has_value(), m.created.value_or(Timestamp{}),
+    return std::make_tuple(!m.created.has_value(), m.created.value_or(WallTime{}),
                            KindName(m.key.kind), std::string_view(m.key.namespace_),
                            std::string_view(m.key.name));
   };
@@ -331,7 +329,7 @@ Outcome ValidateUnguarded(std::span<const Json> objects, const InForceConfig& pr
 
 }  // namespace
 
-ValidationResult ValidateConfig(std::span<const nlohmann::json> candidates,
+ValidationResult ValidateConfig(std::span<const Json> candidates,
                                 const InForceConfig& previous) {
   try {
     Outcome o = ValidateUnguarded(candidates, previous);

@@ -28,7 +28,7 @@
 #include <string_view>
 #include <vector>
 
-#include <nlohmann/json.hpp>
+#include "common/json.h"
 
 #include "config/group.h"
 #include "config/object_meta.h"
@@ -64,7 +64,7 @@ class InForceConfig {
   std::optional<AddressMatch> FindAddress(const net::IpAddress& address) const;
 
  private:
-  friend ValidationResult ValidateConfig(std::span<const nlohmann::json> candidates,
+  friend ValidationResult ValidateConfig(std::span<const Json> candidates,
                                          const InForceConfig& previous);
   void Put(Group g);
   void BuildIndex();
@@ -102,7 +102,7 @@ struct ObjectStatus {
   // {"valid", "message", "warnings": [...], "observedGeneration", "inForceGeneration" (when some
   //  version is in force), "poolSize": {"IPv4": "<decimal>", "IPv6": "<decimal>"}}.
   // Sizes are strings because a /64 or wider does not fit an int64.
-  nlohmann::json ToJson() const;
+  Json ToJson() const;
 };
 
 struct ValidationResult {
@@ -110,7 +110,7 @@ struct ValidationResult {
   std::vector<ObjectStatus> statuses;  // one per candidate, in candidate order
 };
 
-ValidationResult ValidateConfig(std::span<const nlohmann::json> candidates,
+ValidationResult ValidateConfig(std::span<const Json> candidates,
                                 const InForceConfig& previous);
 
 }  // namespace pylon::config

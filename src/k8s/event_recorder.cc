@@ -3,7 +3,7 @@
 #include <cstdio>
 
 #include "common/log.h"
-#include "k8s/time.h"
+#include "common/time.h"
 
 namespace pylon::k8s {
 

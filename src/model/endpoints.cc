@@ -1,14 +1,12 @@
 #include "model/endpoints.h"
 
-#include <nlohmann/json.hpp>
+#include "common/json.h"
 
 namespace pylon::model {
 namespace {
 
-using nlohmann::json;
-
 // A condition is tri-state in the API; nil takes the given default.
-Result<bool> Condition(const json& conds, const char* key, bool dflt, const std::string& path) {
+Result<bool> Condition(const Json& conds, const char* key, bool dflt, const std::string& path) {
   auto it = conds.find(key);
   if (it == conds.end() || it->is_null()) return dflt;
   if (!it->is_boolean()) {
@@ -19,7 +17,7 @@ Result<bool> Condition(const json& conds, const char* key, bool dflt, const std:
 
 }  // namespace
 
-Result<EndpointSlice> ParseEndpointSlice(const json& obj) {
+Result<EndpointSlice> ParseEndpointSlice(const Json& obj) {
   if (!obj.is_object()) return Fail(ErrorCode::kInvalidArgument, "EndpointSlice: not an object");
   EndpointSlice es;
   auto meta = obj.find("metadata");

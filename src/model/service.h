@@ -8,8 +8,7 @@
 #include <string>
 #include <vector>
 
-#include <nlohmann/json_fwd.hpp>
-
+#include "common/json.h"
 #include "common/result.h"
 #include "net/ip.h"
 
@@ -70,7 +69,7 @@ struct Service {
   }
 };
 
-Result<Service> ParseService(const nlohmann::json& obj);
+Result<Service> ParseService(const Json& obj);
 
 // Which Services are Pylon's (docs/design.md): a lace-cni.io/<name> class → that LoadBalancerClass;
 // purelb.io/purelb, purelb.io/purelbv2 or no class → the ServiceGroup named by

@@ -6,7 +6,7 @@
 
 #include "k8s/event_recorder.h"
 #include "k8s/fake_client.h"
-#include "k8s/time.h"
+#include "common/time.h"
 
 namespace pylon::k8s {
 namespace {

@@ -14,7 +14,7 @@
 #include "k8s/json_stream.h"
 #include "k8s/lease.h"
 #include "k8s/object.h"
-#include "k8s/time.h"
+#include "common/time.h"
 #include "k8s/watch_event.h"
 
 namespace pylon::k8s {
