@@ -7,6 +7,7 @@
 #include "agent/agent_metrics.h"
 #include "agent/network.h"
 #include "common/log.h"
+#include "common/object_key.h"
 #include "election/macs_annotation.h"
 #include "election/node_name.h"
 #include "election/subnets_annotation.h"
@@ -448,7 +449,7 @@ void Agent::RefreshInputs() {
         for (const auto& so : slices_->store().List()) {
           auto es = model::ParseEndpointSlice(so);
           if (es && !es->service_name.empty()) {
-            slices[es->ns + "/" + es->service_name].push_back(std::move(*es));
+            slices[ObjectKey{es->ns, es->service_name}.String()].push_back(std::move(*es));
           }
         }
         slices_loaded = true;
@@ -563,8 +564,7 @@ void Agent::SyncBgp() {
   in.virtual_interface = network_.virtual_interface;
   // The router id: the node's InternalIP (IPv4) unless its peers set spec.routerID.
   if (in.node) {
-    if (const Json* addrs = Find(*in.node, {"status", "addresses"});
-        addrs && addrs->is_array()) {
+    if (const Json* addrs = Find(*in.node, {"status", "addresses"}); addrs && addrs->is_array()) {
       for (const auto& a : *addrs) {
         if (!a.is_object() || FindString(a, {"type"}).value_or("") != "InternalIP") continue;
         auto ip = net::IpAddress::Parse(FindString(a, {"address"}).value_or(""));

@@ -9,10 +9,11 @@
 
 #include "bgp/bird_control.h"
 #include "common/log.h"
+#include "common/object_key.h"
+#include "common/time.h"
 #include "k8s/base64.h"
 #include "k8s/object.h"
 #include "k8s/resource.h"
-#include "common/time.h"
 
 namespace pylon::agent {
 
@@ -166,7 +167,7 @@ void BgpSync::ResolvePasswords() {
       auto s = client_->Get(k8s::resources::Secrets(), ns_, secret);
       if (!s) {
         log::Warn("cannot read a BGP password Secret",
-                  {{"secret", ns_ + "/" + secret}, {"error", s.error().message()}});
+                  {{"secret", ObjectKey{ns_, secret}.String()}, {"error", s.error().message()}});
         continue;
       }
       secrets[secret] = *s;
@@ -421,15 +422,15 @@ void BgpSync::WriteStatus(const std::string& peer, const Json& entry,
         }
       }
     }
-    conds.push_back({{"type", "Valid"},
-                     {"status", want},
-                     {"reason", invalid ? "InvalidSpec" : "Accepted"},
-                     {"message", invalid ? *invalid + " (the last good version stays in force)"
-                                         : "spec accepted"},
-                     {"lastTransitionTime", since},
-                     {"observedGeneration", Find(*obj, {"metadata", "generation"})
-                                                ? (*obj)["metadata"]["generation"]
-                                                : Json(0)}});
+    conds.push_back(
+        {{"type", "Valid"},
+         {"status", want},
+         {"reason", invalid ? "InvalidSpec" : "Accepted"},
+         {"message",
+          invalid ? *invalid + " (the last good version stays in force)" : "spec accepted"},
+         {"lastTransitionTime", since},
+         {"observedGeneration",
+          Find(*obj, {"metadata", "generation"}) ? (*obj)["metadata"]["generation"] : Json(0)}});
     status["conditions"] = conds;
     auto r = client_->UpdateStatus(crd::BGPPeers(), *obj);
     if (r) return;

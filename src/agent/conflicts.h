@@ -39,7 +39,7 @@ struct ProbeTarget {
 
 struct ProbeResult {
   ProbeTarget target;
-  std::optional<net::MacAddress> owner;  // a foreign host answered
+  std::optional<net::MacAddress> owner;     // a foreign host answered
   std::optional<std::string> error;         // the probe could not run
 };
 

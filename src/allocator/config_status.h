@@ -53,8 +53,7 @@ struct ConfigStatusWrite {
 };
 
 // `current` is the object as last read; `now` an RFC 3339 Time for lastTransitionTime.
-ConfigStatusWrite PlanConfigStatus(const Json& current,
-                                   const config::ObjectStatus& status, const PoolUsage& usage,
-                                   const std::string& now);
+ConfigStatusWrite PlanConfigStatus(const Json& current, const config::ObjectStatus& status,
+                                   const PoolUsage& usage, const std::string& now);
 
 }  // namespace pylon::allocator

@@ -5,8 +5,9 @@
 #include "allocator/config_status.h"
 #include "allocator/service_writes.h"
 #include "common/log.h"
-#include "k8s/field_mask.h"
+#include "common/object_key.h"
 #include "common/time.h"
+#include "k8s/field_mask.h"
 #include "model/service.h"
 
 namespace pylon::allocator {
@@ -28,11 +29,7 @@ namespace {
 constexpr char kConfigKey[] = "config";
 constexpr char kQuarantineNs[] = "pylon.quarantine";
 
-std::string ServiceKeyString(const std::string& ns, const std::string& name) {
-  return ns + "/" + name;
-}
-
-std::string ConfigStatusKey(const config::ObjectKey& k) {
+std::string ConfigStatusKey(const config::ConfigKey& k) {
   return std::string("cs/") + std::string(config::KindName(k.kind)) + "/" + k.namespace_ + "/" +
          k.name;
 }
@@ -126,9 +123,7 @@ void Controller::Enqueue(const std::string& key) {
   queue_.Add(key);
 }
 
-void Controller::EnqueueService(const Json& obj) {
-  Enqueue("s/" + ServiceKeyString(k8s::Namespace(obj), k8s::Name(obj)));
-}
+void Controller::EnqueueService(const Json& obj) { Enqueue("s/" + k8s::KeyOf(obj).String()); }
 
 void Controller::Lead() {
   MutexLock life(life_mu_);
@@ -319,7 +314,7 @@ void Controller::PoolChangedLocked(const std::string& pool_key, bool freed,
 }
 
 Controller::Result_ Controller::ProcessService(const std::string& ns, const std::string& name) {
-  const std::string key = ServiceKeyString(ns, name);
+  const std::string key = ObjectKey{ns, name}.String();
   std::optional<Json> obj = ServiceObject(key);
   auto skey = pool::ServiceKey::Make(ns, name);
   if (!skey) return Result_::kDone;
@@ -440,8 +435,7 @@ Controller::Result_ Controller::ProcessConfig() {
   for (auto& c : candidates) {
     // List items from the cache may lack kind/apiVersion; the parser checks them when present.
     if (!c.contains("kind")) {
-      c["kind"] =
-          FindString(c, {"metadata", "namespace"}) ? "ServiceGroup" : "LoadBalancerClass";
+      c["kind"] = FindString(c, {"metadata", "namespace"}) ? "ServiceGroup" : "LoadBalancerClass";
     }
   }
   std::set<std::string> changed_pools;
@@ -459,7 +453,7 @@ Controller::Result_ Controller::ProcessConfig() {
       const config::Group* og = config_.Find(k);
       if (og == nullptr) changed_pools.insert(PoolKey(k));
     }
-    std::map<config::ObjectKey, config::ObjectStatus> statuses;
+    std::map<config::ConfigKey, config::ObjectStatus> statuses;
     for (auto& st : vr.statuses) {
       if (!st.valid) {
         log::Warn("config rejected", {{"object", st.key.ToString()}, {"message", st.message}});
@@ -512,7 +506,7 @@ Controller::Result_ Controller::ProcessConfig() {
         queue_.Add("s/" + v.Key());
         continue;
       }
-      config::ObjectKey k;
+      config::ConfigKey k;
       if (sel.owner == model::Owner::kServiceGroup) {
         GroupResolution res =
             ResolveServiceGroup(v, config_, opts_.install_namespace,
@@ -542,7 +536,7 @@ Controller::Result_ Controller::ProcessConfigStatus(const std::string& key) {
   std::optional<Json> obj =
       is_group ? groups_->store().Get(ns, name) : classes_->store().Get("", name);
   if (!obj) return Result_::kDone;
-  config::ObjectKey okey{
+  config::ConfigKey okey{
       is_group ? config::ObjectKind::kServiceGroup : config::ObjectKind::kLoadBalancerClass, ns,
       name};
   config::ObjectStatus st;

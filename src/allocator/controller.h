@@ -144,9 +144,9 @@ class Controller {
   Mutex life_mu_;     // serialises Lead() and Stop() (workers_)
   mutable Mutex mu_;  // guards everything below
   config::InForceConfig config_ PYLON_GUARDED_BY(mu_);
-  std::map<config::ObjectKey, config::ObjectStatus> statuses_ PYLON_GUARDED_BY(mu_);
+  std::map<config::ConfigKey, config::ObjectStatus> statuses_ PYLON_GUARDED_BY(mu_);
   // Pool key -> its object.
-  std::map<std::string, config::ObjectKey> pool_objects_ PYLON_GUARDED_BY(mu_);
+  std::map<std::string, config::ConfigKey> pool_objects_ PYLON_GUARDED_BY(mu_);
   pool::Allocator pool_ PYLON_GUARDED_BY(mu_);
   // Address conflicts reported by the agents (reconcile.h).
   ConflictBook conflicts_ PYLON_GUARDED_BY(mu_);

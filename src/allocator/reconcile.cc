@@ -257,7 +257,7 @@ bool HasOwnTraces(const model::Service& svc, const ServiceInput& in) {
 
 }  // namespace
 
-std::string PoolKey(const config::ObjectKey& key) { return key.ToString(); }
+std::string PoolKey(const config::ConfigKey& key) { return key.ToString(); }
 
 pool::ServiceKey ReservationKey(const net::IpAddress& address) {
   return *pool::ServiceKey::Make(kReservationNs, address.ToString());
@@ -659,10 +659,10 @@ Decision Reconcile(const ServiceInput& in, const config::InForceConfig& config,
            in.conflicts->Set(key.ToString(), {pool_key, conflicts.active}, &changed)) {
         pool.Release(ReservationKey(ip));
       }
-      Decision d = refuse({Reason::kAddressConflict,
-                           "requested address " + ConflictText(*conflicts.requested) +
-                               "; not taken (tried again after " +
-                               FormatTime(conflicts.requested->until) + ")"});
+      Decision d = refuse(
+          {Reason::kAddressConflict, "requested address " + ConflictText(*conflicts.requested) +
+                                         "; not taken (tried again after " +
+                                         FormatTime(conflicts.requested->until) + ")"});
       d.conflicts_changed = changed;
       d.recheck_after = conflicts.recheck_after;
       return d;

@@ -35,20 +35,14 @@ bool KindIsNamespaced(ObjectKind kind) {
   return kind == ObjectKind::kServiceGroup || kind == ObjectKind::kLBNodeAgent;
 }
 
-std::string ObjectKey::ToString() const {
+std::string ConfigKey::ToString() const {
   std::string out(KindName(kind));
   out += ' ';
-  if (name.empty()) {
-    out += "(unnamed)";
-  } else if (namespace_.empty()) {
-    out += name;
-  } else {
-    out += namespace_ + "/" + name;
-  }
+  out += name.empty() ? "(unnamed)" : object().String();
   return out;
 }
 
-Error InObject(const ObjectKey& key, const Error& e) { return e.Wrap(key.ToString()); }
+Error InObject(const ConfigKey& key, const Error& e) { return e.Wrap(key.ToString()); }
 
 Result<ObjectMeta> ParseObjectMeta(const Json& object, ObjectKind kind) {
   ObjectMeta meta;
@@ -110,9 +104,9 @@ Result<ObjectMeta> ParseObjectMeta(const Json& object, ObjectKind kind) {
   if (ct->has_value()) {
     auto t = ParseTime(**ct);
     if (!t) {
-      return fail(Error(ErrorCode::kInvalidArgument,
-                        "metadata.creationTimestamp: \"" + (*ct)->substr(0, 64) +
-                            "\" is not an RFC 3339 time"));
+      return fail(Error(
+          ErrorCode::kInvalidArgument,
+          "metadata.creationTimestamp: \"" + (*ct)->substr(0, 64) + "\" is not an RFC 3339 time"));
     }
     meta.created = *t;
   }

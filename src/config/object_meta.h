@@ -8,9 +8,9 @@
 #include <string>
 #include <string_view>
 
-#include "common/json.h"
-
 #include "common/clock.h"
+#include "common/json.h"
+#include "common/object_key.h"
 #include "common/result.h"
 
 namespace pylon::config {
@@ -31,25 +31,27 @@ std::string_view KindApiVersion(ObjectKind kind);  // "purelb.io/v1", ...: the v
 bool KindAcceptsApiVersion(ObjectKind kind, std::string_view api_version);
 bool KindIsNamespaced(ObjectKind kind);
 
-// Identity of an object. Cluster-scoped kinds always have an empty namespace, so a
-// ServiceGroup "a/x" and a LoadBalancerClass "x" never collide: the kind is part of the key.
-struct ObjectKey {
+// Identity of a config object: its kind and its ObjectKey (common/object_key.h) fields.
+// Cluster-scoped kinds always have an empty namespace, so a ServiceGroup "a/x" and a
+// LoadBalancerClass "x" never collide: the kind is part of the key.
+struct ConfigKey {
   ObjectKind kind = ObjectKind::kServiceGroup;
   std::string namespace_;
   std::string name;
 
   // "ServiceGroup purelb-system/localdual", "LoadBalancerClass public"; "(unnamed)" if no name.
   std::string ToString() const;
-  friend auto operator<=>(const ObjectKey&, const ObjectKey&) = default;
-  friend bool operator==(const ObjectKey&, const ObjectKey&) = default;
+  ObjectKey object() const { return ObjectKey{namespace_, name}; }
+  friend auto operator<=>(const ConfigKey&, const ConfigKey&) = default;
+  friend bool operator==(const ConfigKey&, const ConfigKey&) = default;
 };
 
 struct ObjectMeta {
-  ObjectKey key;
+  ConfigKey key;
   std::string uid;
   std::string resource_version;
   std::int64_t generation = 0;       // 0 when the server sent none
-  std::optional<WallTime> created;  // metadata.creationTimestamp; nullopt when absent
+  std::optional<WallTime> created;   // metadata.creationTimestamp; nullopt when absent
 };
 
 // Reads kind/apiVersion/metadata of `object` as an object of kind `kind`.
@@ -60,6 +62,6 @@ struct ObjectMeta {
 Result<ObjectMeta> ParseObjectMeta(const Json& object, ObjectKind kind);
 
 // "<key>: <message>": prefixes an error of field parsing with the object it belongs to.
-Error InObject(const ObjectKey& key, const Error& e);
+Error InObject(const ConfigKey& key, const Error& e);
 
 }  // namespace pylon::config

@@ -15,17 +15,17 @@ using net::Family;
 using net::IpAddress;
 using net::Uint128;
 
-const Group* InForceConfig::Find(const ObjectKey& key) const {
+const Group* InForceConfig::Find(const ConfigKey& key) const {
   auto it = groups_.find(key);
   return it == groups_.end() ? nullptr : &it->second;
 }
 
 const Group* InForceConfig::FindServiceGroup(std::string_view ns, std::string_view name) const {
-  return Find(ObjectKey{ObjectKind::kServiceGroup, std::string(ns), std::string(name)});
+  return Find(ConfigKey{ObjectKind::kServiceGroup, std::string(ns), std::string(name)});
 }
 
 const Group* InForceConfig::FindClass(std::string_view name) const {
-  return Find(ObjectKey{ObjectKind::kLoadBalancerClass, "", std::string(name)});
+  return Find(ConfigKey{ObjectKind::kLoadBalancerClass, "", std::string(name)});
 }
 
 std::optional<AddressMatch> InForceConfig::FindAddress(const IpAddress& address) const {
@@ -43,7 +43,7 @@ std::optional<AddressMatch> InForceConfig::FindAddress(const IpAddress& address)
 }
 
 void InForceConfig::Put(Group g) {
-  ObjectKey key = g.key();
+  ConfigKey key = g.key();
   groups_.insert_or_assign(std::move(key), std::move(g));
 }
 
@@ -68,12 +68,12 @@ void InForceConfig::BuildIndex() {
 
 Json ObjectStatus::ToJson() const {
   Json j = {{"valid", valid},
-                      {"message", message},
-                      {"warnings", warnings},
-                      {"observedGeneration", observed_generation},
-                      {"poolSize",
-                       {{std::string(net::FamilyName(Family::kV4)), SizeString(Family::kV4)},
-                        {std::string(net::FamilyName(Family::kV6)), SizeString(Family::kV6)}}}};
+            {"message", message},
+            {"warnings", warnings},
+            {"observedGeneration", observed_generation},
+            {"poolSize",
+             {{std::string(net::FamilyName(Family::kV4)), SizeString(Family::kV4)},
+              {std::string(net::FamilyName(Family::kV6)), SizeString(Family::kV6)}}}};
   if (in_force_generation) j["inForceGeneration"] = *in_force_generation;
   return j;
 }
@@ -143,7 +143,7 @@ class Reservations {
 enum class State { kRejected, kDuplicate, kUnchanged, kEdit, kNew, kKeepPrevious };
 
 struct Candidate {
-  ObjectKey key;
+  ConfigKey key;
   std::int64_t generation = 0;
   std::optional<Group> parsed;
   std::string error;                // why the observed version is rejected
@@ -153,8 +153,8 @@ struct Candidate {
 };
 
 // Best-effort identity of a candidate that failed to parse, for its status.
-ObjectKey RawKey(const Json& object) {
-  ObjectKey key;
+ConfigKey RawKey(const Json& object) {
+  ConfigKey key;
   const Json* kind = Find(object, {"kind"});
   if (kind != nullptr && kind->is_string() &&
       kind->get_ref<const std::string&>() == KindName(ObjectKind::kLoadBalancerClass)) {
@@ -206,7 +206,7 @@ struct Outcome {
 
 Outcome ValidateUnguarded(std::span<const Json> objects, const InForceConfig& previous) {
   std::vector<Candidate> cands(objects.size());
-  std::set<ObjectKey> seen;
+  std::set<ConfigKey> seen;
   for (std::size_t i = 0; i < objects.size(); ++i) {
     Candidate& c = cands[i];
     auto g = ParseAddressSource(objects[i]);
@@ -329,8 +329,7 @@ Outcome ValidateUnguarded(std::span<const Json> objects, const InForceConfig& pr
 
 }  // namespace
 
-ValidationResult ValidateConfig(std::span<const Json> candidates,
-                                const InForceConfig& previous) {
+ValidationResult ValidateConfig(std::span<const Json> candidates, const InForceConfig& previous) {
   try {
     Outcome o = ValidateUnguarded(candidates, previous);
     ValidationResult r;

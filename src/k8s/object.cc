@@ -31,12 +31,6 @@ Status StringMap(const Json& meta, const char* key, std::map<std::string, std::s
 
 }  // namespace
 
-ObjectKey ObjectKey::FromString(std::string_view key) {
-  auto slash = key.find('/');
-  if (slash == std::string_view::npos) return ObjectKey{"", std::string(key)};
-  return ObjectKey{std::string(key.substr(0, slash)), std::string(key.substr(slash + 1))};
-}
-
 Result<ObjectMeta> ParseMeta(const Json& object) {
   if (!object.is_object()) return Fail(ErrorCode::kInvalidArgument, "object is not a JSON object");
   auto it = object.find("metadata");

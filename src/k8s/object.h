@@ -12,20 +12,10 @@
 #include <vector>
 
 #include "common/json.h"
+#include "common/object_key.h"
 #include "common/result.h"
 
 namespace pylon::k8s {
-
-// Identity of an object within one resource: "namespace/name", or "name" when cluster-scoped.
-struct ObjectKey {
-  std::string ns;
-  std::string name;
-
-  std::string String() const { return ns.empty() ? name : ns + "/" + name; }
-  static ObjectKey FromString(std::string_view key);
-  friend bool operator==(const ObjectKey&, const ObjectKey&) = default;
-  friend auto operator<=>(const ObjectKey&, const ObjectKey&) = default;
-};
 
 // Typed copy of metadata. Absent fields are empty; wrongly typed ones make ParseMeta fail.
 struct ObjectMeta {

@@ -1,6 +1,7 @@
 #include "model/endpoints.h"
 
 #include "common/json.h"
+#include "common/object_key.h"
 
 namespace pylon::model {
 namespace {
@@ -30,7 +31,7 @@ Result<EndpointSlice> ParseEndpointSlice(const Json& obj) {
     if (auto s = l->find(kLabelServiceName); s != l->end() && s->is_string()) es.service_name = *s;
   }
   if (auto t = obj.find("addressType"); t != obj.end() && t->is_string()) es.address_type = *t;
-  const std::string where = "EndpointSlice " + es.ns + "/" + es.name + ": endpoints";
+  const std::string where = "EndpointSlice " + ObjectKey{es.ns, es.name}.String() + ": endpoints";
   auto eps = obj.find("endpoints");
   if (eps == obj.end() || eps->is_null()) return es;
   if (!eps->is_array()) return Fail(ErrorCode::kInvalidArgument, where + ": expected a list");

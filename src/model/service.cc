@@ -35,7 +35,7 @@ Result<Service> ParseService(const Json& obj) {
     if (auto st = OptString(*meta, key, "Service: metadata.", out); !st) return Fail(st.error());
   }
   if (s.name.empty()) return Fail(ErrorCode::kInvalidArgument, "Service: metadata.name missing");
-  const std::string where = "Service " + s.ns + "/" + s.name + ": ";
+  const std::string where = "Service " + s.Key() + ": ";
   if (auto it = meta->find("deletionTimestamp"); it != meta->end() && !it->is_null()) {
     s.deleting = true;
   }

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "common/json.h"
+#include "common/object_key.h"
 #include "common/result.h"
 #include "net/ip.h"
 
@@ -62,7 +63,7 @@ struct Service {
   std::vector<net::IpAddress> ingress;        // status.loadBalancer.ingress[].ip, in order
   std::vector<std::string> ingress_problems;  // unparseable ingress entries, for messages
 
-  std::string Key() const { return ns + "/" + name; }
+  std::string Key() const { return ObjectKey{ns, name}.String(); }
   const std::string* Annotation(const std::string& k) const {
     auto it = annotations.find(k);
     return it == annotations.end() ? nullptr : &it->second;

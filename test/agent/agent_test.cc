@@ -99,7 +99,7 @@ class ObservingClient final : public k8s::Client {
     return inner_.UpdateStatus(r, o);
   }
   Result<Json> Patch(const k8s::Resource& r, std::string_view ns, std::string_view n,
-                          k8s::PatchType t, const Json& p, std::string_view sub) override {
+                     k8s::PatchType t, const Json& p, std::string_view sub) override {
     return inner_.Patch(r, ns, n, t, p, sub);
   }
   Status Delete(const k8s::Resource& r, std::string_view ns, std::string_view n,

@@ -5,10 +5,10 @@
 #include <string>
 #include <vector>
 
-#include "common/time.h"
 #include "allocator/config_status.h"
 #include "allocator/reconcile.h"
 #include "allocator/service_writes.h"
+#include "common/time.h"
 #include "config/validate.h"
 #include "model/conflicts.h"
 #include "test_objects.h"

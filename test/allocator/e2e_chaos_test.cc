@@ -137,8 +137,7 @@ spec:
             }
           }
           std::vector<std::string> ips;
-          if (const json* lb = Find(s, {"status", "loadBalancer"});
-              lb && lb->contains("ingress")) {
+          if (const json* lb = Find(s, {"status", "loadBalancer"}); lb && lb->contains("ingress")) {
             for (const auto& e : (*lb)["ingress"]) ips.push_back(e.value("ip", ""));
           }
           const json* fams = Find(s, {"spec"});

@@ -18,11 +18,12 @@ Prefix P(const char* text) { return *Prefix::Parse(text); }
 TEST(ServiceGroup, Seed000LocalDualParsesAsWritten) {
   auto g = ParseServiceGroup(testing::SeedLocalDual());
   ASSERT_TRUE(g) << g.error().message();
-  EXPECT_EQ(g->key(), (ObjectKey{ObjectKind::kServiceGroup, "purelb-system", "localdual"}));
+  EXPECT_EQ(g->key(), (ConfigKey{ObjectKind::kServiceGroup, "purelb-system", "localdual"}));
   EXPECT_EQ(g->mode, AnnounceMode::kLocalOrVirtual);
   EXPECT_EQ(g->meta.generation, 1);
   ASSERT_TRUE(g->meta.created.has_value());
-  EXPECT_EQ(g->meta.created->time_since_epoch(), std::chrono::seconds(1641829800));  // 2022-01-10T15:50:00Z
+  EXPECT_EQ(g->meta.created->time_since_epoch(),
+            std::chrono::seconds(1641829800));  // 2022-01-10T15:50:00Z
   ASSERT_EQ(g->v4.size(), 1u);
   ASSERT_EQ(g->v6.size(), 1u);
   EXPECT_EQ(g->v4[0].path, "spec.local.v4pools[0].pool");

@@ -2,12 +2,12 @@
 // resource paths, lease JSON, watch frames (malformed ones never crash).
 #include <gtest/gtest.h>
 
+#include "common/time.h"
 #include "k8s/api_status.h"
 #include "k8s/base64.h"
 #include "k8s/lease.h"
 #include "k8s/object.h"
 #include "k8s/resource.h"
-#include "common/time.h"
 #include "k8s/selector.h"
 #include "k8s/watch_event.h"
 
