@@ -462,10 +462,9 @@ void Agent::RefreshInputs() {
   excluded_nodes_.clear();
   for (const auto& obj : nodes_->store().List()) {
     bool excluded = k8s::IsBeingDeleted(obj);
-    if (const Json* taints = Find(obj, {"spec"}); taints && taints->contains("taints")) {
-      const Json& list = (*taints)["taints"];
-      if (list.is_array()) {
-        for (const auto& t : list) {
+    if (const Json* list = Find(obj, {"spec", "taints"})) {
+      if (list->is_array()) {
+        for (const auto& t : *list) {
           if (t.is_object() &&
               FindString(t, {"key"}).value_or("") == "ToBeDeletedByClusterAutoscaler") {
             excluded = true;

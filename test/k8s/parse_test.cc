@@ -108,8 +108,6 @@ TEST(Object, MetaAndAccessors) {
   EXPECT_EQ(Annotation(*j, "purelb.io/x"), "y");
   EXPECT_EQ(Label(*j, "missing"), "");
   EXPECT_EQ(KeyOf(*j).String(), "demo/web");
-  EXPECT_EQ(ObjectKey::FromString("demo/web"), (ObjectKey{"demo", "web"}));
-  EXPECT_EQ(ObjectKey::FromString("node1"), (ObjectKey{"", "node1"}));
 }
 
 TEST(Object, MalformedMetadataIsAnErrorNotACrash) {
