@@ -360,13 +360,13 @@ void BgpSync::Poll() {
         log::Info(up ? "BGP session established" : "BGP session down",
                   {{"peer", name}, {"session", FindString(entry, {"session"}).value_or("")}});
         if (recorder_) {
+          const std::optional<std::string> last_error = FindString(entry, {"lastError"});
           recorder_->Event(
               k8s::ObjectReference::For(crd::BGPPeers(), obj),
               up ? k8s::EventLevel::kNormal : k8s::EventLevel::kWarning,
               up ? "SessionEstablished" : "SessionDown",
               "node " + node_ + ": " + FindString(entry, {"session"}).value_or("") +
-                  (entry.contains("lastError") ? " (" + entry["lastError"].get<std::string>() + ")"
-                                               : ""));
+                  (last_error ? " (" + *last_error + ")" : ""));
         }
       }
       established_[name] = up;
