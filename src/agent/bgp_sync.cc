@@ -361,12 +361,11 @@ void BgpSync::Poll() {
                   {{"peer", name}, {"session", FindString(entry, {"session"}).value_or("")}});
         if (recorder_) {
           const std::optional<std::string> last_error = FindString(entry, {"lastError"});
-          recorder_->Event(
-              k8s::ObjectReference::For(crd::BGPPeers(), obj),
-              up ? k8s::EventLevel::kNormal : k8s::EventLevel::kWarning,
-              up ? "SessionEstablished" : "SessionDown",
-              "node " + node_ + ": " + FindString(entry, {"session"}).value_or("") +
-                  (last_error ? " (" + *last_error + ")" : ""));
+          recorder_->Event(k8s::ObjectReference::For(crd::BGPPeers(), obj),
+                           up ? k8s::EventLevel::kNormal : k8s::EventLevel::kWarning,
+                           up ? "SessionEstablished" : "SessionDown",
+                           "node " + node_ + ": " + FindString(entry, {"session"}).value_or("") +
+                               (last_error ? " (" + *last_error + ")" : ""));
         }
       }
       established_[name] = up;
