@@ -4,27 +4,27 @@ namespace pylon::k8s {
 namespace {
 
 Status StringField(const Json& meta, const char* key, std::string* out) {
-  auto it = meta.find(key);
-  if (it == meta.end() || it->is_null()) return Ok();
-  if (!it->is_string()) {
+  const Json* v = Find(meta, {key});
+  if (v == nullptr || v->is_null()) return Ok();
+  if (!v->is_string()) {
     return Fail(ErrorCode::kInvalidArgument, std::string("metadata.") + key + " is not a string");
   }
-  *out = it->get<std::string>();
+  *out = v->get<std::string>();
   return Ok();
 }
 
 Status StringMap(const Json& meta, const char* key, std::map<std::string, std::string>* out) {
-  auto it = meta.find(key);
-  if (it == meta.end() || it->is_null()) return Ok();
-  if (!it->is_object()) {
+  const Json* m = Find(meta, {key});
+  if (m == nullptr || m->is_null()) return Ok();
+  if (!m->is_object()) {
     return Fail(ErrorCode::kInvalidArgument, std::string("metadata.") + key + " is not an object");
   }
-  for (auto kv = it->begin(); kv != it->end(); ++kv) {
-    if (!kv.value().is_string()) {
+  for (const auto& [k, v] : m->items()) {
+    if (!v.is_string()) {
       return Fail(ErrorCode::kInvalidArgument,
-                  std::string("metadata.") + key + "[" + kv.key() + "] is not a string");
+                  std::string("metadata.") + key + "[" + k + "] is not a string");
     }
-    (*out)[kv.key()] = kv.value().get<std::string>();
+    (*out)[k] = v.get<std::string>();
   }
   return Ok();
 }
@@ -33,11 +33,11 @@ Status StringMap(const Json& meta, const char* key, std::map<std::string, std::s
 
 Result<ObjectMeta> ParseMeta(const Json& object) {
   if (!object.is_object()) return Fail(ErrorCode::kInvalidArgument, "object is not a JSON object");
-  auto it = object.find("metadata");
-  if (it == object.end() || !it->is_object()) {
+  const Json* md = Find(object, {"metadata"});
+  if (md == nullptr || !md->is_object()) {
     return Fail(ErrorCode::kInvalidArgument, "object has no metadata object");
   }
-  const Json& m = *it;
+  const Json& m = *md;
   ObjectMeta meta;
   std::string deletion;
   for (auto [key, field] :
@@ -48,7 +48,7 @@ Result<ObjectMeta> ParseMeta(const Json& object) {
     if (auto s = StringField(m, key, field); !s) return Fail(s.error());
   }
   if (!deletion.empty()) meta.deletion_timestamp = deletion;
-  if (auto g = m.find("generation"); g != m.end() && !g->is_null()) {
+  if (const Json* g = Find(m, {"generation"}); g != nullptr && !g->is_null()) {
     if (!g->is_number_integer()) {
       return Fail(ErrorCode::kInvalidArgument, "metadata.generation is not an integer");
     }
@@ -56,7 +56,7 @@ Result<ObjectMeta> ParseMeta(const Json& object) {
   }
   if (auto s = StringMap(m, "labels", &meta.labels); !s) return Fail(s.error());
   if (auto s = StringMap(m, "annotations", &meta.annotations); !s) return Fail(s.error());
-  if (auto f = m.find("finalizers"); f != m.end() && !f->is_null()) {
+  if (const Json* f = Find(m, {"finalizers"}); f != nullptr && !f->is_null()) {
     if (!f->is_array()) return Fail(ErrorCode::kInvalidArgument, "metadata.finalizers not a list");
     for (const auto& v : *f) {
       if (!v.is_string()) {
