@@ -7,6 +7,7 @@
 #include "agent/agent_metrics.h"
 #include "agent/network.h"
 #include "common/log.h"
+#include "common/object_key.h"
 #include "election/macs_annotation.h"
 #include "election/node_name.h"
 #include "election/subnets_annotation.h"
@@ -146,15 +147,15 @@ void Agent::RequestStop() {
   cv_.notify_all();
 }
 
-void Agent::OnLease(const k8s::Json& obj, bool deleted) {
+void Agent::OnLease(const Json& obj, bool deleted) {
   auto node = election::NodeFromLeaseName(k8s::Name(obj));
   if (!node) return;
   election::LeaseObservation o;
   o.node = *node;
   o.deleted = deleted;
-  o.holder_identity = k8s::FindString(obj, {"spec", "holderIdentity"}).value_or("");
-  o.lease_duration_seconds = k8s::FindInt(obj, {"spec", "leaseDurationSeconds"});
-  o.renew_time = k8s::FindString(obj, {"spec", "renewTime"}).value_or("");
+  o.holder_identity = FindString(obj, {"spec", "holderIdentity"}).value_or("");
+  o.lease_duration_seconds = FindInt(obj, {"spec", "leaseDurationSeconds"});
+  o.renew_time = FindString(obj, {"spec", "renewTime"}).value_or("");
   o.subnets_annotation = k8s::Annotation(obj, election::kSubnetsAnnotation);
   o.macs_annotation = k8s::Annotation(obj, election::kMacsAnnotation);
   if (hb_ && node->str() != options_.node_name) {
@@ -200,13 +201,13 @@ Status Agent::Start(Duration sync_timeout) {
     auto inf = std::make_unique<k8s::Informer>(*d_.client, io);
     k8s::EventHandlers h;
     if (lease) {
-      h.on_add = [this](const k8s::Json& o) { OnLease(o, false); };
-      h.on_update = [this](const k8s::Json&, const k8s::Json& o) { OnLease(o, false); };
-      h.on_delete = [this](const k8s::Json& o) { OnLease(o, true); };
+      h.on_add = [this](const Json& o) { OnLease(o, false); };
+      h.on_update = [this](const Json&, const Json& o) { OnLease(o, false); };
+      h.on_delete = [this](const Json& o) { OnLease(o, true); };
     } else {
-      h.on_add = [this](const k8s::Json&) { Wake(true); };
-      h.on_update = [this](const k8s::Json&, const k8s::Json&) { Wake(true); };
-      h.on_delete = [this](const k8s::Json&) { Wake(true); };
+      h.on_add = [this](const Json&) { Wake(true); };
+      h.on_update = [this](const Json&, const Json&) { Wake(true); };
+      h.on_delete = [this](const Json&) { Wake(true); };
     }
     inf->AddHandlers(std::move(h));
     informers_.push_back(std::move(inf));
@@ -301,7 +302,7 @@ void Agent::PublishMacs() {
   for (const auto& i : network_.interfaces) {
     auto link = d_.netlink->GetLink(i.name);
     if (!link) continue;
-    auto mac = packet::MacAddress::FromBytes(link->hwaddr);
+    auto mac = net::MacAddress::FromBytes(link->hwaddr);
     if (mac && !mac->is_zero()) macs.push_back(mac->ToString());
   }
   lease_->SetAnnotation(std::string(election::kMacsAnnotation),
@@ -389,7 +390,7 @@ void Agent::RefreshNetwork() {
 
 void Agent::RefreshInputs() {
   // Config: every ServiceGroup and LoadBalancerClass; the last valid version stays in force.
-  std::vector<k8s::Json> candidates = groups_->store().List();
+  std::vector<Json> candidates = groups_->store().List();
   for (auto& c : classes_->store().List()) {
     if (!c.contains("kind")) c["kind"] = "LoadBalancerClass";
     candidates.push_back(std::move(c));
@@ -402,7 +403,7 @@ void Agent::RefreshInputs() {
   // LBNodeAgent: "default" if present, else the first.
   std::optional<config::NodeAgentConfig> agent_cfg;
   auto agents = node_agents_->store().List();
-  std::sort(agents.begin(), agents.end(), [](const k8s::Json& a, const k8s::Json& b) {
+  std::sort(agents.begin(), agents.end(), [](const Json& a, const Json& b) {
     bool ad = k8s::Name(a) == "default", bd = k8s::Name(b) == "default";
     if (ad != bd) return ad;
     return k8s::Name(a) < k8s::Name(b);
@@ -448,7 +449,7 @@ void Agent::RefreshInputs() {
         for (const auto& so : slices_->store().List()) {
           auto es = model::ParseEndpointSlice(so);
           if (es && !es->service_name.empty()) {
-            slices[es->ns + "/" + es->service_name].push_back(std::move(*es));
+            slices[ObjectKey{es->ns, es->service_name}.String()].push_back(std::move(*es));
           }
         }
         slices_loaded = true;
@@ -461,12 +462,11 @@ void Agent::RefreshInputs() {
   excluded_nodes_.clear();
   for (const auto& obj : nodes_->store().List()) {
     bool excluded = k8s::IsBeingDeleted(obj);
-    if (const k8s::Json* taints = k8s::Find(obj, {"spec"}); taints && taints->contains("taints")) {
-      const k8s::Json& list = (*taints)["taints"];
-      if (list.is_array()) {
-        for (const auto& t : list) {
+    if (const Json* list = Find(obj, {"spec", "taints"})) {
+      if (list->is_array()) {
+        for (const auto& t : *list) {
           if (t.is_object() &&
-              k8s::FindString(t, {"key"}).value_or("") == "ToBeDeletedByClusterAutoscaler") {
+              FindString(t, {"key"}).value_or("") == "ToBeDeletedByClusterAutoscaler") {
             excluded = true;
           }
         }
@@ -563,11 +563,10 @@ void Agent::SyncBgp() {
   in.virtual_interface = network_.virtual_interface;
   // The router id: the node's InternalIP (IPv4) unless its peers set spec.routerID.
   if (in.node) {
-    if (const k8s::Json* addrs = k8s::Find(*in.node, {"status", "addresses"});
-        addrs && addrs->is_array()) {
+    if (const Json* addrs = Find(*in.node, {"status", "addresses"}); addrs && addrs->is_array()) {
       for (const auto& a : *addrs) {
-        if (!a.is_object() || k8s::FindString(a, {"type"}).value_or("") != "InternalIP") continue;
-        auto ip = net::IpAddress::Parse(k8s::FindString(a, {"address"}).value_or(""));
+        if (!a.is_object() || FindString(a, {"type"}).value_or("") != "InternalIP") continue;
+        auto ip = net::IpAddress::Parse(FindString(a, {"address"}).value_or(""));
         if (ip && ip->family() == net::Family::kV4) {
           in.node_ipv4 = *ip;
           break;

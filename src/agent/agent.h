@@ -90,7 +90,7 @@ class Agent {
  private:
   Agent(AgentOptions options, AgentDeps deps, Planner planner);
   void Wake(bool inputs_changed);
-  void OnLease(const k8s::Json& obj, bool deleted);
+  void OnLease(const Json& obj, bool deleted);
   void RefreshInputs();
   void RefreshNetwork();
   // Creates (or adopts) the virtual interface `name`; false when that failed (logged once).

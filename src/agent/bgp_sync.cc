@@ -9,10 +9,11 @@
 
 #include "bgp/bird_control.h"
 #include "common/log.h"
+#include "common/object_key.h"
+#include "common/time.h"
 #include "k8s/base64.h"
 #include "k8s/object.h"
 #include "k8s/resource.h"
-#include "k8s/time.h"
 
 namespace pylon::agent {
 
@@ -86,7 +87,7 @@ BgpSync::BgpSync(BgpOptions options, std::string node_name, std::string ns, k8s:
 }
 
 void BgpSync::ParseObjects(const BgpInputs& in) {
-  auto warn_once = [&](const std::string& key, const k8s::Resource& res, const k8s::Json& obj,
+  auto warn_once = [&](const std::string& key, const k8s::Resource& res, const Json& obj,
                        const std::string& msg) {
     if (warned_[key] == msg) return;
     warned_[key] = msg;
@@ -160,18 +161,18 @@ void BgpSync::ResolvePasswords() {
   }
   passwords_read_ = now;
   std::map<std::string, std::string> by_ref;  // "secret/key" -> password
-  std::map<std::string, k8s::Json> secrets;
+  std::map<std::string, Json> secrets;
   for (const auto& [secret, key] : wanted) {
     if (!secrets.count(secret)) {
       auto s = client_->Get(k8s::resources::Secrets(), ns_, secret);
       if (!s) {
         log::Warn("cannot read a BGP password Secret",
-                  {{"secret", ns_ + "/" + secret}, {"error", s.error().message()}});
+                  {{"secret", ObjectKey{ns_, secret}.String()}, {"error", s.error().message()}});
         continue;
       }
       secrets[secret] = *s;
     }
-    const k8s::Json* data = k8s::Find(secrets[secret], {"data", key});
+    const Json* data = Find(secrets[secret], {"data", key});
     if (!data || !data->is_string()) continue;
     auto decoded = k8s::Base64Decode(data->get<std::string>());
     if (decoded) by_ref[secret + "/" + key] = *decoded;
@@ -254,7 +255,7 @@ void BgpSync::Sync(const BgpInputs& in) {
   ResolvePasswords();
   bgp::RenderInput ri;
   ri.node_name = node_;
-  ri.node = in.node.value_or(k8s::Json{{"metadata", {{"name", node_}}}});
+  ri.node = in.node.value_or(Json{{"metadata", {{"name", node_}}}});
   ri.node_ipv4 = in.node_ipv4;
   ri.virtual_interface = in.virtual_interface;
   for (const auto& [name, p] : peers_) ri.peers.push_back(p);
@@ -311,7 +312,7 @@ void BgpSync::Poll() {
   for (const auto& [name, obj] : peer_objects_) {
     std::optional<std::string> invalid;
     if (auto it = invalid_.find(name); it != invalid_.end()) invalid = it->second;
-    k8s::Json entry = nullptr;  // null: this node has no session with the peer
+    Json entry = nullptr;  // null: this node has no session with the peer
     bool up = false;
     auto proto = protocol_of.find(name);
     if (proto != protocol_of.end()) {
@@ -357,21 +358,20 @@ void BgpSync::Poll() {
     if (!entry.is_null() && (was == established_.end() || was->second != up)) {
       if (was != established_.end() || up) {
         log::Info(up ? "BGP session established" : "BGP session down",
-                  {{"peer", name}, {"session", k8s::FindString(entry, {"session"}).value_or("")}});
+                  {{"peer", name}, {"session", FindString(entry, {"session"}).value_or("")}});
         if (recorder_) {
-          recorder_->Event(
-              k8s::ObjectReference::For(crd::BGPPeers(), obj),
-              up ? k8s::EventLevel::kNormal : k8s::EventLevel::kWarning,
-              up ? "SessionEstablished" : "SessionDown",
-              "node " + node_ + ": " + k8s::FindString(entry, {"session"}).value_or("") +
-                  (entry.contains("lastError") ? " (" + entry["lastError"].get<std::string>() + ")"
-                                               : ""));
+          const std::optional<std::string> last_error = FindString(entry, {"lastError"});
+          recorder_->Event(k8s::ObjectReference::For(crd::BGPPeers(), obj),
+                           up ? k8s::EventLevel::kNormal : k8s::EventLevel::kWarning,
+                           up ? "SessionEstablished" : "SessionDown",
+                           "node " + node_ + ": " + FindString(entry, {"session"}).value_or("") +
+                               (last_error ? " (" + *last_error + ")" : ""));
         }
       }
       established_[name] = up;
     }
     if (entry.is_null()) established_.erase(name);
-    k8s::Json key = {{"entry", entry}, {"invalid", invalid ? k8s::Json(*invalid) : k8s::Json()}};
+    Json key = {{"entry", entry}, {"invalid", invalid ? Json(*invalid) : Json()}};
     auto w = written_.find(name);
     if (w != written_.end() && w->second == key) continue;
     WriteStatus(name, entry, invalid);
@@ -382,7 +382,7 @@ void BgpSync::Poll() {
   }
 }
 
-void BgpSync::WriteStatus(const std::string& peer, const k8s::Json& entry,
+void BgpSync::WriteStatus(const std::string& peer, const Json& entry,
                           const std::optional<std::string>& invalid) {
   for (int attempt = 0; attempt < 4; ++attempt) {
     auto obj = client_->Get(crd::BGPPeers(), "", peer);
@@ -393,43 +393,43 @@ void BgpSync::WriteStatus(const std::string& peer, const k8s::Json& entry,
       }
       return;
     }
-    k8s::Json& status = (*obj)["status"];
-    if (!status.is_object()) status = k8s::Json::object();
-    k8s::Json nodes = k8s::Json::array();
+    Json& status = (*obj)["status"];
+    if (!status.is_object()) status = Json::object();
+    Json nodes = Json::array();
     if (status.contains("nodes") && status["nodes"].is_array()) {
       for (const auto& n : status["nodes"]) {
-        if (n.is_object() && k8s::FindString(n, {"node"}).value_or("") != node_) nodes.push_back(n);
+        if (n.is_object() && FindString(n, {"node"}).value_or("") != node_) nodes.push_back(n);
       }
     }
     if (!entry.is_null()) nodes.push_back(entry);
-    std::sort(nodes.begin(), nodes.end(), [](const k8s::Json& a, const k8s::Json& b) {
-      return k8s::FindString(a, {"node"}).value_or("") < k8s::FindString(b, {"node"}).value_or("");
+    std::sort(nodes.begin(), nodes.end(), [](const Json& a, const Json& b) {
+      return FindString(a, {"node"}).value_or("") < FindString(b, {"node"}).value_or("");
     });
     status["nodes"] = nodes;
     // The Valid condition: every agent writes the same content, so their writes agree.
     const std::string want = invalid ? "False" : "True";
-    k8s::Json conds = k8s::Json::array();
-    std::string since = k8s::FormatTime(clock_->WallNow());
+    Json conds = Json::array();
+    std::string since = FormatTime(clock_->WallNow());
     if (status.contains("conditions") && status["conditions"].is_array()) {
       for (const auto& cnd : status["conditions"]) {
         if (!cnd.is_object()) continue;
-        if (k8s::FindString(cnd, {"type"}).value_or("") == "Valid") {
-          if (k8s::FindString(cnd, {"status"}).value_or("") == want)
-            since = k8s::FindString(cnd, {"lastTransitionTime"}).value_or(since);
+        if (FindString(cnd, {"type"}).value_or("") == "Valid") {
+          if (FindString(cnd, {"status"}).value_or("") == want)
+            since = FindString(cnd, {"lastTransitionTime"}).value_or(since);
         } else {
           conds.push_back(cnd);
         }
       }
     }
-    conds.push_back({{"type", "Valid"},
-                     {"status", want},
-                     {"reason", invalid ? "InvalidSpec" : "Accepted"},
-                     {"message", invalid ? *invalid + " (the last good version stays in force)"
-                                         : "spec accepted"},
-                     {"lastTransitionTime", since},
-                     {"observedGeneration", k8s::Find(*obj, {"metadata", "generation"})
-                                                ? (*obj)["metadata"]["generation"]
-                                                : k8s::Json(0)}});
+    conds.push_back(
+        {{"type", "Valid"},
+         {"status", want},
+         {"reason", invalid ? "InvalidSpec" : "Accepted"},
+         {"message",
+          invalid ? *invalid + " (the last good version stays in force)" : "spec accepted"},
+         {"lastTransitionTime", since},
+         {"observedGeneration",
+          Find(*obj, {"metadata", "generation"}) ? (*obj)["metadata"]["generation"] : Json(0)}});
     status["conditions"] = conds;
     auto r = client_->UpdateStatus(crd::BGPPeers(), *obj);
     if (r) return;

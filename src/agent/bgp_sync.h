@@ -45,10 +45,10 @@ inline constexpr char kMetricBgpSessionUp[] = "purelb_bgp_session_up";
 inline constexpr char kMetricBgpReloads[] = "purelb_bgp_reloads_total";
 
 struct BgpInputs {
-  std::vector<k8s::Json> peers;
-  std::vector<k8s::Json> profiles;
-  std::vector<k8s::Json> advertisements;
-  std::optional<k8s::Json> node;  // this node's Node object
+  std::vector<Json> peers;
+  std::vector<Json> profiles;
+  std::vector<Json> advertisements;
+  std::optional<Json> node;  // this node's Node object
   std::optional<net::IpAddress> node_ipv4;
   std::string virtual_interface = "kube-lb0";
 };
@@ -73,7 +73,7 @@ class BgpSync {
   bool Apply(const std::string& text);
   void Poll();
   void SetReachable(bool reachable, const std::string& why);
-  void WriteStatus(const std::string& peer, const k8s::Json& entry,
+  void WriteStatus(const std::string& peer, const Json& entry,
                    const std::optional<std::string>& invalid);
 
   BgpOptions o_;
@@ -86,7 +86,7 @@ class BgpSync {
 
   std::map<std::string, bgp::Peer> peers_;      // last good, by name
   std::map<std::string, std::string> invalid_;  // peer name -> why its current spec is refused
-  std::map<std::string, k8s::Json> peer_objects_;
+  std::map<std::string, Json> peer_objects_;
   std::map<std::string, bgp::BfdProfile> profiles_;
   std::vector<bgp::Advertisement> ads_;
   std::map<std::string, bgp::Advertisement> ads_by_name_;
@@ -101,7 +101,7 @@ class BgpSync {
   std::atomic<bool> reachable_{true};
   bool reachable_reported_ = true;
   SteadyTime next_poll_{};
-  std::map<std::string, k8s::Json> written_;  // peer -> this node's status entry last written
+  std::map<std::string, Json> written_;       // peer -> this node's status entry last written
   std::map<std::string, bool> established_;   // peer -> last seen
 };
 

@@ -26,7 +26,7 @@
 
 #include "common/clock.h"
 #include "net/ip.h"
-#include "packet/mac.h"
+#include "net/mac.h"
 
 namespace pylon::agent {
 
@@ -39,14 +39,14 @@ struct ProbeTarget {
 
 struct ProbeResult {
   ProbeTarget target;
-  std::optional<packet::MacAddress> owner;  // a foreign host answered
+  std::optional<net::MacAddress> owner;     // a foreign host answered
   std::optional<std::string> error;         // the probe could not run
 };
 
 struct FoundConflict {
   net::IpAddress address;
   std::string interface;
-  packet::MacAddress mac;
+  net::MacAddress mac;
   friend bool operator==(const FoundConflict&, const FoundConflict&) = default;
 };
 
@@ -81,7 +81,7 @@ class ProbeGate {
   struct State {
     Phase phase = Phase::kProbing;
     ProbeTarget target;
-    packet::MacAddress owner;
+    net::MacAddress owner;
     SteadyTime since{};
     bool reported = false;
     bool was_conflict = false;  // a conflict preceded this probe / free result
@@ -100,7 +100,7 @@ struct ClaimOptions {
 // A packet seen on `ifindex` showing `mac` using `address`.
 struct SeenClaim {
   net::IpAddress address;
-  packet::MacAddress mac;
+  net::MacAddress mac;
   int ifindex = 0;
 };
 
@@ -121,7 +121,7 @@ class ClaimTracker {
 
  private:
   ClaimOptions options_;
-  std::map<std::pair<net::IpAddress, packet::MacAddress>, SteadyTime> last_report_;
+  std::map<std::pair<net::IpAddress, net::MacAddress>, SteadyTime> last_report_;
   std::map<net::IpAddress, SteadyTime> last_defend_;
   std::map<net::IpAddress, SteadyTime> last_seen_;
 };

@@ -30,7 +30,7 @@ const k8s::Resource& L2Advertisements() {
 
 namespace {
 
-k8s::Json L2Spec(const L2Advertisement& l2) {
+Json L2Spec(const L2Advertisement& l2) {
   return {{"address", l2.address.ToString()},
           {"service", {{"namespace", l2.service_namespace}, {"name", l2.service_name}}},
           {"loadBalancerClass", l2.load_balancer_class},
@@ -40,27 +40,27 @@ k8s::Json L2Spec(const L2Advertisement& l2) {
 
 }  // namespace
 
-k8s::Json L2AdvertisementObject(const L2Advertisement& l2) {
+Json L2AdvertisementObject(const L2Advertisement& l2) {
   return {{"apiVersion", kL2AdvApiVersion},
           {"kind", "L2Advertisement"},
           {"metadata", {{"name", l2.name}}},
           {"spec", L2Spec(l2)}};
 }
 
-Result<L2Advertisement> ParseL2Advertisement(const k8s::Json& obj) {
+Result<L2Advertisement> ParseL2Advertisement(const Json& obj) {
   L2Advertisement out;
   out.name = k8s::Name(obj);
-  auto addr = k8s::FindString(obj, {"spec", "address"});
+  auto addr = FindString(obj, {"spec", "address"});
   if (!addr)
     return Fail(ErrorCode::kInvalidArgument, "L2Advertisement " + out.name + ": no spec.address");
   auto ip = net::IpAddress::Parse(*addr);
   if (!ip) return Fail(ip.error().Wrap("L2Advertisement " + out.name + ": spec.address"));
   out.address = *ip;
-  out.service_namespace = k8s::FindString(obj, {"spec", "service", "namespace"}).value_or("");
-  out.service_name = k8s::FindString(obj, {"spec", "service", "name"}).value_or("");
-  out.load_balancer_class = k8s::FindString(obj, {"spec", "loadBalancerClass"}).value_or("");
-  out.node = k8s::FindString(obj, {"spec", "node"}).value_or("");
-  out.interface = k8s::FindString(obj, {"spec", "interface"}).value_or("");
+  out.service_namespace = FindString(obj, {"spec", "service", "namespace"}).value_or("");
+  out.service_name = FindString(obj, {"spec", "service", "name"}).value_or("");
+  out.load_balancer_class = FindString(obj, {"spec", "loadBalancerClass"}).value_or("");
+  out.node = FindString(obj, {"spec", "node"}).value_or("");
+  out.interface = FindString(obj, {"spec", "interface"}).value_or("");
   return out;
 }
 
@@ -146,13 +146,13 @@ void KubeWriter::Run() {
 }
 
 void KubeWriter::PatchAnnotations(const AnnotationPatch& patch) {
-  k8s::Json annotations = k8s::Json::object();
+  Json annotations = Json::object();
   std::string target = "annotations/" + patch.service.Key();
   for (const auto& [k, v] : patch.annotations) {
-    annotations[k] = v ? k8s::Json(*v) : k8s::Json(nullptr);
+    annotations[k] = v ? Json(*v) : Json(nullptr);
     target += "/" + k;
   }
-  k8s::Json body = {{"metadata", {{"annotations", annotations}}}};
+  Json body = {{"metadata", {{"annotations", annotations}}}};
   ServiceRef svc = patch.service;
   Enqueue(target, body.dump(), [this, svc, body]() -> Status {
     auto r = client_.Patch(k8s::resources::Services(), svc.ns, svc.name, k8s::PatchType::kMerge,
@@ -165,7 +165,7 @@ void KubeWriter::PatchAnnotations(const AnnotationPatch& patch) {
 void KubeWriter::ResetTrafficPolicy(const ServiceRef& service) {
   const std::string target = "etp/" + service.Key();
   Enqueue(target, "Cluster", [this, service]() -> Status {
-    k8s::Json body = {{"spec", {{"externalTrafficPolicy", "Cluster"}}}};
+    Json body = {{"spec", {{"externalTrafficPolicy", "Cluster"}}}};
     auto r = client_.Patch(k8s::resources::Services(), service.ns, service.name,
                            k8s::PatchType::kMerge, body, "");
     if (!r) {
@@ -182,9 +182,9 @@ void KubeWriter::ResetTrafficPolicy(const ServiceRef& service) {
 }
 
 void KubeWriter::UpsertL2Advertisement(const L2Advertisement& l2) {
-  k8s::Json obj = L2AdvertisementObject(l2);
+  Json obj = L2AdvertisementObject(l2);
   Enqueue("l2/" + l2.name, obj.dump(), [this, obj, name = l2.name]() -> Status {
-    k8s::Json patch = {{"spec", obj["spec"]}};
+    Json patch = {{"spec", obj["spec"]}};
     auto r = client_.Patch(crd::L2Advertisements(), "", name, k8s::PatchType::kMerge, patch, "");
     if (r) return Ok();
     if (r.error().code() != ErrorCode::kNotFound) return Fail(r.error());

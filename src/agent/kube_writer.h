@@ -33,9 +33,9 @@ const k8s::Resource& L2Advertisements();
 }  // namespace crd
 
 // The L2Advertisement object for `l2` (pure).
-k8s::Json L2AdvertisementObject(const L2Advertisement& l2);
+Json L2AdvertisementObject(const L2Advertisement& l2);
 // Parses one; fails on a missing or malformed spec.address.
-Result<L2Advertisement> ParseL2Advertisement(const k8s::Json& obj);
+Result<L2Advertisement> ParseL2Advertisement(const Json& obj);
 
 struct KubeWriterOptions {
   std::string ns;  // install namespace (the node lease lives there)

@@ -92,7 +92,7 @@ Status LeaseKeeper::RenewOnce() {
   const auto duration_s =
       std::chrono::duration_cast<std::chrono::seconds>(timing.lease_duration).count();
   // The lease as we last wrote it: renewals are one Update (no Get) while nobody else writes it.
-  auto annotate = [&](k8s::Json& obj) {
+  auto annotate = [&](Json& obj) {
     obj["metadata"]["annotations"][std::string(election::kSubnetsAnnotation)] = subnets;
     for (const auto& [k, v] : extra) {
       if (v.empty()) {
@@ -103,7 +103,7 @@ Status LeaseKeeper::RenewOnce() {
     }
   };
   auto attempt = [&](bool use_cached) -> Status {
-    Result<k8s::Json> current = Fail(ErrorCode::kNotFound, "");
+    Result<Json> current = Fail(ErrorCode::kNotFound, "");
     if (use_cached && last_written_) {
       current = *last_written_;
     } else {
@@ -127,7 +127,7 @@ Status LeaseKeeper::RenewOnce() {
     spec.lease_duration_seconds = duration_s;
     spec.renew_time = now;
     if (!current) {
-      k8s::Json obj = k8s::MakeLease(ns_, name, spec);
+      Json obj = k8s::MakeLease(ns_, name, spec);
       annotate(obj);
       obj["metadata"]["labels"]["app.kubernetes.io/component"] = "lbnodeagent";
       auto created = client_.Create(res, obj);
@@ -135,7 +135,7 @@ Status LeaseKeeper::RenewOnce() {
       last_written_ = std::move(*created);
       return Ok();
     }
-    k8s::Json obj = k8s::WithLeaseSpec(*current, spec);
+    Json obj = k8s::WithLeaseSpec(*current, spec);
     annotate(obj);
     auto updated = client_.Update(res, obj);
     if (!updated) return Fail(updated.error());

@@ -77,7 +77,7 @@ class LeaseKeeper {
   bool stopping_ = false;
   bool kick_ = false;
   std::thread thread_;
-  std::optional<k8s::Json> last_written_;  // renewing thread only (RenewOnce is not reentrant)
+  std::optional<Json> last_written_;  // renewing thread only (RenewOnce is not reentrant)
   std::atomic<std::int64_t> renewals_{0};
   std::atomic<std::int64_t> failures_{0};
 };

@@ -185,10 +185,10 @@ PassResult Reconciler::Run(const PlanInputs& in, const election::Membership& mem
   return r;
 }
 
-std::optional<packet::MacAddress> Reconciler::InterfaceMac(const std::string& interface) const {
+std::optional<net::MacAddress> Reconciler::InterfaceMac(const std::string& interface) const {
   auto link = d_.netlink->GetLink(interface);
   if (!link) return std::nullopt;
-  auto mac = packet::MacAddress::FromBytes(link->hwaddr);
+  auto mac = net::MacAddress::FromBytes(link->hwaddr);
   if (!mac) return std::nullopt;
   return *mac;
 }
@@ -253,7 +253,7 @@ void Reconciler::GateProbes(const PlanInputs& in, const election::Membership& me
   if (!dec.start.empty()) {
     packet::ProbeOptions opts = d_.probe;
     for (const auto& mac : MemberMacs(membership)) {
-      if (auto m = packet::MacAddress::Parse(mac)) opts.ignore.push_back(*m);
+      if (auto m = net::MacAddress::Parse(mac)) opts.ignore.push_back(*m);
     }
     for (const ProbeTarget& t : dec.start) {
       auto mac = InterfaceMac(t.interface);
@@ -372,7 +372,7 @@ void Reconciler::SendDueAnnouncements() {
     if (!link) {
       st = Fail(link.error());
     } else {
-      auto mac = packet::MacAddress::FromBytes(link->hwaddr);
+      auto mac = net::MacAddress::FromBytes(link->hwaddr);
       if (!mac) {
         st = Fail(mac.error().Wrap("interface " + due.interface + " has no Ethernet address"));
       } else {

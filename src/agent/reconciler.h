@@ -99,7 +99,7 @@ class Reconciler {
   void SetConflictAnnotation(const PlanInputs& in, const std::vector<std::string>& services,
                              const net::IpAddress& address,
                              const std::optional<model::AddressConflict>& entry);
-  std::optional<packet::MacAddress> InterfaceMac(const std::string& interface) const;
+  std::optional<net::MacAddress> InterfaceMac(const std::string& interface) const;
 
   ReconcilerDeps d_;
   std::set<std::string> strict_arp_done_;

@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "common/object_key.h"
 #include "election/node_name.h"
 #include "model/endpoints.h"
 #include "model/service.h"
@@ -97,7 +98,7 @@ struct DesiredAddress {
 struct ServiceRef {
   std::string ns;
   std::string name;
-  std::string Key() const { return ns + "/" + name; }
+  std::string Key() const { return ObjectKey{ns, name}.String(); }
   friend auto operator<=>(const ServiceRef&, const ServiceRef&) = default;
 };
 

@@ -1,45 +1,34 @@
 #include "allocator/config_status.h"
 
+#include "common/time.h"
 #include "model/conflicts.h"
 
 namespace pylon::allocator {
 
-using nlohmann::json;
-
-namespace {
-
-const json* Member(const json& obj, const char* key) {
-  if (!obj.is_object()) return nullptr;
-  auto it = obj.find(key);
-  return it == obj.end() ? nullptr : &*it;
-}
-
-}  // namespace
-
-ConfigStatusWrite PlanConfigStatus(const json& current, const config::ObjectStatus& st,
+ConfigStatusWrite PlanConfigStatus(const Json& current, const config::ObjectStatus& st,
                                    const PoolUsage& usage, const std::string& now) {
   ConfigStatusWrite out;
   if (!current.is_object()) return out;
-  const json empty = json::object();
-  const json* cur_ptr = Member(current, "status");
-  const json& cur = cur_ptr && cur_ptr->is_object() ? *cur_ptr : empty;
+  const Json empty = Json::object();
+  const Json* cur_ptr = Find(current, {"status"});
+  const Json& cur = cur_ptr && cur_ptr->is_object() ? *cur_ptr : empty;
 
-  json warnings = json::array();
+  Json warnings = Json::array();
   for (const auto& w : st.warnings) warnings.push_back(w);
   const std::string cond_status = st.valid ? "True" : "False";
   std::string transition = now;
-  if (const json* conds = Member(cur, "conditions"); conds && conds->is_array()) {
+  if (const Json* conds = Find(cur, {"conditions"}); conds && conds->is_array()) {
     for (const auto& c : *conds) {
-      const json* type = Member(c, "type");
-      const json* s = Member(c, "status");
-      const json* t = Member(c, "lastTransitionTime");
+      const Json* type = Find(c, {"type"});
+      const Json* s = Find(c, {"status"});
+      const Json* t = Find(c, {"lastTransitionTime"});
       if (type && type->is_string() && *type == kConfigConditionValid && s && s->is_string() &&
           s->get<std::string>() == cond_status && t && t->is_string()) {
         transition = *t;
       }
     }
   }
-  json desired = {
+  Json desired = {
       {"observedGeneration", st.observed_generation},
       {"valid", st.valid},
       {"message", st.message},
@@ -49,7 +38,7 @@ ConfigStatusWrite PlanConfigStatus(const json& current, const config::ObjectStat
       {"ipv6",
        {{"size", st.SizeString(net::Family::kV6)}, {"inUse", net::ToDecimal(usage.in_use_v6)}}},
       {"conditions",
-       json::array({json{{"type", kConfigConditionValid},
+       Json::array({Json{{"type", kConfigConditionValid},
                          {"status", cond_status},
                          {"reason", st.valid ? kConfigReasonValid : kConfigReasonInvalid},
                          {"message", st.message},
@@ -57,22 +46,22 @@ ConfigStatusWrite PlanConfigStatus(const json& current, const config::ObjectStat
                          {"observedGeneration", st.observed_generation}}})},
   };
   if (!usage.conflicts.empty()) {
-    json conflicts = json::array();
+    Json conflicts = Json::array();
     for (const auto& c : usage.conflicts) {
       conflicts.push_back({{"address", c.address.ToString()},
                            {"mac", c.mac},
                            {"node", c.node},
                            {"interface", c.interface},
                            {"service", c.service},
-                           {"since", model::FormatUtcSeconds(c.since)},
-                           {"until", model::FormatUtcSeconds(c.until)},
+                           {"since", FormatTime(c.since)},
+                           {"until", FormatTime(c.until)},
                            {"action", c.requested ? "Refused" : "Reallocated"}});
     }
     desired["conflicts"] = std::move(conflicts);
   }
   if (usage.in_force && usage.in_force->version == config::PurelbVersion::kV2) {
     const config::Group& g = *usage.in_force;
-    json addresses = json::array();
+    Json addresses = Json::array();
     for (const auto* list : {&g.v4, &g.v6}) {
       for (const auto& e : *list) addresses.push_back(e.written);
     }
@@ -89,13 +78,13 @@ ConfigStatusWrite PlanConfigStatus(const json& current, const config::ObjectStat
     if (!g.namespaces.empty()) desired["boundNamespaces"] = g.namespaces;
   }
   if (desired != cur) {
-    json obj = current;
+    Json obj = current;
     obj["status"] = desired;
     out.object = std::move(obj);
   }
   if (!st.valid) {
-    const json* v = Member(cur, "valid");
-    const json* m = Member(cur, "message");
+    const Json* v = Find(cur, {"valid"});
+    const Json* m = Find(cur, {"message"});
     const bool same = v && v->is_boolean() && !v->get<bool>() && m && m->is_string() &&
                       m->get<std::string>() == st.message;
     if (!same) out.event = EventSpec{true, kEventInvalidConfig, st.message};

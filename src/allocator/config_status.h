@@ -18,7 +18,7 @@
 #include <string>
 #include <vector>
 
-#include <nlohmann/json.hpp>
+#include "common/json.h"
 
 #include "allocator/decision.h"
 #include "allocator/reconcile.h"
@@ -46,15 +46,14 @@ struct PoolUsage {
 
 struct ConfigStatusWrite {
   // The whole object with its new status for PUT /status; nullopt when unchanged.
-  std::optional<nlohmann::json> object;
+  std::optional<Json> object;
   // A Warning event to record on the object when it has just become (or stays, with a new
   // message) invalid; nullopt otherwise.
   std::optional<EventSpec> event;
 };
 
 // `current` is the object as last read; `now` an RFC 3339 Time for lastTransitionTime.
-ConfigStatusWrite PlanConfigStatus(const nlohmann::json& current,
-                                   const config::ObjectStatus& status, const PoolUsage& usage,
-                                   const std::string& now);
+ConfigStatusWrite PlanConfigStatus(const Json& current, const config::ObjectStatus& status,
+                                   const PoolUsage& usage, const std::string& now);
 
 }  // namespace pylon::allocator

@@ -5,8 +5,9 @@
 #include "allocator/config_status.h"
 #include "allocator/service_writes.h"
 #include "common/log.h"
+#include "common/object_key.h"
+#include "common/time.h"
 #include "k8s/field_mask.h"
-#include "k8s/time.h"
 #include "model/service.h"
 
 namespace pylon::allocator {
@@ -28,28 +29,24 @@ namespace {
 constexpr char kConfigKey[] = "config";
 constexpr char kQuarantineNs[] = "pylon.quarantine";
 
-std::string ServiceKeyString(const std::string& ns, const std::string& name) {
-  return ns + "/" + name;
-}
-
-std::string ConfigStatusKey(const config::ObjectKey& k) {
+std::string ConfigStatusKey(const config::ConfigKey& k) {
   return std::string("cs/") + std::string(config::KindName(k.kind)) + "/" + k.namespace_ + "/" +
          k.name;
 }
 
 // True when an update of a config object changed something other than its status.
-bool ConfigSpecChanged(const k8s::Json& a, const k8s::Json& b) {
-  auto spec = [](const k8s::Json& o) -> k8s::Json {
+bool ConfigSpecChanged(const Json& a, const Json& b) {
+  auto spec = [](const Json& o) -> Json {
     auto it = o.find("spec");
-    return it == o.end() ? k8s::Json() : *it;
+    return it == o.end() ? Json() : *it;
   };
-  auto gen = [](const k8s::Json& o) { return k8s::FindInt(o, {"metadata", "generation"}); };
+  auto gen = [](const Json& o) { return FindInt(o, {"metadata", "generation"}); };
   return spec(a) != spec(b) || gen(a) != gen(b) || k8s::Uid(a) != k8s::Uid(b);
 }
 
 }  // namespace
 
-void TrimServiceForCache(k8s::Json& service) {
+void TrimServiceForCache(Json& service) {
   static const k8s::FieldMask mask = k8s::FieldMask::Of(
       {"apiVersion", "kind", "metadata", "status", "spec.type", "spec.loadBalancerIP",
        "spec.loadBalancerClass", "spec.ipFamilies", "spec.ipFamilyPolicy",
@@ -85,16 +82,16 @@ Controller::Controller(k8s::Client& client, k8s::EventRecorder& recorder, Alloca
   classes_ = make(resources::LoadBalancerClasses(), "", false);
 
   services_->AddHandlers({
-      [this](const k8s::Json& o) { EnqueueService(o); },
-      [this](const k8s::Json&, const k8s::Json& o) { EnqueueService(o); },
-      [this](const k8s::Json& o) { EnqueueService(o); },
+      [this](const Json& o) { EnqueueService(o); },
+      [this](const Json&, const Json& o) { EnqueueService(o); },
+      [this](const Json& o) { EnqueueService(o); },
   });
   k8s::EventHandlers config_handlers{
-      [this](const k8s::Json&) { Enqueue(kConfigKey); },
-      [this](const k8s::Json& a, const k8s::Json& b) {
+      [this](const Json&) { Enqueue(kConfigKey); },
+      [this](const Json& a, const Json& b) {
         if (ConfigSpecChanged(a, b)) Enqueue(kConfigKey);
       },
-      [this](const k8s::Json&) { Enqueue(kConfigKey); },
+      [this](const Json&) { Enqueue(kConfigKey); },
   };
   groups_->AddHandlers(config_handlers);
   classes_->AddHandlers(config_handlers);
@@ -126,9 +123,7 @@ void Controller::Enqueue(const std::string& key) {
   queue_.Add(key);
 }
 
-void Controller::EnqueueService(const k8s::Json& obj) {
-  Enqueue("s/" + ServiceKeyString(k8s::Namespace(obj), k8s::Name(obj)));
-}
+void Controller::EnqueueService(const Json& obj) { Enqueue("s/" + k8s::KeyOf(obj).String()); }
 
 void Controller::Lead() {
   MutexLock life(life_mu_);
@@ -157,7 +152,7 @@ void Controller::Lead() {
 std::vector<model::Service> Controller::ServiceViews() const {
   std::vector<model::Service> views;
   views.reserve(services_->store().Size());
-  services_->store().ForEach([&](const k8s::Json& o) {
+  services_->store().ForEach([&](const Json& o) {
     if (auto v = model::ParseService(o)) views.push_back(std::move(*v));
   });
   return views;
@@ -232,7 +227,7 @@ Controller::Result_ Controller::Process(const std::string& key) {
   return Result_::kDone;
 }
 
-std::string Controller::Now() const { return k8s::FormatTime(clock_.WallNow()); }
+std::string Controller::Now() const { return FormatTime(clock_.WallNow()); }
 
 void Controller::CountApiError(const char* verb, const Error& e) {
   if (e.code() == ErrorCode::kConflict) {
@@ -245,8 +240,8 @@ void Controller::CountApiError(const char* verb, const Error& e) {
 // ---------------------------------------------------------------------------------------------
 // Services
 
-std::optional<k8s::Json> Controller::ServiceObject(const std::string& key) {
-  std::optional<k8s::Json> cached = services_->store().Get(key);
+std::optional<Json> Controller::ServiceObject(const std::string& key) {
+  std::optional<Json> cached = services_->store().Get(key);
   MutexLock lock(mu_);
   auto it = written_.find(key);
   if (it == written_.end()) return cached;
@@ -258,8 +253,8 @@ std::optional<k8s::Json> Controller::ServiceObject(const std::string& key) {
 }
 
 void Controller::RememberWrite(const std::string& key, const std::string& rv_before,
-                               const k8s::Json& obj) {
-  k8s::Json trimmed = obj;
+                               const Json& obj) {
+  Json trimmed = obj;
   TrimServiceForCache(trimmed);
   k8s::PackedJson packed = k8s::PackedJson::Pack(trimmed);
   MutexLock lock(mu_);
@@ -319,8 +314,8 @@ void Controller::PoolChangedLocked(const std::string& pool_key, bool freed,
 }
 
 Controller::Result_ Controller::ProcessService(const std::string& ns, const std::string& name) {
-  const std::string key = ServiceKeyString(ns, name);
-  std::optional<k8s::Json> obj = ServiceObject(key);
+  const std::string key = ObjectKey{ns, name}.String();
+  std::optional<Json> obj = ServiceObject(key);
   auto skey = pool::ServiceKey::Make(ns, name);
   if (!skey) return Result_::kDone;
 
@@ -386,7 +381,7 @@ Controller::Result_ Controller::ProcessService(const std::string& ns, const std:
   if (!Writing()) return Result_::kDone;
 
   ServiceWrites w = PlanServiceWrites(*obj, d, Now());
-  k8s::Json current = *obj;
+  Json current = *obj;
   const k8s::ObjectReference ref = k8s::ObjectReference::For(k8s::resources::Services(), *obj);
   if (w.status) {
     const std::string rv_before = k8s::ResourceVersion(current);
@@ -435,13 +430,12 @@ Controller::Result_ Controller::ProcessService(const std::string& ns, const std:
 // Config
 
 Controller::Result_ Controller::ProcessConfig() {
-  std::vector<k8s::Json> candidates = groups_->store().List();
+  std::vector<Json> candidates = groups_->store().List();
   for (auto& c : classes_->store().List()) candidates.push_back(std::move(c));
   for (auto& c : candidates) {
     // List items from the cache may lack kind/apiVersion; the parser checks them when present.
     if (!c.contains("kind")) {
-      c["kind"] =
-          k8s::FindString(c, {"metadata", "namespace"}) ? "ServiceGroup" : "LoadBalancerClass";
+      c["kind"] = FindString(c, {"metadata", "namespace"}) ? "ServiceGroup" : "LoadBalancerClass";
     }
   }
   std::set<std::string> changed_pools;
@@ -459,7 +453,7 @@ Controller::Result_ Controller::ProcessConfig() {
       const config::Group* og = config_.Find(k);
       if (og == nullptr) changed_pools.insert(PoolKey(k));
     }
-    std::map<config::ObjectKey, config::ObjectStatus> statuses;
+    std::map<config::ConfigKey, config::ObjectStatus> statuses;
     for (auto& st : vr.statuses) {
       if (!st.valid) {
         log::Warn("config rejected", {{"object", st.key.ToString()}, {"message", st.message}});
@@ -512,7 +506,7 @@ Controller::Result_ Controller::ProcessConfig() {
         queue_.Add("s/" + v.Key());
         continue;
       }
-      config::ObjectKey k;
+      config::ConfigKey k;
       if (sel.owner == model::Owner::kServiceGroup) {
         GroupResolution res =
             ResolveServiceGroup(v, config_, opts_.install_namespace,
@@ -539,10 +533,10 @@ Controller::Result_ Controller::ProcessConfigStatus(const std::string& key) {
   const bool is_group = kind == "ServiceGroup";
   const k8s::Resource& res =
       is_group ? resources::ServiceGroups() : resources::LoadBalancerClasses();
-  std::optional<k8s::Json> obj =
+  std::optional<Json> obj =
       is_group ? groups_->store().Get(ns, name) : classes_->store().Get("", name);
   if (!obj) return Result_::kDone;
-  config::ObjectKey okey{
+  config::ConfigKey okey{
       is_group ? config::ObjectKind::kServiceGroup : config::ObjectKind::kLoadBalancerClass, ns,
       name};
   config::ObjectStatus st;
@@ -561,7 +555,7 @@ Controller::Result_ Controller::ProcessConfigStatus(const std::string& key) {
     }
   }
   // The status describes the version it was computed from; a newer one is re-validated first.
-  if (k8s::FindInt(*obj, {"metadata", "generation"}).value_or(0) != st.observed_generation) {
+  if (FindInt(*obj, {"metadata", "generation"}).value_or(0) != st.observed_generation) {
     return Result_::kDone;
   }
   if (!Writing()) return Result_::kDone;

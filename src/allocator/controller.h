@@ -58,7 +58,7 @@ const k8s::Resource& LoadBalancerClasses();  // lace-cni.io/v1alpha1, cluster-sc
 // but type, loadBalancerIP, loadBalancerClass, ipFamilies, ipFamilyPolicy, externalTrafficPolicy
 // and ports[].{port,protocol}; metadata.managedFields. Keeps apiVersion, kind, the rest of
 // metadata and status. A field ParseService starts reading must be added here.
-void TrimServiceForCache(k8s::Json& service);
+void TrimServiceForCache(Json& service);
 
 struct ControllerOptions {
   std::string install_namespace = "purelb-system";
@@ -99,7 +99,7 @@ class Controller {
  private:
   enum class Result_ { kDone, kRetry };
   void Enqueue(const std::string& key);
-  void EnqueueService(const k8s::Json& obj);
+  void EnqueueService(const Json& obj);
   void WorkerLoop();
   Result_ Process(const std::string& key);
   Result_ ProcessService(const std::string& ns, const std::string& name);
@@ -110,8 +110,8 @@ class Controller {
   std::vector<model::Service> ServiceViews() const;
 
   // The Service as last known: our own last write if the cache has not caught up with it yet.
-  std::optional<k8s::Json> ServiceObject(const std::string& key);
-  void RememberWrite(const std::string& key, const std::string& rv_before, const k8s::Json& obj);
+  std::optional<Json> ServiceObject(const std::string& key);
+  void RememberWrite(const std::string& key, const std::string& rv_before, const Json& obj);
   // Under mu_: quarantine helpers.
   // Frees the Service's quarantined addresses; adds their pool keys to `pools`.
   void ReleaseQuarantineLocked(const std::string& svc_key, std::set<std::string>* pools)
@@ -144,9 +144,9 @@ class Controller {
   Mutex life_mu_;     // serialises Lead() and Stop() (workers_)
   mutable Mutex mu_;  // guards everything below
   config::InForceConfig config_ PYLON_GUARDED_BY(mu_);
-  std::map<config::ObjectKey, config::ObjectStatus> statuses_ PYLON_GUARDED_BY(mu_);
+  std::map<config::ConfigKey, config::ObjectStatus> statuses_ PYLON_GUARDED_BY(mu_);
   // Pool key -> its object.
-  std::map<std::string, config::ObjectKey> pool_objects_ PYLON_GUARDED_BY(mu_);
+  std::map<std::string, config::ConfigKey> pool_objects_ PYLON_GUARDED_BY(mu_);
   pool::Allocator pool_ PYLON_GUARDED_BY(mu_);
   // Address conflicts reported by the agents (reconcile.h).
   ConflictBook conflicts_ PYLON_GUARDED_BY(mu_);

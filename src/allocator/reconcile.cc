@@ -4,6 +4,7 @@
 #include <set>
 #include <tuple>
 
+#include "common/time.h"
 #include "model/conflicts.h"
 #include "pool/families.h"
 #include "pool/requested.h"
@@ -177,7 +178,7 @@ constexpr char kReservationNs[] = "pylon.conflict";
 std::string ConflictText(const ConflictReport& c) {
   return c.address.ToString() + " is in use on the network by another host (MAC " + c.mac +
          ", answered the probe of node " + c.node + " on " + c.interface + " at " +
-         model::FormatUtcSeconds(c.since) + ")";
+         FormatTime(c.since) + ")";
 }
 
 // The conflicts in force for one Service, the reservations they imply, and the recheck time.
@@ -256,7 +257,7 @@ bool HasOwnTraces(const model::Service& svc, const ServiceInput& in) {
 
 }  // namespace
 
-std::string PoolKey(const config::ObjectKey& key) { return key.ToString(); }
+std::string PoolKey(const config::ConfigKey& key) { return key.ToString(); }
 
 pool::ServiceKey ReservationKey(const net::IpAddress& address) {
   return *pool::ServiceKey::Make(kReservationNs, address.ToString());
@@ -658,10 +659,10 @@ Decision Reconcile(const ServiceInput& in, const config::InForceConfig& config,
            in.conflicts->Set(key.ToString(), {pool_key, conflicts.active}, &changed)) {
         pool.Release(ReservationKey(ip));
       }
-      Decision d = refuse({Reason::kAddressConflict,
-                           "requested address " + ConflictText(*conflicts.requested) +
-                               "; not taken (tried again after " +
-                               model::FormatUtcSeconds(conflicts.requested->until) + ")"});
+      Decision d = refuse(
+          {Reason::kAddressConflict, "requested address " + ConflictText(*conflicts.requested) +
+                                         "; not taken (tried again after " +
+                                         FormatTime(conflicts.requested->until) + ")"});
       d.conflicts_changed = changed;
       d.recheck_after = conflicts.recheck_after;
       return d;
@@ -730,7 +731,7 @@ Decision Reconcile(const ServiceInput& in, const config::InForceConfig& config,
     d.events.push_back({true, kEventConflict,
                         ConflictText(c) + "; assigned " + JoinIps(d.ingress) +
                             " instead (the address is kept out of the pool until " +
-                            model::FormatUtcSeconds(c.until) + ")"});
+                            FormatTime(c.until) + ")"});
   }
   if (!gone.empty()) d.events.push_back({false, kEventReleased, "Released " + JoinIps(gone)});
   if (!added.empty()) {

@@ -138,9 +138,9 @@ std::optional<std::string> HeldServiceGroup(const pool::ServiceKey& key,
 Decision ReconcileGone(const pool::ServiceKey& key, pool::Allocator& pool,
                        ConflictBook* conflicts = nullptr);
 
-// The pool key of a group or class in pool::Allocator: its ObjectKey text, e.g.
+// The pool key of a group or class in pool::Allocator: its ConfigKey text, e.g.
 // "ServiceGroup purelb-system/localdual", "LoadBalancerClass public".
-std::string PoolKey(const config::ObjectKey& key);
+std::string PoolKey(const config::ConfigKey& key);
 
 // The pool definitions of every group and class in force.
 std::vector<pool::PoolDefinition> PoolDefinitions(const config::InForceConfig& config);

@@ -2,39 +2,31 @@
 
 namespace pylon::allocator {
 
-using nlohmann::json;
-
 namespace {
 
-const json* Member(const json& obj, const char* key) {
-  if (!obj.is_object()) return nullptr;
-  auto it = obj.find(key);
-  return it == obj.end() ? nullptr : &*it;
-}
-
-json IngressJson(const std::vector<net::IpAddress>& ips) {
-  json out = json::array();
+Json IngressJson(const std::vector<net::IpAddress>& ips) {
+  Json out = Json::array();
   for (const auto& ip : ips) out.push_back({{"ip", ip.ToString()}, {"ipMode", "VIP"}});
   return out;
 }
 
 // Replaces (or removes, when `desired` is nullopt) Pylon's entry in a conditions list, keeping
 // every other entry and the lastTransitionTime when the status value did not change.
-json WithCondition(const json& conditions, const std::optional<Condition>& desired,
+Json WithCondition(const Json& conditions, const std::optional<Condition>& desired,
                    const std::string& now) {
-  json out = json::array();
+  Json out = Json::array();
   std::string previous_status, previous_time;
   bool inserted = false;
   if (conditions.is_array()) {
     for (const auto& c : conditions) {
-      const json* type = Member(c, "type");
+      const Json* type = Find(c, {"type"});
       if (type && type->is_string() && type->get<std::string>() == kConditionType) {
-        if (const json* s = Member(c, "status"); s && s->is_string()) previous_status = *s;
-        if (const json* t = Member(c, "lastTransitionTime"); t && t->is_string()) {
+        if (const Json* s = Find(c, {"status"}); s && s->is_string()) previous_status = *s;
+        if (const Json* t = Find(c, {"lastTransitionTime"}); t && t->is_string()) {
           previous_time = *t;
         }
         if (desired && !inserted) {
-          out.push_back(json());  // placeholder, filled below to keep the position
+          out.push_back(Json());  // placeholder, filled below to keep the position
           inserted = true;
         }
         continue;
@@ -44,7 +36,7 @@ json WithCondition(const json& conditions, const std::optional<Condition>& desir
   }
   if (!desired) return out;
   const std::string status = desired->status ? "True" : "False";
-  json cond = {{"type", kConditionType},
+  Json cond = {{"type", kConditionType},
                {"status", status},
                {"reason", desired->reason},
                {"message", desired->message},
@@ -62,17 +54,17 @@ json WithCondition(const json& conditions, const std::optional<Condition>& desir
 
 }  // namespace
 
-std::optional<Condition> CurrentCondition(const json& service) {
-  const json* status = Member(service, "status");
-  const json* conditions = status ? Member(*status, "conditions") : nullptr;
+std::optional<Condition> CurrentCondition(const Json& service) {
+  const Json* status = Find(service, {"status"});
+  const Json* conditions = status ? Find(*status, {"conditions"}) : nullptr;
   if (!conditions || !conditions->is_array()) return std::nullopt;
   for (const auto& c : *conditions) {
-    const json* type = Member(c, "type");
+    const Json* type = Find(c, {"type"});
     if (!type || !type->is_string() || type->get<std::string>() != kConditionType) continue;
     Condition out;
-    const json* s = Member(c, "status");
-    const json* r = Member(c, "reason");
-    const json* m = Member(c, "message");
+    const Json* s = Find(c, {"status"});
+    const Json* r = Find(c, {"reason"});
+    const Json* m = Find(c, {"message"});
     if (!s || !s->is_string()) return std::nullopt;
     out.status = s->get<std::string>() == "True";
     if (r && r->is_string()) out.reason = *r;
@@ -82,7 +74,7 @@ std::optional<Condition> CurrentCondition(const json& service) {
   return std::nullopt;
 }
 
-ServiceWrites PlanServiceWrites(const json& current, const Decision& d, const std::string& now) {
+ServiceWrites PlanServiceWrites(const Json& current, const Decision& d, const std::string& now) {
   ServiceWrites w;
   const bool allocating = d.outcome == Outcome::kAllocated || d.outcome == Outcome::kRefused;
   const bool cleaning = d.outcome == Outcome::kReleased && d.cleanup;
@@ -90,57 +82,57 @@ ServiceWrites PlanServiceWrites(const json& current, const Decision& d, const st
   if (!current.is_object()) return w;
 
   // Status.
-  const json empty = json::object();
-  const json* status_ptr = Member(current, "status");
-  const json& status = status_ptr && status_ptr->is_object() ? *status_ptr : empty;
-  json new_status = status;
+  const Json empty = Json::object();
+  const Json* status_ptr = Find(current, {"status"});
+  const Json& status = status_ptr && status_ptr->is_object() ? *status_ptr : empty;
+  Json new_status = status;
   if (allocating) {
-    json lb = json::object();
+    Json lb = Json::object();
     if (!d.ingress.empty()) lb["ingress"] = IngressJson(d.ingress);
     new_status["loadBalancer"] = lb;
   }
-  const json* conds = Member(status, "conditions");
-  json new_conds = WithCondition(conds ? *conds : json(), d.condition, now);
+  const Json* conds = Find(status, {"conditions"});
+  Json new_conds = WithCondition(conds ? *conds : Json(), d.condition, now);
   if (new_conds.empty()) {
     new_status.erase("conditions");
   } else {
     new_status["conditions"] = std::move(new_conds);
   }
   // Compare ignoring an empty loadBalancer / ingress / conditions written as {} versus absent.
-  auto normalized = [](json s) {
+  auto normalized = [](Json s) {
     if (s.contains("loadBalancer")) {
-      json& lb = s["loadBalancer"];
+      Json& lb = s["loadBalancer"];
       if (lb.is_object() && lb.contains("ingress")) {
-        const json& ing = lb["ingress"];
+        const Json& ing = lb["ingress"];
         if (ing.is_null() || (ing.is_array() && ing.empty())) lb.erase("ingress");
       }
       if (lb.is_null() || (lb.is_object() && lb.empty())) s.erase("loadBalancer");
     }
     if (s.contains("conditions")) {
-      const json& c = s["conditions"];
+      const Json& c = s["conditions"];
       if (c.is_null() || (c.is_array() && c.empty())) s.erase("conditions");
     }
     return s;
   };
   if (normalized(new_status) != normalized(status)) {
-    json obj = current;
+    Json obj = current;
     obj["status"] = std::move(new_status);
     w.status = std::move(obj);
   }
 
   // Annotations.
-  const json* meta = Member(current, "metadata");
-  const json* anns = meta ? Member(*meta, "annotations") : nullptr;
+  const Json* meta = Find(current, {"metadata"});
+  const Json* anns = meta ? Find(*meta, {"annotations"}) : nullptr;
   auto current_ann = [&](const char* k) -> std::optional<std::string> {
     if (!anns || !anns->is_object()) return std::nullopt;
     auto it = anns->find(k);
     if (it == anns->end() || !it->is_string()) return std::nullopt;
     return it->get<std::string>();
   };
-  json patch = json::object();
+  Json patch = Json::object();
   auto want = [&](const char* k, const std::optional<std::string>& v) {
     if (current_ann(k) == v) return;
-    patch[k] = v ? json(*v) : json(nullptr);
+    patch[k] = v ? Json(*v) : Json(nullptr);
   };
   if (d.outcome == Outcome::kAllocated) {
     want(model::kAnnAllocatedBy, d.allocated_by);
@@ -154,7 +146,7 @@ ServiceWrites PlanServiceWrites(const json& current, const Decision& d, const st
     want(model::kAnnPoolType, std::nullopt);
     want(model::kAnnSkipIPv6DAD, std::nullopt);
   }
-  if (!patch.empty()) w.annotations = json{{"metadata", {{"annotations", std::move(patch)}}}};
+  if (!patch.empty()) w.annotations = Json{{"metadata", {{"annotations", std::move(patch)}}}};
   return w;
 }
 

@@ -13,7 +13,7 @@
 #include <optional>
 #include <string>
 
-#include <nlohmann/json.hpp>
+#include "common/json.h"
 
 #include "allocator/decision.h"
 #include "model/service.h"
@@ -23,19 +23,19 @@ namespace pylon::allocator {
 struct ServiceWrites {
   // The whole Service with its new status, for PUT /status (carries the resourceVersion read,
   // so a concurrent change gives 409). nullopt: the status is already as desired.
-  std::optional<nlohmann::json> status;
+  std::optional<Json> status;
   // A JSON merge patch of metadata.annotations (null removes). nullopt: nothing to change.
-  std::optional<nlohmann::json> annotations;
+  std::optional<Json> annotations;
   bool empty() const { return !status && !annotations; }
 };
 
 // `current` is the Service as last read; `now` is an RFC 3339 Time used as lastTransitionTime when
 // the condition's status changes.
-ServiceWrites PlanServiceWrites(const nlohmann::json& current, const Decision& decision,
+ServiceWrites PlanServiceWrites(const Json& current, const Decision& decision,
                                 const std::string& now);
 
 // Pylon's condition (type purelb.io/AddressAllocated) as the Service shows it, if present and
 // well-formed.
-std::optional<Condition> CurrentCondition(const nlohmann::json& service);
+std::optional<Condition> CurrentCondition(const Json& service);
 
 }  // namespace pylon::allocator

@@ -15,7 +15,6 @@ namespace {
 
 using config::detail::Child;
 using config::detail::FieldError;
-using config::detail::Find;
 using config::detail::Index;
 using config::detail::TypeName;
 
@@ -279,7 +278,7 @@ Result<Peer> ParsePeer(const Json& object) {
           if (k->has_value() && !(*k)->empty()) ref.key = **k;
           p.password_secret = ref;
         }
-        if (Find(spec, "password") != nullptr) {
+        if (Find(spec, {"password"}) != nullptr) {
           return FieldError("spec.password",
                             "not supported: put the password in a Secret (spec.passwordSecret)");
         }
@@ -326,7 +325,7 @@ Result<BfdProfile> ParseBfdProfile(const Json& object) {
         if (!passive) return Fail(passive.error());
         b.passive = passive->value_or(false);
         for (const char* unsupported : {"echoMode", "echoInterval", "minimumTtl"}) {
-          if (Find(spec, unsupported) != nullptr) {
+          if (Find(spec, {unsupported}) != nullptr) {
             return FieldError(Child("spec", unsupported),
                               "not supported by the routing daemon (BIRD 2 has no BFD echo mode "
                               "and no multihop TTL setting)");
@@ -375,7 +374,7 @@ Result<Advertisement> ParseAdvertisement(const Json& object) {
           }
         }
         for (const char* unsupported : {"aggregationLength", "aggregationLengthV6"}) {
-          if (Find(spec, unsupported) != nullptr) {
+          if (Find(spec, {unsupported}) != nullptr) {
             return FieldError(Child("spec", unsupported),
                               "not supported: the announced prefix is the address's prefix on "
                               "kube-lb0, set by the pool's aggregation (docs/bgp.md)");

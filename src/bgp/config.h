@@ -10,14 +10,12 @@
 #include <string>
 #include <vector>
 
-#include <nlohmann/json.hpp>
+#include "common/json.h"
 
 #include "common/result.h"
 #include "net/ip.h"
 
 namespace pylon::bgp {
-
-using Json = nlohmann::json;
 
 // A Kubernetes LabelSelector (matchLabels + matchExpressions), kept in the string grammar of
 // k8s/selector.h so the one matcher evaluates it: {matchLabels: {a: b}} -> "a=b".

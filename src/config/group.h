@@ -82,7 +82,7 @@ struct Group {
   // host bits set; using 10.0.0.10-10.0.0.255".
   std::vector<std::string> warnings;
 
-  const ObjectKey& key() const { return meta.key; }
+  const ConfigKey& key() const { return meta.key; }
   const std::vector<PoolEntry>& entries(net::Family f) const {
     return f == net::Family::kV4 ? v4 : v6;
   }

@@ -47,14 +47,6 @@ tl::unexpected<Error> FieldError(std::string_view path, std::string_view reason)
   return Fail(ErrorCode::kInvalidArgument, std::move(msg));
 }
 
-const Json* Find(const Json& object, std::string_view key) {
-  if (!object.is_object()) return nullptr;
-  // Json::find(key) with a string_view key does not throw.
-  auto it = object.find(key);
-  if (it == object.end()) return nullptr;
-  return &*it;
-}
-
 namespace {
 
 tl::unexpected<Error> WrongType(std::string_view path, std::string_view want, const Json& got) {
@@ -70,7 +62,7 @@ Status ExpectObject(const Json& v, std::string_view path) {
 
 Result<const Json*> OptionalObject(const Json& object, std::string_view key,
                                    std::string_view path) {
-  const Json* v = Find(object, key);
+  const Json* v = Find(object, {key});
   if (v == nullptr) return nullptr;
   if (!v->is_object()) return WrongType(path, "an object", *v);
   return v;
@@ -85,7 +77,7 @@ Result<const Json*> RequiredObject(const Json& object, std::string_view key,
 }
 
 Result<const Json*> OptionalArray(const Json& object, std::string_view key, std::string_view path) {
-  const Json* v = Find(object, key);
+  const Json* v = Find(object, {key});
   if (v == nullptr) return nullptr;
   if (!v->is_array()) return WrongType(path, "an array", *v);
   return v;
@@ -93,7 +85,7 @@ Result<const Json*> OptionalArray(const Json& object, std::string_view key, std:
 
 Result<std::optional<std::string>> OptionalString(const Json& object, std::string_view key,
                                                   std::string_view path) {
-  const Json* v = Find(object, key);
+  const Json* v = Find(object, {key});
   if (v == nullptr) return std::optional<std::string>();
   if (!v->is_string()) return WrongType(path, "a string", *v);
   return std::optional<std::string>(v->get_ref<const std::string&>());
@@ -109,7 +101,7 @@ Result<std::string> RequiredString(const Json& object, std::string_view key,
 
 Result<std::optional<bool>> OptionalBool(const Json& object, std::string_view key,
                                          std::string_view path) {
-  const Json* v = Find(object, key);
+  const Json* v = Find(object, {key});
   if (v == nullptr) return std::optional<bool>();
   if (!v->is_boolean()) return WrongType(path, "a boolean", *v);
   return std::optional<bool>(v->get_ref<const bool&>());
@@ -117,7 +109,7 @@ Result<std::optional<bool>> OptionalBool(const Json& object, std::string_view ke
 
 Result<std::optional<std::int64_t>> OptionalNonNegativeInt(const Json& object, std::string_view key,
                                                            std::string_view path) {
-  const Json* v = Find(object, key);
+  const Json* v = Find(object, {key});
   if (v == nullptr) return std::optional<std::int64_t>();
   if (v->is_number_unsigned()) {
     auto u = v->get_ref<const Json::number_unsigned_t&>();

@@ -1,4 +1,5 @@
-// Exception-free, path-tracking access to nlohmann::json for the config parsers. Every accessor
+// Exception-free, path-tracking access to Json (common/json.h) for the config parsers: typed
+// accessors over common's Find that turn a wrong type into an error. Every accessor
 // checks the JSON type before reading, so no nlohmann exception can be thrown; a wrong type, a
 // null or a missing required field becomes an Error whose message is "<field path>: <reason>",
 // e.g. "spec.local.v4pools[1].pool: must be a string, got number".
@@ -10,13 +11,10 @@
 #include <string>
 #include <string_view>
 
-#include <nlohmann/json.hpp>
-
+#include "common/json.h"
 #include "common/result.h"
 
 namespace pylon::config::detail {
-
-using Json = nlohmann::json;
 
 // "spec" + "local" -> "spec.local"; "" + "spec" -> "spec".
 std::string Child(std::string_view parent, std::string_view key);
@@ -28,11 +26,8 @@ std::string_view TypeName(const Json& v);
 
 tl::unexpected<Error> FieldError(std::string_view path, std::string_view reason);
 
-// Member `key` of `object` (which must be a JSON object), or nullptr when absent. A present null
-// is returned as a null value: the typed accessors below reject it as a wrong type.
-const Json* Find(const Json& object, std::string_view key);
-
-// Typed accessors on member `key` of `object`; `path` is the member's full path.
+// Typed accessors on member `key` of `object` (pylon::Find(object, {key})); `path` is the
+// member's full path. A present null is a wrong type.
 // Optional*: absent -> nullopt / nullptr. Required*: absent -> "<path>: required".
 Result<const Json*> OptionalObject(const Json& object, std::string_view key, std::string_view path);
 Result<const Json*> RequiredObject(const Json& object, std::string_view key, std::string_view path);

@@ -8,8 +8,9 @@
 #include <string>
 #include <string_view>
 
-#include <nlohmann/json.hpp>
-
+#include "common/clock.h"
+#include "common/json.h"
+#include "common/object_key.h"
 #include "common/result.h"
 
 namespace pylon::config {
@@ -30,37 +31,27 @@ std::string_view KindApiVersion(ObjectKind kind);  // "purelb.io/v1", ...: the v
 bool KindAcceptsApiVersion(ObjectKind kind, std::string_view api_version);
 bool KindIsNamespaced(ObjectKind kind);
 
-// Identity of an object. Cluster-scoped kinds always have an empty namespace, so a
-// ServiceGroup "a/x" and a LoadBalancerClass "x" never collide: the kind is part of the key.
-struct ObjectKey {
+// Identity of a config object: its kind and its ObjectKey (common/object_key.h) fields.
+// Cluster-scoped kinds always have an empty namespace, so a ServiceGroup "a/x" and a
+// LoadBalancerClass "x" never collide: the kind is part of the key.
+struct ConfigKey {
   ObjectKind kind = ObjectKind::kServiceGroup;
   std::string namespace_;
   std::string name;
 
   // "ServiceGroup purelb-system/localdual", "LoadBalancerClass public"; "(unnamed)" if no name.
   std::string ToString() const;
-  friend auto operator<=>(const ObjectKey&, const ObjectKey&) = default;
-  friend bool operator==(const ObjectKey&, const ObjectKey&) = default;
+  ObjectKey object() const { return ObjectKey{namespace_, name}; }
+  friend auto operator<=>(const ConfigKey&, const ConfigKey&) = default;
+  friend bool operator==(const ConfigKey&, const ConfigKey&) = default;
 };
-
-// An RFC 3339 instant, e.g. metadata.creationTimestamp "2022-01-10T15:57:45Z".
-struct Timestamp {
-  std::int64_t seconds = 0;  // since the Unix epoch, UTC
-  std::int32_t nanos = 0;    // [0, 1e9)
-  friend auto operator<=>(const Timestamp&, const Timestamp&) = default;
-  friend bool operator==(const Timestamp&, const Timestamp&) = default;
-};
-
-// Accepts "YYYY-MM-DDTHH:MM:SS[.fraction](Z|+HH:MM|-HH:MM)" ('t'/'z' too), as Kubernetes writes
-// Time and MicroTime.
-Result<Timestamp> ParseTimestamp(std::string_view text);
 
 struct ObjectMeta {
-  ObjectKey key;
+  ConfigKey key;
   std::string uid;
   std::string resource_version;
   std::int64_t generation = 0;       // 0 when the server sent none
-  std::optional<Timestamp> created;  // metadata.creationTimestamp; nullopt when absent
+  std::optional<WallTime> created;   // metadata.creationTimestamp; nullopt when absent
 };
 
 // Reads kind/apiVersion/metadata of `object` as an object of kind `kind`.
@@ -68,9 +59,9 @@ struct ObjectMeta {
 // - metadata.name is required; metadata.namespace is required for namespaced kinds and ignored
 //   for cluster-scoped ones.
 // On error, the message is "<Kind> <ns/name>: <field path>: <reason>".
-Result<ObjectMeta> ParseObjectMeta(const nlohmann::json& object, ObjectKind kind);
+Result<ObjectMeta> ParseObjectMeta(const Json& object, ObjectKind kind);
 
 // "<key>: <message>": prefixes an error of field parsing with the object it belongs to.
-Error InObject(const ObjectKey& key, const Error& e);
+Error InObject(const ConfigKey& key, const Error& e);
 
 }  // namespace pylon::config

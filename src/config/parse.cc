@@ -11,7 +11,6 @@ namespace pylon::config {
 using detail::Child;
 using detail::FieldError;
 using detail::Index;
-using detail::Json;
 using net::Family;
 
 namespace {
@@ -103,7 +102,7 @@ Result<PurelbVersion> ReadVersion(const Json& object, const Json* spec) {
       return FieldError("spec.writtenAs", "\"" + (*w)->substr(0, 100) + "\" is not v1 or v2");
     }
   }
-  const Json* av = detail::Find(object, "apiVersion");
+  const Json* av = Find(object, {"apiVersion"});
   if (av != nullptr && av->is_string() && av->get_ref<const std::string&>() == "purelb.io/v2") {
     return PurelbVersion::kV2;
   }
@@ -128,11 +127,11 @@ Result<bool> ReadFlag(const Json& parent, std::string_view key, const std::strin
 
 // purelb.io/v1: spec.local only (local-or-virtual), with the legacy flat single-pool form.
 Status ParseServiceGroupV1Spec(const Json& spec, Group& g) {
-  if (detail::Find(spec, "netbox") != nullptr) {
+  if (Find(spec, {"netbox"}) != nullptr) {
     return FieldError("spec.netbox", "Netbox IPAM is not supported; use spec.local");
   }
   for (const char* v2_only : {"remote", "external"}) {
-    if (detail::Find(spec, v2_only) != nullptr) {
+    if (Find(spec, {v2_only}) != nullptr) {
       return FieldError(Child("spec", v2_only),
                         "is a purelb.io/v2 field, and this object follows purelb.io/v1 "
                         "(spec.writtenAs); write it as apiVersion purelb.io/v2");
@@ -169,7 +168,7 @@ Status ParseServiceGroupV1Spec(const Json& spec, Group& g) {
 Status ParseServiceGroupV2Spec(const Json& spec, Group& g) {
   std::vector<std::string> present;
   for (const char* k : {"local", "remote", "external", "netbox"}) {
-    if (detail::Find(spec, k) != nullptr) present.emplace_back(k);
+    if (Find(spec, {k}) != nullptr) present.emplace_back(k);
   }
   if (present.size() != 1) {
     std::string found;
@@ -196,7 +195,7 @@ Status ParseServiceGroupV2Spec(const Json& spec, Group& g) {
   }
   g.mode = which == "local" ? AnnounceMode::kLocal : AnnounceMode::kRemote;
   for (const char* legacy : {"pool", "subnet", "aggregation"}) {
-    if (detail::Find(p, legacy) != nullptr) {
+    if (Find(p, {legacy}) != nullptr) {
       return FieldError(Child(base, legacy),
                         "the single-pool form is purelb.io/v1 only; use v4pools / v6pools");
     }
@@ -441,7 +440,7 @@ Status ParseNodeAgentV2Local(const Json& l, NodeAgentConfig& c) {
   const std::pair<const char*, const char*> renamed[] = {
       {"localint", "localInterface"}, {"extlbint", "dummyInterface"}, {"sendgarp", "garpConfig"}};
   for (const auto& [old_name, new_name] : renamed) {
-    if (detail::Find(l, old_name) != nullptr) {
+    if (Find(l, {old_name}) != nullptr) {
       return FieldError(Child("spec.local", old_name),
                         std::string("is a purelb.io/v1 field; purelb.io/v2 calls it ") + new_name);
     }
@@ -472,7 +471,7 @@ Status ParseNodeAgentV2Local(const Json& l, NodeAgentConfig& c) {
           "takeover");
     }
     for (const char* k : {"initialDelay", "count", "interval", "verifyBeforeSend"}) {
-      if (detail::Find(**garp, k) != nullptr) {
+      if (Find(**garp, {k}) != nullptr) {
         c.warnings.push_back(
             "spec.local.garpConfig: initialDelay, count, interval and verifyBeforeSend are not "
             "used; the agent's --garp-count and --garp-interval apply");
@@ -522,18 +521,18 @@ Result<NodeAgentConfig> ParseNodeAgentUnguarded(const Json& object) {
 
 }  // namespace
 
-Result<Group> ParseServiceGroup(const nlohmann::json& object) {
+Result<Group> ParseServiceGroup(const Json& object) {
   return Guard<Group>(ObjectKind::kServiceGroup,
                       [&] { return ParseServiceGroupUnguarded(object); });
 }
 
-Result<Group> ParseLoadBalancerClass(const nlohmann::json& object) {
+Result<Group> ParseLoadBalancerClass(const Json& object) {
   return Guard<Group>(ObjectKind::kLoadBalancerClass,
                       [&] { return ParseLoadBalancerClassUnguarded(object); });
 }
 
-Result<Group> ParseAddressSource(const nlohmann::json& object) {
-  const Json* kind = detail::Find(object, "kind");
+Result<Group> ParseAddressSource(const Json& object) {
+  const Json* kind = Find(object, {"kind"});
   if (kind != nullptr && kind->is_string()) {
     const auto& k = kind->get_ref<const std::string&>();
     if (k == KindName(ObjectKind::kServiceGroup)) return ParseServiceGroup(object);
@@ -551,7 +550,7 @@ Result<Group> ParseAddressSource(const nlohmann::json& object) {
                   : "kind: must be a string, got " + std::string(detail::TypeName(*kind)));
 }
 
-Result<NodeAgentConfig> ParseNodeAgent(const nlohmann::json& object) {
+Result<NodeAgentConfig> ParseNodeAgent(const Json& object) {
   return Guard<NodeAgentConfig>(ObjectKind::kLBNodeAgent,
                                 [&] { return ParseNodeAgentUnguarded(object); });
 }

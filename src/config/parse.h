@@ -12,7 +12,7 @@
 #include <string_view>
 #include <vector>
 
-#include <nlohmann/json.hpp>
+#include "common/json.h"
 
 #include "common/result.h"
 #include "config/group.h"
@@ -38,16 +38,16 @@ namespace pylon::config {
 // (CIDR); `aggregation` is "default" (also: absent or "") or "/N" with 8 <= N <= 32 (IPv4) or 128
 // (IPv6) -- PureLB's own rule; N may be shorter than the subnet (PureLB documents supernetting).
 // The group must end up with at least one entry; no two allocatable ranges may overlap.
-Result<Group> ParseServiceGroup(const nlohmann::json& object);
+Result<Group> ParseServiceGroup(const Json& object);
 
 // LoadBalancerClass lace-cni.io/v1alpha1 (cluster-scoped). spec.mode: "l2" (default when absent);
 // "l3" is rejected as not implemented. spec.ipv4Pools[]/ipv6Pools[] of {cidr} or {start, end},
 // tried in order; at least one list non-empty. A cidr entry is its own subnet for the exclusion
 // of network/broadcast addresses; a {start, end} entry is taken as written.
-Result<Group> ParseLoadBalancerClass(const nlohmann::json& object);
+Result<Group> ParseLoadBalancerClass(const Json& object);
 
 // Dispatches on `kind`: ServiceGroup or LoadBalancerClass.
-Result<Group> ParseAddressSource(const nlohmann::json& object);
+Result<Group> ParseAddressSource(const Json& object);
 
 // A `localint` / `interfaces[]` pattern. Matching follows PureLB (Go regexp MatchString): the
 // ECMAScript regex is searched anywhere in the interface name; write ^name$ for an exact match.
@@ -87,7 +87,7 @@ struct NodeAgentConfig {
 // names, as PureLB v2), garpConfig (send_garp = garpConfig.enabled, default true; absent: false),
 // addressConfig}; spec.nodeSelector. The v1 names localint/extlbint/sendgarp are refused.
 // nodeSelector, addressConfig and the garpConfig timings are accepted with a warning each.
-Result<NodeAgentConfig> ParseNodeAgent(const nlohmann::json& object);
+Result<NodeAgentConfig> ParseNodeAgent(const Json& object);
 
 // Linux dev_valid_name(): 1..15 bytes, not "." or "..", no '/', ':' or whitespace.
 bool IsValidInterfaceName(std::string_view name);

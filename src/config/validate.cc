@@ -15,17 +15,17 @@ using net::Family;
 using net::IpAddress;
 using net::Uint128;
 
-const Group* InForceConfig::Find(const ObjectKey& key) const {
+const Group* InForceConfig::Find(const ConfigKey& key) const {
   auto it = groups_.find(key);
   return it == groups_.end() ? nullptr : &it->second;
 }
 
 const Group* InForceConfig::FindServiceGroup(std::string_view ns, std::string_view name) const {
-  return Find(ObjectKey{ObjectKind::kServiceGroup, std::string(ns), std::string(name)});
+  return Find(ConfigKey{ObjectKind::kServiceGroup, std::string(ns), std::string(name)});
 }
 
 const Group* InForceConfig::FindClass(std::string_view name) const {
-  return Find(ObjectKey{ObjectKind::kLoadBalancerClass, "", std::string(name)});
+  return Find(ConfigKey{ObjectKind::kLoadBalancerClass, "", std::string(name)});
 }
 
 std::optional<AddressMatch> InForceConfig::FindAddress(const IpAddress& address) const {
@@ -43,7 +43,7 @@ std::optional<AddressMatch> InForceConfig::FindAddress(const IpAddress& address)
 }
 
 void InForceConfig::Put(Group g) {
-  ObjectKey key = g.key();
+  ConfigKey key = g.key();
   groups_.insert_or_assign(std::move(key), std::move(g));
 }
 
@@ -66,21 +66,19 @@ void InForceConfig::BuildIndex() {
   }
 }
 
-nlohmann::json ObjectStatus::ToJson() const {
-  nlohmann::json j = {{"valid", valid},
-                      {"message", message},
-                      {"warnings", warnings},
-                      {"observedGeneration", observed_generation},
-                      {"poolSize",
-                       {{std::string(net::FamilyName(Family::kV4)), SizeString(Family::kV4)},
-                        {std::string(net::FamilyName(Family::kV6)), SizeString(Family::kV6)}}}};
+Json ObjectStatus::ToJson() const {
+  Json j = {{"valid", valid},
+            {"message", message},
+            {"warnings", warnings},
+            {"observedGeneration", observed_generation},
+            {"poolSize",
+             {{std::string(net::FamilyName(Family::kV4)), SizeString(Family::kV4)},
+              {std::string(net::FamilyName(Family::kV6)), SizeString(Family::kV6)}}}};
   if (in_force_generation) j["inForceGeneration"] = *in_force_generation;
   return j;
 }
 
 namespace {
-
-using detail::Json;
 
 // Addresses held by the groups in force during one validation round, keyed by range start.
 class Reservations {
@@ -145,7 +143,7 @@ class Reservations {
 enum class State { kRejected, kDuplicate, kUnchanged, kEdit, kNew, kKeepPrevious };
 
 struct Candidate {
-  ObjectKey key;
+  ConfigKey key;
   std::int64_t generation = 0;
   std::optional<Group> parsed;
   std::string error;                // why the observed version is rejected
@@ -155,18 +153,18 @@ struct Candidate {
 };
 
 // Best-effort identity of a candidate that failed to parse, for its status.
-ObjectKey RawKey(const Json& object) {
-  ObjectKey key;
-  const Json* kind = detail::Find(object, "kind");
+ConfigKey RawKey(const Json& object) {
+  ConfigKey key;
+  const Json* kind = Find(object, {"kind"});
   if (kind != nullptr && kind->is_string() &&
       kind->get_ref<const std::string&>() == KindName(ObjectKind::kLoadBalancerClass)) {
     key.kind = ObjectKind::kLoadBalancerClass;
   }
-  const Json* md = detail::Find(object, "metadata");
+  const Json* md = Find(object, {"metadata"});
   if (md != nullptr) {
-    const Json* n = detail::Find(*md, "name");
+    const Json* n = Find(*md, {"name"});
     if (n != nullptr && n->is_string()) key.name = n->get_ref<const std::string&>();
-    const Json* ns = detail::Find(*md, "namespace");
+    const Json* ns = Find(*md, {"namespace"});
     if (KindIsNamespaced(key.kind) && ns != nullptr && ns->is_string()) {
       key.namespace_ = ns->get_ref<const std::string&>();
     }
@@ -175,7 +173,7 @@ ObjectKey RawKey(const Json& object) {
 }
 
 std::int64_t RawGeneration(const Json& object) {
-  const Json* md = detail::Find(object, "metadata");
+  const Json* md = Find(object, {"metadata"});
   if (md == nullptr) return 0;
   auto g = detail::OptionalNonNegativeInt(*md, "generation", "");
   return g && g->has_value() ? **g : 0;
@@ -184,7 +182,7 @@ std::int64_t RawGeneration(const Json& object) {
 // Oldest first: creationTimestamp (absent sorts last), then kind, namespace, name.
 bool CreatedBefore(const ObjectMeta& a, const ObjectMeta& b) {
   auto rank = [](const ObjectMeta& m) {
-    return std::make_tuple(!m.created.has_value(), m.created.value_or(Timestamp{}),
+    return std::make_tuple(!m.created.has_value(), m.created.value_or(WallTime{}),
                            KindName(m.key.kind), std::string_view(m.key.namespace_),
                            std::string_view(m.key.name));
   };
@@ -208,7 +206,7 @@ struct Outcome {
 
 Outcome ValidateUnguarded(std::span<const Json> objects, const InForceConfig& previous) {
   std::vector<Candidate> cands(objects.size());
-  std::set<ObjectKey> seen;
+  std::set<ConfigKey> seen;
   for (std::size_t i = 0; i < objects.size(); ++i) {
     Candidate& c = cands[i];
     auto g = ParseAddressSource(objects[i]);
@@ -331,8 +329,7 @@ Outcome ValidateUnguarded(std::span<const Json> objects, const InForceConfig& pr
 
 }  // namespace
 
-ValidationResult ValidateConfig(std::span<const nlohmann::json> candidates,
-                                const InForceConfig& previous) {
+ValidationResult ValidateConfig(std::span<const Json> candidates, const InForceConfig& previous) {
   try {
     Outcome o = ValidateUnguarded(candidates, previous);
     ValidationResult r;

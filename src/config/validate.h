@@ -28,7 +28,7 @@
 #include <string_view>
 #include <vector>
 
-#include <nlohmann/json.hpp>
+#include "common/json.h"
 
 #include "config/group.h"
 #include "config/object_meta.h"
@@ -55,32 +55,32 @@ class InForceConfig {
  public:
   InForceConfig() = default;
 
-  const std::map<ObjectKey, Group>& groups() const { return groups_; }
+  const std::map<ConfigKey, Group>& groups() const { return groups_; }
   bool empty() const { return groups_.empty(); }
-  const Group* Find(const ObjectKey& key) const;
+  const Group* Find(const ConfigKey& key) const;
   const Group* FindServiceGroup(std::string_view ns, std::string_view name) const;
   const Group* FindClass(std::string_view name) const;
   // The group and entry whose allocatable ranges contain `address`; O(log n).
   std::optional<AddressMatch> FindAddress(const net::IpAddress& address) const;
 
  private:
-  friend ValidationResult ValidateConfig(std::span<const nlohmann::json> candidates,
+  friend ValidationResult ValidateConfig(std::span<const Json> candidates,
                                          const InForceConfig& previous);
   void Put(Group g);
   void BuildIndex();
 
   struct IndexEntry {
     net::AddressRange range;
-    ObjectKey key;
+    ConfigKey key;
     std::size_t entry = 0;
   };
-  std::map<ObjectKey, Group> groups_;
+  std::map<ConfigKey, Group> groups_;
   std::vector<IndexEntry> index_v4_, index_v6_;  // sorted by range start, disjoint
 };
 
 // The status of one candidate object, for its status subresource, conditions and events.
 struct ObjectStatus {
-  ObjectKey key;
+  ConfigKey key;
   std::int64_t observed_generation = 0;
   // True when the observed version is the one in force.
   bool valid = false;
@@ -102,7 +102,7 @@ struct ObjectStatus {
   // {"valid", "message", "warnings": [...], "observedGeneration", "inForceGeneration" (when some
   //  version is in force), "poolSize": {"IPv4": "<decimal>", "IPv6": "<decimal>"}}.
   // Sizes are strings because a /64 or wider does not fit an int64.
-  nlohmann::json ToJson() const;
+  Json ToJson() const;
 };
 
 struct ValidationResult {
@@ -110,7 +110,6 @@ struct ValidationResult {
   std::vector<ObjectStatus> statuses;  // one per candidate, in candidate order
 };
 
-ValidationResult ValidateConfig(std::span<const nlohmann::json> candidates,
-                                const InForceConfig& previous);
+ValidationResult ValidateConfig(std::span<const Json> candidates, const InForceConfig& previous);
 
 }  // namespace pylon::config

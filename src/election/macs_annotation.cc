@@ -1,29 +1,12 @@
 #include "election/macs_annotation.h"
 
 #include <algorithm>
-#include <cctype>
+
+#include "net/mac.h"
 
 namespace pylon::election {
 
 namespace {
-
-bool ValidMac(std::string_view m) {
-  if (m.size() != 17) return false;
-  for (std::size_t i = 0; i < m.size(); ++i) {
-    if (i % 3 == 2) {
-      if (m[i] != ':') return false;
-    } else if (!std::isxdigit(static_cast<unsigned char>(m[i]))) {
-      return false;
-    }
-  }
-  return true;
-}
-
-std::string Lower(std::string_view s) {
-  std::string out(s);
-  for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return out;
-}
 
 std::string_view Trim(std::string_view s) {
   while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
@@ -41,14 +24,15 @@ MacsParse ParseMacsAnnotation(std::string_view value) {
     std::string_view entry = Trim(value.substr(0, comma));
     ++n;
     if (!entry.empty()) {
-      if (!ValidMac(entry)) {
+      auto mac = net::MacAddress::Parse(entry);
+      if (!mac) {
         out.issues.push_back("entry " + std::to_string(n) + " \"" + std::string(entry) +
                              "\": not a MAC address");
       } else if (out.macs.size() >= kMaxAnnotationMacs) {
         out.issues.push_back("entry " + std::to_string(n) + ": more than " +
                              std::to_string(kMaxAnnotationMacs) + " MACs, ignored");
       } else {
-        out.macs.push_back(Lower(entry));
+        out.macs.push_back(mac->ToString());
       }
     }
     if (comma == std::string_view::npos) break;
@@ -62,7 +46,7 @@ MacsParse ParseMacsAnnotation(std::string_view value) {
 std::string FormatMacsAnnotation(std::span<const std::string> macs) {
   std::vector<std::string> v;
   for (const auto& m : macs) {
-    if (ValidMac(m)) v.push_back(Lower(m));
+    if (auto mac = net::MacAddress::Parse(m)) v.push_back(mac->ToString());
   }
   std::sort(v.begin(), v.end());
   v.erase(std::unique(v.begin(), v.end()), v.end());

@@ -21,12 +21,14 @@
 
 #include <nlohmann/json.hpp>
 
+#include "common/json.h"
 #include "common/result.h"
 
 namespace pylon::faultproxy {
 
-using Json = nlohmann::json;
-using OrderedJson = nlohmann::ordered_json;  // Status bodies keep kube-apiserver's key order
+// Status bodies are written byte for byte as kube-apiserver writes them, in its key order (tests
+// compare the text), so they are built as ordered_json; everything else is the common Json.
+using OrderedJson = nlohmann::ordered_json;
 
 struct FaultSettings {
   double error_rate = 0;

@@ -145,9 +145,10 @@ Result<std::uint64_t> FaultProxy::Compact() {
   }
   Json j = Json::parse(resp->body, nullptr, false);
   std::uint64_t rev = 0;
-  if (j.is_object() && j.contains("header") && j["header"].contains("revision")) {
-    const Json& r = j["header"]["revision"];
-    rev = r.is_string() ? ParseRv(r.get<std::string>()) : r.get<std::uint64_t>();
+  if (auto text = FindString(j, {"header", "revision"})) {
+    rev = ParseRv(*text);
+  } else if (const Json* r = Find(j, {"header", "revision"}); r && r->is_number_unsigned()) {
+    rev = r->get<std::uint64_t>();
   }
   if (rev == 0)
     return Fail(ErrorCode::kInternal, "etcd range: no header.revision in " + resp->body);

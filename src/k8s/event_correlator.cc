@@ -1,6 +1,6 @@
 #include "k8s/event_correlator.h"
 
-#include "k8s/time.h"
+#include "common/time.h"
 
 namespace pylon::k8s {
 namespace {

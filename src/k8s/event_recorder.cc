@@ -3,7 +3,8 @@
 #include <cstdio>
 
 #include "common/log.h"
-#include "k8s/time.h"
+#include "common/object_key.h"
+#include "common/time.h"
 
 namespace pylon::k8s {
 
@@ -64,8 +65,9 @@ void EventRecorderImpl::Event(const ObjectReference& object, EventLevel level,
   if (stopping_) return;
   if (queue_.size() >= opts_.queue_capacity) {
     ++dropped_;
-    log::Warn("event dropped: recorder queue full",
-              {{"object", object.ns + "/" + object.name}, {"reason", std::string(reason)}});
+    log::Warn(
+        "event dropped: recorder queue full",
+        {{"object", ObjectKey{object.ns, object.name}.String()}, {"reason", std::string(reason)}});
     return;
   }
   int64_t nanos =
@@ -142,12 +144,12 @@ void EventRecorderImpl::Write(Json event) {
     }
     if (reply.error().code() != ErrorCode::kUnavailable) {
       log::Warn("event not recorded",
-                {{"event", ns + "/" + name}, {"error", reply.error().message()}});
+                {{"event", ObjectKey{ns, name}.String()}, {"error", reply.error().message()}});
       return;
     }
     if (attempt == opts_.max_tries) {
       log::Warn("event not recorded after retries",
-                {{"event", ns + "/" + name}, {"error", reply.error().message()}});
+                {{"event", ObjectKey{ns, name}.String()}, {"error", reply.error().message()}});
       return;
     }
     if (cancel_.WaitFor(opts_.retry_interval)) return;
@@ -172,7 +174,7 @@ void FakeEventRecorder::Event(const ObjectReference& object, EventLevel level,
   std::lock_guard<std::mutex> lock(mu_);
   events_.push_back(std::string(level == EventLevel::kWarning ? "Warning " : "Normal ") +
                     std::string(reason) + " " + std::string(message) + " (" + object.kind + " " +
-                    object.ns + "/" + object.name + ")");
+                    ObjectKey{object.ns, object.name}.String() + ")");
 }
 
 std::vector<std::string> FakeEventRecorder::Events() const {

@@ -1,7 +1,7 @@
 #include "k8s/fake_client.h"
 
+#include "common/time.h"
 #include "k8s/selector.h"
-#include "k8s/time.h"
 
 namespace pylon::k8s {
 namespace {

@@ -1,6 +1,7 @@
 #include "k8s/leader_election.h"
 
 #include "common/log.h"
+#include "common/object_key.h"
 
 namespace pylon::k8s {
 namespace {
@@ -64,7 +65,7 @@ bool LeaderElector::TryAcquireOrRenew() {
   desired.acquire_time = wall;
   desired.renew_time = wall;
   const auto& leases = resources::Leases();
-  const std::string desc = config_.lease_namespace + "/" + config_.lease_name;
+  const std::string desc = ObjectKey{config_.lease_namespace, config_.lease_name}.String();
 
   auto got = client_.Get(leases, config_.lease_namespace, config_.lease_name);
   if (!got) {
@@ -171,7 +172,7 @@ bool LeaderElector::Release() {
 
 void LeaderElector::Run(Canceller& cancel) {
   std::uniform_real_distribution<double> unit(0.0, 1.0);
-  const std::string desc = config_.lease_namespace + "/" + config_.lease_name;
+  const std::string desc = ObjectKey{config_.lease_namespace, config_.lease_name}.String();
   bool acquired = false;
   while (!cancel.Cancelled()) {
     acquired = TryAcquireOrRenew();

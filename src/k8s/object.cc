@@ -4,46 +4,40 @@ namespace pylon::k8s {
 namespace {
 
 Status StringField(const Json& meta, const char* key, std::string* out) {
-  auto it = meta.find(key);
-  if (it == meta.end() || it->is_null()) return Ok();
-  if (!it->is_string()) {
+  const Json* v = Find(meta, {key});
+  if (v == nullptr || v->is_null()) return Ok();
+  if (!v->is_string()) {
     return Fail(ErrorCode::kInvalidArgument, std::string("metadata.") + key + " is not a string");
   }
-  *out = it->get<std::string>();
+  *out = v->get<std::string>();
   return Ok();
 }
 
 Status StringMap(const Json& meta, const char* key, std::map<std::string, std::string>* out) {
-  auto it = meta.find(key);
-  if (it == meta.end() || it->is_null()) return Ok();
-  if (!it->is_object()) {
+  const Json* m = Find(meta, {key});
+  if (m == nullptr || m->is_null()) return Ok();
+  if (!m->is_object()) {
     return Fail(ErrorCode::kInvalidArgument, std::string("metadata.") + key + " is not an object");
   }
-  for (auto kv = it->begin(); kv != it->end(); ++kv) {
-    if (!kv.value().is_string()) {
+  for (const auto& [k, v] : m->items()) {
+    if (!v.is_string()) {
       return Fail(ErrorCode::kInvalidArgument,
-                  std::string("metadata.") + key + "[" + kv.key() + "] is not a string");
+                  std::string("metadata.") + key + "[" + k + "] is not a string");
     }
-    (*out)[kv.key()] = kv.value().get<std::string>();
+    (*out)[k] = v.get<std::string>();
   }
   return Ok();
 }
 
 }  // namespace
 
-ObjectKey ObjectKey::FromString(std::string_view key) {
-  auto slash = key.find('/');
-  if (slash == std::string_view::npos) return ObjectKey{"", std::string(key)};
-  return ObjectKey{std::string(key.substr(0, slash)), std::string(key.substr(slash + 1))};
-}
-
 Result<ObjectMeta> ParseMeta(const Json& object) {
   if (!object.is_object()) return Fail(ErrorCode::kInvalidArgument, "object is not a JSON object");
-  auto it = object.find("metadata");
-  if (it == object.end() || !it->is_object()) {
+  const Json* md = Find(object, {"metadata"});
+  if (md == nullptr || !md->is_object()) {
     return Fail(ErrorCode::kInvalidArgument, "object has no metadata object");
   }
-  const Json& m = *it;
+  const Json& m = *md;
   ObjectMeta meta;
   std::string deletion;
   for (auto [key, field] :
@@ -54,7 +48,7 @@ Result<ObjectMeta> ParseMeta(const Json& object) {
     if (auto s = StringField(m, key, field); !s) return Fail(s.error());
   }
   if (!deletion.empty()) meta.deletion_timestamp = deletion;
-  if (auto g = m.find("generation"); g != m.end() && !g->is_null()) {
+  if (const Json* g = Find(m, {"generation"}); g != nullptr && !g->is_null()) {
     if (!g->is_number_integer()) {
       return Fail(ErrorCode::kInvalidArgument, "metadata.generation is not an integer");
     }
@@ -62,7 +56,7 @@ Result<ObjectMeta> ParseMeta(const Json& object) {
   }
   if (auto s = StringMap(m, "labels", &meta.labels); !s) return Fail(s.error());
   if (auto s = StringMap(m, "annotations", &meta.annotations); !s) return Fail(s.error());
-  if (auto f = m.find("finalizers"); f != m.end() && !f->is_null()) {
+  if (const Json* f = Find(m, {"finalizers"}); f != nullptr && !f->is_null()) {
     if (!f->is_array()) return Fail(ErrorCode::kInvalidArgument, "metadata.finalizers not a list");
     for (const auto& v : *f) {
       if (!v.is_string()) {
@@ -72,47 +66,6 @@ Result<ObjectMeta> ParseMeta(const Json& object) {
     }
   }
   return meta;
-}
-
-Result<Json> ParseJson(std::string_view text, std::string_view what) {
-  Json j = Json::parse(text.begin(), text.end(), nullptr, /*allow_exceptions=*/false);
-  if (j.is_discarded()) {
-    std::string head(text.substr(0, 120));
-    return Fail(ErrorCode::kInvalidArgument, std::string(what) + ": malformed JSON (" +
-                                                 std::to_string(text.size()) +
-                                                 " bytes, starts with \"" + head + "\")");
-  }
-  return j;
-}
-
-const Json* Find(const Json& root, std::initializer_list<std::string_view> path) {
-  const Json* cur = &root;
-  for (std::string_view key : path) {
-    if (!cur->is_object()) return nullptr;
-    auto it = cur->find(key);
-    if (it == cur->end()) return nullptr;
-    cur = &*it;
-  }
-  return cur;
-}
-
-std::optional<std::string> FindString(const Json& root,
-                                      std::initializer_list<std::string_view> path) {
-  const Json* v = Find(root, path);
-  if (v == nullptr || !v->is_string()) return std::nullopt;
-  return v->get<std::string>();
-}
-
-std::optional<int64_t> FindInt(const Json& root, std::initializer_list<std::string_view> path) {
-  const Json* v = Find(root, path);
-  if (v == nullptr || !v->is_number_integer()) return std::nullopt;
-  return v->get<int64_t>();
-}
-
-std::optional<bool> FindBool(const Json& root, std::initializer_list<std::string_view> path) {
-  const Json* v = Find(root, path);
-  if (v == nullptr || !v->is_boolean()) return std::nullopt;
-  return v->get<bool>();
 }
 
 std::string Name(const Json& o) { return FindString(o, {"metadata", "name"}).value_or(""); }

@@ -1,5 +1,5 @@
-// Objects are nlohmann::json values as the server sent them; controllers extract typed views
-// themselves. This header gives the typed metadata view, object keys and non-throwing accessors.
+// Objects are Json values (common/json.h) as the server sent them; controllers extract typed views
+// themselves. This header gives the typed metadata view, object keys and metadata shortcuts.
 // Everything here is pure and never throws.
 #pragma once
 
@@ -11,24 +11,11 @@
 #include <string_view>
 #include <vector>
 
-#include <nlohmann/json.hpp>
-
+#include "common/json.h"
+#include "common/object_key.h"
 #include "common/result.h"
 
 namespace pylon::k8s {
-
-using Json = nlohmann::json;
-
-// Identity of an object within one resource: "namespace/name", or "name" when cluster-scoped.
-struct ObjectKey {
-  std::string ns;
-  std::string name;
-
-  std::string String() const { return ns.empty() ? name : ns + "/" + name; }
-  static ObjectKey FromString(std::string_view key);
-  friend bool operator==(const ObjectKey&, const ObjectKey&) = default;
-  friend auto operator<=>(const ObjectKey&, const ObjectKey&) = default;
-};
 
 // Typed copy of metadata. Absent fields are empty; wrongly typed ones make ParseMeta fail.
 struct ObjectMeta {
@@ -47,16 +34,6 @@ struct ObjectMeta {
 // Parses `metadata` of an object. Fails if the object is not a JSON object or a present field has
 // the wrong type.
 Result<ObjectMeta> ParseMeta(const Json& object);
-
-// Parses JSON text without throwing; `what` names the document in the error.
-Result<Json> ParseJson(std::string_view text, std::string_view what = "JSON");
-
-// Walks object keys; returns nullptr if any step is missing or not an object.
-const Json* Find(const Json& root, std::initializer_list<std::string_view> path);
-std::optional<std::string> FindString(const Json& root,
-                                      std::initializer_list<std::string_view> path);
-std::optional<int64_t> FindInt(const Json& root, std::initializer_list<std::string_view> path);
-std::optional<bool> FindBool(const Json& root, std::initializer_list<std::string_view> path);
 
 // Shortcuts on metadata; "" when absent or not a string.
 std::string Name(const Json& object);

@@ -1,7 +1,7 @@
 // The informer's local cache: objects of one resource keyed "namespace/name". Readers (controllers)
 // and the informer thread may use it concurrently; reads return copies.
 //
-// Memory: a nlohmann::json tree costs about ten times the bytes of its JSON text (a std::map node
+// Memory: a Json tree costs about ten times the bytes of its JSON text (a std::map node
 // per member). A compact store keeps each object as CBOR bytes instead and decodes it on every
 // read: reads cost a decode (microseconds for a Service) but 10^4 objects take a few MB instead of
 // tens. Use it for large caches that are read one key at a time; keep the default (trees) for

@@ -50,8 +50,4 @@ struct AddressConflictsParse {
 // Every conflict annotation among `annotations`; a value whose address is not its key's is bad.
 AddressConflictsParse ParseAddressConflicts(const std::map<std::string, std::string>& annotations);
 
-// RFC 3339 UTC with whole seconds ("2025-01-02T03:04:05Z"), and its strict parser.
-std::string FormatUtcSeconds(WallTime t);
-Result<WallTime> ParseUtcSeconds(std::string_view text);
-
 }  // namespace pylon::model

@@ -1,14 +1,13 @@
 #include "model/endpoints.h"
 
-#include <nlohmann/json.hpp>
+#include "common/json.h"
+#include "common/object_key.h"
 
 namespace pylon::model {
 namespace {
 
-using nlohmann::json;
-
 // A condition is tri-state in the API; nil takes the given default.
-Result<bool> Condition(const json& conds, const char* key, bool dflt, const std::string& path) {
+Result<bool> Condition(const Json& conds, const char* key, bool dflt, const std::string& path) {
   auto it = conds.find(key);
   if (it == conds.end() || it->is_null()) return dflt;
   if (!it->is_boolean()) {
@@ -19,7 +18,7 @@ Result<bool> Condition(const json& conds, const char* key, bool dflt, const std:
 
 }  // namespace
 
-Result<EndpointSlice> ParseEndpointSlice(const json& obj) {
+Result<EndpointSlice> ParseEndpointSlice(const Json& obj) {
   if (!obj.is_object()) return Fail(ErrorCode::kInvalidArgument, "EndpointSlice: not an object");
   EndpointSlice es;
   auto meta = obj.find("metadata");
@@ -32,7 +31,7 @@ Result<EndpointSlice> ParseEndpointSlice(const json& obj) {
     if (auto s = l->find(kLabelServiceName); s != l->end() && s->is_string()) es.service_name = *s;
   }
   if (auto t = obj.find("addressType"); t != obj.end() && t->is_string()) es.address_type = *t;
-  const std::string where = "EndpointSlice " + es.ns + "/" + es.name + ": endpoints";
+  const std::string where = "EndpointSlice " + ObjectKey{es.ns, es.name}.String() + ": endpoints";
   auto eps = obj.find("endpoints");
   if (eps == obj.end() || eps->is_null()) return es;
   if (!eps->is_array()) return Fail(ErrorCode::kInvalidArgument, where + ": expected a list");

@@ -6,8 +6,7 @@
 #include <string>
 #include <vector>
 
-#include <nlohmann/json_fwd.hpp>
-
+#include "common/json.h"
 #include "common/result.h"
 
 namespace pylon::model {
@@ -32,7 +31,7 @@ struct EndpointSlice {
   std::vector<Endpoint> endpoints;
 };
 
-Result<EndpointSlice> ParseEndpointSlice(const nlohmann::json& obj);
+Result<EndpointSlice> ParseEndpointSlice(const Json& obj);
 
 // True when `node` has a usable endpoint among the Service's slices: a ready one, or, if the
 // node has no ready one, a serving-and-terminating one (kube-proxy's fallback).

@@ -1,14 +1,12 @@
 #include "model/service.h"
 
-#include <nlohmann/json.hpp>
+#include "common/json.h"
 
 namespace pylon::model {
 namespace {
 
-using nlohmann::json;
-
 // Reads an optional string field; a present field of another type is an error.
-Status OptString(const json& obj, const char* key, const std::string& path, std::string* out) {
+Status OptString(const Json& obj, const char* key, const std::string& path, std::string* out) {
   auto it = obj.find(key);
   if (it == obj.end() || it->is_null()) return Ok();
   if (!it->is_string()) {
@@ -18,18 +16,17 @@ Status OptString(const json& obj, const char* key, const std::string& path, std:
   return Ok();
 }
 
-const json* OptObject(const json& obj, const char* key) {
-  auto it = obj.find(key);
-  if (it == obj.end() || !it->is_object()) return nullptr;
-  return &*it;
+const Json* OptObject(const Json& obj, const char* key) {
+  const Json* v = Find(obj, {key});
+  return v != nullptr && v->is_object() ? v : nullptr;
 }
 
 }  // namespace
 
-Result<Service> ParseService(const json& obj) {
+Result<Service> ParseService(const Json& obj) {
   if (!obj.is_object()) return Fail(ErrorCode::kInvalidArgument, "Service: not a JSON object");
   Service s;
-  const json* meta = OptObject(obj, "metadata");
+  const Json* meta = OptObject(obj, "metadata");
   if (!meta) return Fail(ErrorCode::kInvalidArgument, "Service: metadata missing");
   for (auto [key, out] :
        {std::pair{"name", &s.name}, std::pair{"namespace", &s.ns}, std::pair{"uid", &s.uid},
@@ -38,7 +35,7 @@ Result<Service> ParseService(const json& obj) {
     if (auto st = OptString(*meta, key, "Service: metadata.", out); !st) return Fail(st.error());
   }
   if (s.name.empty()) return Fail(ErrorCode::kInvalidArgument, "Service: metadata.name missing");
-  const std::string where = "Service " + s.ns + "/" + s.name + ": ";
+  const std::string where = "Service " + s.Key() + ": ";
   if (auto it = meta->find("deletionTimestamp"); it != meta->end() && !it->is_null()) {
     s.deleting = true;
   }
@@ -54,8 +51,8 @@ Result<Service> ParseService(const json& obj) {
       s.annotations[k] = v.get<std::string>();
     }
   }
-  const json empty = json::object();
-  const json* spec = OptObject(obj, "spec");
+  const Json empty = Json::object();
+  const Json* spec = OptObject(obj, "spec");
   if (!spec) spec = &empty;
   std::string lbc;
   for (auto [key, out] :
@@ -99,8 +96,8 @@ Result<Service> ParseService(const json& obj) {
       s.ports.push_back(sp);
     }
   }
-  if (const json* status = OptObject(obj, "status")) {
-    if (const json* lb = OptObject(*status, "loadBalancer")) {
+  if (const Json* status = OptObject(obj, "status")) {
+    if (const Json* lb = OptObject(*status, "loadBalancer")) {
       if (auto it = lb->find("ingress"); it != lb->end() && it->is_array()) {
         for (const auto& ing : *it) {
           if (!ing.is_object()) continue;

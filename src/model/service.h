@@ -8,8 +8,8 @@
 #include <string>
 #include <vector>
 
-#include <nlohmann/json_fwd.hpp>
-
+#include "common/json.h"
+#include "common/object_key.h"
 #include "common/result.h"
 #include "net/ip.h"
 
@@ -63,14 +63,14 @@ struct Service {
   std::vector<net::IpAddress> ingress;        // status.loadBalancer.ingress[].ip, in order
   std::vector<std::string> ingress_problems;  // unparseable ingress entries, for messages
 
-  std::string Key() const { return ns + "/" + name; }
+  std::string Key() const { return ObjectKey{ns, name}.String(); }
   const std::string* Annotation(const std::string& k) const {
     auto it = annotations.find(k);
     return it == annotations.end() ? nullptr : &it->second;
   }
 };
 
-Result<Service> ParseService(const nlohmann::json& obj);
+Result<Service> ParseService(const Json& obj);
 
 // Which Services are Pylon's (docs/design.md): a lace-cni.io/<name> class → that LoadBalancerClass;
 // purelb.io/purelb, purelb.io/purelbv2 or no class → the ServiceGroup named by

@@ -1,40 +1,13 @@
-// Ethernet MAC addresses and the IPv6 multicast mappings NDP needs. Pure.
+// The IPv6 multicast mappings NDP needs (the MAC address type is net/mac.h). Pure.
 #pragma once
 
-#include <array>
-#include <compare>
-#include <cstdint>
-#include <span>
-#include <string>
-#include <string_view>
-
-#include "common/result.h"
 #include "net/ip.h"
+#include "net/mac.h"
 
 namespace pylon::packet {
 
-class MacAddress {
- public:
-  MacAddress() = default;  // 00:00:00:00:00:00
-  explicit constexpr MacAddress(std::array<std::uint8_t, 6> b) : bytes_(b) {}
-  // "aa:bb:cc:dd:ee:ff" (case-insensitive, two hex digits per octet).
-  static Result<MacAddress> Parse(std::string_view text);
-  // Exactly 6 bytes (IFLA_ADDRESS of an Ethernet link).
-  static Result<MacAddress> FromBytes(std::span<const std::uint8_t> bytes);
-  static constexpr MacAddress Broadcast() {
-    return MacAddress({0xff, 0xff, 0xff, 0xff, 0xff, 0xff});
-  }
-
-  const std::array<std::uint8_t, 6>& bytes() const { return bytes_; }
-  bool is_zero() const;
-  bool is_multicast() const { return (bytes_[0] & 1) != 0; }
-  std::string ToString() const;  // lower-case "aa:bb:cc:dd:ee:ff"
-
-  friend auto operator<=>(const MacAddress&, const MacAddress&) = default;
-
- private:
-  std::array<std::uint8_t, 6> bytes_{};
-};
+// The Ethernet address type lives in net; packet code names it unqualified.
+using net::MacAddress;
 
 // RFC 2464 §7: 33:33 followed by the low 32 bits of an IPv6 multicast address.
 MacAddress Ipv6MulticastMac(const net::IpAddress& group);

@@ -10,6 +10,7 @@
 #include <string_view>
 #include <vector>
 
+#include "common/object_key.h"
 #include "common/result.h"
 
 namespace pylon::pool {
@@ -24,7 +25,7 @@ class ServiceKey {
 
   const std::string& ns() const { return ns_; }
   const std::string& name() const { return name_; }
-  std::string ToString() const { return ns_ + "/" + name_; }
+  std::string ToString() const { return ObjectKey{ns_, name_}.String(); }
 
   friend bool operator==(const ServiceKey&, const ServiceKey&) = default;
   friend std::strong_ordering operator<=>(const ServiceKey&, const ServiceKey&) = default;

@@ -82,24 +82,24 @@ class LockedNetlink final : public netlink::Netlink {
 class ObservingClient final : public k8s::Client {
  public:
   ObservingClient(k8s::Client& inner, LockedNetlink& nl) : inner_(inner), nl_(nl) {}
-  Result<k8s::Json> Get(const k8s::Resource& r, std::string_view ns, std::string_view n) override {
+  Result<Json> Get(const k8s::Resource& r, std::string_view ns, std::string_view n) override {
     return inner_.Get(r, ns, n);
   }
   Result<k8s::ObjectList> List(const k8s::Resource& r, std::string_view ns,
                                const k8s::ListOptions& o) override {
     return inner_.List(r, ns, o);
   }
-  Result<k8s::Json> Create(const k8s::Resource& r, const k8s::Json& o) override {
+  Result<Json> Create(const k8s::Resource& r, const Json& o) override {
     return inner_.Create(r, o);
   }
-  Result<k8s::Json> Update(const k8s::Resource& r, const k8s::Json& o) override {
+  Result<Json> Update(const k8s::Resource& r, const Json& o) override {
     return inner_.Update(r, o);
   }
-  Result<k8s::Json> UpdateStatus(const k8s::Resource& r, const k8s::Json& o) override {
+  Result<Json> UpdateStatus(const k8s::Resource& r, const Json& o) override {
     return inner_.UpdateStatus(r, o);
   }
-  Result<k8s::Json> Patch(const k8s::Resource& r, std::string_view ns, std::string_view n,
-                          k8s::PatchType t, const k8s::Json& p, std::string_view sub) override {
+  Result<Json> Patch(const k8s::Resource& r, std::string_view ns, std::string_view n,
+                     k8s::PatchType t, const Json& p, std::string_view sub) override {
     return inner_.Patch(r, ns, n, t, p, sub);
   }
   Status Delete(const k8s::Resource& r, std::string_view ns, std::string_view n,
@@ -228,8 +228,8 @@ TEST_F(AgentRuntimeTest, AnnouncesThenShutsDownWithdrawingBeforeDeletingTheLease
   auto lease = client_.Get(k8s::resources::Leases(), "purelb-system", "purelb-node-node1");
   ASSERT_TRUE(lease);
   EXPECT_EQ(k8s::Annotation(*lease, "purelb.io/subnets"), "192.0.2.0/24");
-  EXPECT_EQ(k8s::FindString(*lease, {"spec", "holderIdentity"}).value_or(""), "node1");
-  EXPECT_EQ(k8s::FindInt(*lease, {"spec", "leaseDurationSeconds"}).value_or(0), 2);
+  EXPECT_EQ(FindString(*lease, {"spec", "holderIdentity"}).value_or(""), "node1");
+  EXPECT_EQ(FindInt(*lease, {"spec", "leaseDurationSeconds"}).value_or(0), 2);
   EXPECT_TRUE(Eventually([&] { return metrics_.Get(kMetricLeaseHealthy, {}) == 1; }));
   EXPECT_TRUE(Eventually([&] { return agent_->Ready(); }));
 

@@ -90,7 +90,7 @@ TEST_F(KubeWriterTest, TrafficPolicyResetWithEvent) {
   writer_.ResetTrafficPolicy({"default", "web"});
   Drain();
   auto svc = client_.Get(k8s::resources::Services(), "default", "web");
-  EXPECT_EQ(k8s::FindString(*svc, {"spec", "externalTrafficPolicy"}).value_or(""), "Cluster");
+  EXPECT_EQ(FindString(*svc, {"spec", "externalTrafficPolicy"}).value_or(""), "Cluster");
   auto events = recorder_.Events();
   ASSERT_EQ(events.size(), 1u);
   EXPECT_NE(events[0].find("ExternalTrafficPolicy"), std::string::npos) << events[0];

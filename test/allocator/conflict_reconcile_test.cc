@@ -8,6 +8,7 @@
 #include "allocator/config_status.h"
 #include "allocator/reconcile.h"
 #include "allocator/service_writes.h"
+#include "common/time.h"
 #include "config/validate.h"
 #include "model/conflicts.h"
 #include "test_objects.h"
@@ -22,12 +23,12 @@ using testing::SvcSpec;
 
 net::IpAddress Ip(const std::string& s) { return *net::IpAddress::Parse(s); }
 
-const WallTime kT0 = model::ParseUtcSeconds("2025-03-01T10:00:00Z").value();
+const WallTime kT0 = ParseWholeSecondsTime("2025-03-01T10:00:00Z").value();
 const std::string kMac = "02:aa:bb:cc:dd:ee";
 const std::string kPool = "ServiceGroup purelb-system/default";
 
 std::string Entry(const std::string& ip, WallTime at) {
-  return ip + " " + kMac + " node2 eth0 " + model::FormatUtcSeconds(at);
+  return ip + " " + kMac + " node2 eth0 " + FormatTime(at);
 }
 // The annotation the agent writes for `ip`.
 std::pair<const std::string, std::string> Conflict(const std::string& ip, WallTime at) {

@@ -126,8 +126,8 @@ spec:
         for (const auto& s : l->items) {
           const std::string name = k8s::Name(s);
           // Only the driver's Services (the real server also keeps `kubernetes` here).
-          if (k8s::FindString(s, {"spec", "type"}).value_or("") != "LoadBalancer") continue;
-          const json* st = k8s::Find(s, {"status"});
+          if (FindString(s, {"spec", "type"}).value_or("") != "LoadBalancer") continue;
+          const json* st = Find(s, {"status"});
           bool ok = false;
           if (st && st->contains("conditions")) {
             for (const auto& cond : (*st)["conditions"]) {
@@ -137,11 +137,10 @@ spec:
             }
           }
           std::vector<std::string> ips;
-          if (const json* lb = k8s::Find(s, {"status", "loadBalancer"});
-              lb && lb->contains("ingress")) {
+          if (const json* lb = Find(s, {"status", "loadBalancer"}); lb && lb->contains("ingress")) {
             for (const auto& e : (*lb)["ingress"]) ips.push_back(e.value("ip", ""));
           }
-          const json* fams = k8s::Find(s, {"spec"});
+          const json* fams = Find(s, {"spec"});
           const std::string policy = fams ? fams->value("ipFamilyPolicy", "") : "";
           const size_t want = policy == "SingleStack" || policy.empty() ? 1 : 2;
           if (!ok || ips.size() != want) {
@@ -174,7 +173,7 @@ spec:
   ASSERT_TRUE(l.has_value());
   std::map<std::string, std::set<std::string>> used;  // allocated-from -> ips
   for (const auto& s : l->items) {
-    const json* lb = k8s::Find(s, {"status", "loadBalancer"});
+    const json* lb = Find(s, {"status", "loadBalancer"});
     if (!lb || !lb->contains("ingress")) continue;
     for (const auto& e : (*lb)["ingress"]) {
       std::string ip = e.value("ip", "");
@@ -187,7 +186,7 @@ spec:
                     const char* fam) {
     auto o = c.client().Get(res, ns, name);
     if (!o) return std::string("?");
-    const json* st = k8s::Find(*o, {"status", fam});
+    const json* st = Find(*o, {"status", fam});
     return st ? st->value("inUse", "?") : std::string("?");
   };
   struct Figure {

@@ -137,7 +137,7 @@ spec:
   for (const char* g : {"default", "bgp", "tenant"}) {
     EXPECT_TRUE(Eventually([&] {
       auto o = c.client().Get(ServiceGroupsRes(), "purelb-system", g);
-      if (!o || k8s::FindString(*o, {"spec", "writtenAs"}).value_or("") != "v2") return false;
+      if (!o || FindString(*o, {"spec", "writtenAs"}).value_or("") != "v2") return false;
       auto st = o->find("status");
       return st != o->end() && st->is_object() && st->value("valid", false);
     })) << g;

@@ -26,9 +26,9 @@ std::map<std::string, std::vector<std::string>> AllIngress(Cluster& c, const std
   if (!l) return out;
   for (const auto& s : l->items) {
     // LoadBalancer Services only: the real server also keeps `kubernetes` in default.
-    if (k8s::FindString(s, {"spec", "type"}).value_or("") != "LoadBalancer") continue;
+    if (FindString(s, {"spec", "type"}).value_or("") != "LoadBalancer") continue;
     std::vector<std::string> ips;
-    if (const json* lb = k8s::Find(s, {"status", "loadBalancer"}); lb && lb->contains("ingress")) {
+    if (const json* lb = Find(s, {"status", "loadBalancer"}); lb && lb->contains("ingress")) {
       for (const auto& e : (*lb)["ingress"]) ips.push_back(e.value("ip", ""));
     }
     out[k8s::Name(s)] = ips;

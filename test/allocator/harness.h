@@ -277,7 +277,7 @@ class Cluster {
     std::vector<std::string> out;
     auto s = GetService(name, ns);
     if (!s) return out;
-    const json* ing = k8s::Find(*s, {"status", "loadBalancer"});
+    const json* ing = Find(*s, {"status", "loadBalancer"});
     if (!ing || !ing->contains("ingress")) return out;
     for (const auto& e : (*ing)["ingress"]) {
       if (e.contains("ip")) out.push_back(e["ip"].get<std::string>());
@@ -288,7 +288,7 @@ class Cluster {
   json Condition(const std::string& name, const std::string& ns = "default") {
     auto s = GetService(name, ns);
     if (!s) return nullptr;
-    const json* st = k8s::Find(*s, {"status"});
+    const json* st = Find(*s, {"status"});
     if (!st || !st->contains("conditions")) return nullptr;
     for (const auto& c : (*st)["conditions"]) {
       if (c.value("type", "") == "purelb.io/AddressAllocated") return c;
@@ -323,7 +323,7 @@ class Cluster {
     if (!l) return out;
     for (const auto& e : l->items) {
       out.push_back(e.value("type", "") + " " + e.value("reason", "") + " " +
-                    k8s::FindString(e, {"source", "component"}).value_or("") + " " +
+                    FindString(e, {"source", "component"}).value_or("") + " " +
                     e.value("message", ""));
     }
     return out;

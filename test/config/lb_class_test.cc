@@ -16,7 +16,7 @@ AddressRange R(const char* text) { return *AddressRange::Parse(text); }
 TEST(LoadBalancerClass, Seed002PublicParses) {
   auto g = ParseLoadBalancerClass(testing::SeedPublicClass());
   ASSERT_TRUE(g) << g.error().message();
-  EXPECT_EQ(g->key(), (ObjectKey{ObjectKind::kLoadBalancerClass, "", "public"}));
+  EXPECT_EQ(g->key(), (ConfigKey{ObjectKind::kLoadBalancerClass, "", "public"}));
   EXPECT_EQ(g->key().ToString(), "LoadBalancerClass public");
   EXPECT_EQ(g->mode, AnnounceMode::kL2);
   ASSERT_EQ(g->v4.size(), 2u);

@@ -18,15 +18,15 @@ constexpr const char* kT1 = "2024-01-01T00:00:00Z";
 constexpr const char* kT2 = "2024-01-02T00:00:00Z";
 constexpr const char* kT3 = "2024-01-03T00:00:00Z";
 
-ObjectKey Sg(const std::string& name) {
-  return ObjectKey{ObjectKind::kServiceGroup, "purelb-system", name};
+ConfigKey Sg(const std::string& name) {
+  return ConfigKey{ObjectKind::kServiceGroup, "purelb-system", name};
 }
-ObjectKey Class(const std::string& name) {
-  return ObjectKey{ObjectKind::kLoadBalancerClass, "", name};
+ConfigKey Class(const std::string& name) {
+  return ConfigKey{ObjectKind::kLoadBalancerClass, "", name};
 }
 IpAddress Ip(const char* text) { return *IpAddress::Parse(text); }
 
-const ObjectStatus& StatusOf(const ValidationResult& r, const ObjectKey& key) {
+const ObjectStatus& StatusOf(const ValidationResult& r, const ConfigKey& key) {
   for (const auto& s : r.statuses) {
     if (s.key == key) return s;
   }
@@ -36,7 +36,7 @@ const ObjectStatus& StatusOf(const ValidationResult& r, const ObjectKey& key) {
 }
 
 // The in-force ranges of a group, as the allocator would take them.
-std::vector<AddressRange> InForce(const ValidationResult& r, const ObjectKey& key, Family f) {
+std::vector<AddressRange> InForce(const ValidationResult& r, const ConfigKey& key, Family f) {
   const Group* g = r.config.Find(key);
   return g == nullptr ? std::vector<AddressRange>{} : g->Ranges(f);
 }
@@ -68,7 +68,7 @@ TEST(Validate, SeedsTogetherAndLookups) {
 
   struct Row {
     const char* ip;
-    std::optional<ObjectKey> group;
+    std::optional<ConfigKey> group;
     const char* subnet;  // "" = none
     int aggregation;
   };
@@ -79,10 +79,10 @@ TEST(Validate, SeedsTogetherAndLookups) {
       {"192.168.10.230", std::nullopt, "", 0},
       {"fc00:270:154:0:8000::5", Sg("localdual"), "fc00:270:154::/64", 64},
       {"fc00:270:154:0:8000::8", std::nullopt, "", 0},
-      {"fc00:270:154:0:8100::4", ObjectKey{ObjectKind::kServiceGroup, "purelb", "localaddrange"},
+      {"fc00:270:154:0:8100::4", ConfigKey{ObjectKind::kServiceGroup, "purelb", "localaddrange"},
        "fc00:270:154::/64", 64},
       {"fc00:270:154:0:ffff:ffff:ffff:ffff",
-       ObjectKey{ObjectKind::kServiceGroup, "purelb", "localaddrange"}, "fc00:270:154::/64", 64},
+       ConfigKey{ObjectKind::kServiceGroup, "purelb", "localaddrange"}, "fc00:270:154::/64", 64},
       {"198.51.100.7", Class("public"), "198.51.100.0/24", 24},
       {"198.51.100.0", std::nullopt, "", 0},    // network address: never handed out
       {"198.51.100.255", std::nullopt, "", 0},  // broadcast
@@ -243,7 +243,7 @@ TEST(Validate, ExcludedAddressesDoNotCountAsOverlap) {
 // fed with the previous round's in-force config.
 TEST(Validate, LastValidConfigStaysInForce) {
   struct Expect {
-    ObjectKey key;
+    ConfigKey key;
     bool valid;
     std::optional<std::int64_t> in_force_generation;
     std::vector<const char*> v4;  // in-force ranges

@@ -4,9 +4,9 @@
 
 #include <gtest/gtest.h>
 
+#include "common/time.h"
 #include "k8s/event_recorder.h"
 #include "k8s/fake_client.h"
-#include "k8s/time.h"
 
 namespace pylon::k8s {
 namespace {

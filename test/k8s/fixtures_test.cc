@@ -9,12 +9,12 @@
 
 #include <gtest/gtest.h>
 
+#include "common/time.h"
 #include "k8s/api_status.h"
 #include "k8s/client_impl.h"
 #include "k8s/json_stream.h"
 #include "k8s/lease.h"
 #include "k8s/object.h"
-#include "k8s/time.h"
 #include "k8s/watch_event.h"
 
 namespace pylon::k8s {

@@ -1,14 +1,14 @@
-// Pure parsers and formatters: times, base64, Status → Error mapping, metadata, selectors,
+// Pure parsers and formatters: base64, Status → Error mapping, metadata, selectors,
 // resource paths, lease JSON, watch frames (malformed ones never crash).
 #include <gtest/gtest.h>
 
+#include "common/time.h"
 #include "k8s/api_status.h"
 #include "k8s/base64.h"
 #include "k8s/lease.h"
 #include "k8s/object.h"
 #include "k8s/resource.h"
 #include "k8s/selector.h"
-#include "k8s/time.h"
 #include "k8s/watch_event.h"
 
 namespace pylon::k8s {
@@ -16,53 +16,6 @@ namespace {
 
 using std::chrono::microseconds;
 using std::chrono::seconds;
-
-TEST(Time, FormatsTimeAndMicroTime) {
-  WallTime t = WallTime(std::chrono::duration_cast<WallTime::duration>(
-      seconds(1735787045) + microseconds(123456)));  // 2025-01-02T03:04:05.123456Z
-  EXPECT_EQ(FormatTime(t), "2025-01-02T03:04:05Z");
-  EXPECT_EQ(FormatMicroTime(t), "2025-01-02T03:04:05.123456Z");
-  WallTime whole = WallTime(std::chrono::duration_cast<WallTime::duration>(seconds(1735787045)));
-  EXPECT_EQ(FormatMicroTime(whole), "2025-01-02T03:04:05.000000Z");
-}
-
-TEST(Time, ParseTable) {
-  struct Row {
-    const char* text;
-    bool ok;
-    const char* micro;  // FormatMicroTime of the result
-  };
-  const Row rows[] = {
-      {"2025-01-02T03:04:05Z", true, "2025-01-02T03:04:05.000000Z"},
-      {"2025-01-02T03:04:05.123456Z", true, "2025-01-02T03:04:05.123456Z"},
-      {"2025-01-02T03:04:05.1Z", true, "2025-01-02T03:04:05.100000Z"},
-      {"2025-01-02T03:04:05.123456789Z", true, "2025-01-02T03:04:05.123456Z"},
-      {"2025-01-02T05:04:05+02:00", true, "2025-01-02T03:04:05.000000Z"},
-      {"2025-01-02T01:04:05-02:00", true, "2025-01-02T03:04:05.000000Z"},
-      {"1970-01-01T00:00:00Z", true, "1970-01-01T00:00:00.000000Z"},
-      {"2025-01-02 03:04:05Z", false, ""},
-      {"2025-01-02T03:04:05", false, ""},
-      {"2025-13-02T03:04:05Z", false, ""},
-      {"2025-01-02T03:04:05.Z", false, ""},
-      {"2025-01-02T03:04:05Zjunk", false, ""},
-      {"", false, ""},
-      {"garbage", false, ""},
-  };
-  for (const auto& r : rows) {
-    auto t = ParseTime(r.text);
-    EXPECT_EQ(t.has_value(), r.ok) << r.text;
-    if (t && r.ok) {
-      EXPECT_EQ(FormatMicroTime(*t), r.micro) << r.text;
-    }
-  }
-}
-
-TEST(Time, MicroTimeIsStrict) {
-  EXPECT_TRUE(ParseMicroTime("2025-01-02T03:04:05.123456Z"));
-  EXPECT_FALSE(ParseMicroTime("2025-01-02T03:04:05.12345Z"));
-  EXPECT_FALSE(ParseMicroTime("2025-01-02T03:04:05Z"));
-  EXPECT_FALSE(ParseMicroTime("2025-01-02T03:04:05.1234567Z"));
-}
 
 TEST(Base64, RoundTripAndErrors) {
   for (std::string s : {"", "a", "ab", "abc", "abcd", "-----BEGIN CERTIFICATE-----\n\x01\xff"}) {
@@ -155,8 +108,6 @@ TEST(Object, MetaAndAccessors) {
   EXPECT_EQ(Annotation(*j, "purelb.io/x"), "y");
   EXPECT_EQ(Label(*j, "missing"), "");
   EXPECT_EQ(KeyOf(*j).String(), "demo/web");
-  EXPECT_EQ(ObjectKey::FromString("demo/web"), (ObjectKey{"demo", "web"}));
-  EXPECT_EQ(ObjectKey::FromString("node1"), (ObjectKey{"", "node1"}));
 }
 
 TEST(Object, MalformedMetadataIsAnErrorNotACrash) {

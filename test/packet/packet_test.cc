@@ -33,17 +33,10 @@ std::uint16_t ReceiverSum(const std::vector<std::uint8_t>& packet) {
   return static_cast<std::uint16_t>(sum);
 }
 
-TEST(Mac, ParsePrintAndMulticastMappings) {
-  EXPECT_EQ(Mac("02:AB:cd:00:00:01").ToString(), "02:ab:cd:00:00:01");
-  for (const char* bad : {"", "02:ab:cd:00:00", "02-ab-cd-00-00-01", "0g:ab:cd:00:00:01"}) {
-    EXPECT_FALSE(MacAddress::Parse(bad).has_value()) << bad;
-  }
-  EXPECT_TRUE(MacAddress().is_zero());
-  EXPECT_TRUE(MacAddress::Broadcast().is_multicast());
+TEST(Mac, MulticastMappings) {
   EXPECT_EQ(SolicitedNodeAddress(Ip("2001:db8::abcd:1234:5678")), Ip("ff02::1:ff34:5678"));
   EXPECT_EQ(Ipv6MulticastMac(Ip("ff02::1:ff34:5678")), Mac("33:33:ff:34:56:78"));
   EXPECT_EQ(Ipv6MulticastMac(AllNodesAddress()), Mac("33:33:00:00:00:01"));
-  EXPECT_FALSE(MacAddress::FromBytes(std::vector<std::uint8_t>{1, 2, 3}).has_value());
 }
 
 TEST(Arp, GratuitousRequestLayout) {

@@ -1,9 +1,9 @@
-#include "k8s/time.h"
+#include "common/time.h"
 
 #include <cstdio>
 #include <ctime>
 
-namespace pylon::k8s {
+namespace pylon {
 namespace {
 
 using std::chrono::duration_cast;
@@ -18,6 +18,13 @@ int64_t DaysFromCivil(int64_t y, unsigned m, unsigned d) {
   const unsigned doy = (153 * (m > 2 ? m - 3 : m + 9) + 2) / 5 + d - 1;
   const unsigned doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
   return era * 146097 + static_cast<int64_t>(doe) - 719468;
+}
+
+bool IsLeap(int64_t y) { return (y % 4 == 0 && y % 100 != 0) || y % 400 == 0; }
+
+int DaysInMonth(int64_t y, int m) {
+  static constexpr int kDays[] = {31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31};
+  return m == 2 && IsLeap(y) ? 29 : kDays[m - 1];
 }
 
 std::string FormatSeconds(int64_t secs) {
@@ -83,7 +90,7 @@ Result<WallTime> ParseTime(std::string_view text) {
       !Digits(text, 17, 2, &se)) {
     return Bad(text, "expected YYYY-MM-DDTHH:MM:SS");
   }
-  if (mo < 1 || mo > 12 || d < 1 || d > 31 || h > 23 || mi > 59 || se > 60) {
+  if (mo < 1 || mo > 12 || d < 1 || d > DaysInMonth(y, mo) || h > 23 || mi > 59 || se > 60) {
     return Bad(text, "field out of range");
   }
   size_t pos = 19;
@@ -127,4 +134,12 @@ Result<WallTime> ParseMicroTime(std::string_view text) {
   return ParseTime(text);
 }
 
-}  // namespace pylon::k8s
+Result<WallTime> ParseWholeSecondsTime(std::string_view text) {
+  if (text.size() != 20 || text[19] != 'Z' || text[10] != 'T') {
+    return Fail(ErrorCode::kInvalidArgument,
+                "time \"" + std::string(text) + "\": not YYYY-MM-DDTHH:MM:SSZ");
+  }
+  return ParseTime(text);
+}
+
+}  // namespace pylon
