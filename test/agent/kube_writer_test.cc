@@ -10,8 +10,8 @@
 #include "common/clock.h"
 
 #include "k8s/event_recorder.h"
-#include "k8s/fake_client.h"
 #include "k8s/resource.h"
+#include "support/k8s/fake_client.h"
 
 namespace pylon::agent {
 namespace {

@@ -5,8 +5,8 @@
 #include <gtest/gtest.h>
 
 #include "k8s/event_recorder.h"
-#include "k8s/fake_client.h"
 #include "k8s/time.h"
+#include "support/k8s/fake_client.h"
 
 namespace pylon::k8s {
 namespace {

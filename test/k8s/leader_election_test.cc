@@ -5,9 +5,9 @@
 
 #include <gtest/gtest.h>
 
-#include "k8s/fake_client.h"
 #include "k8s/leader_election.h"
 #include "k8s/time.h"
+#include "support/k8s/fake_client.h"
 
 namespace pylon::k8s {
 namespace {

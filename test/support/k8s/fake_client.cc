@@ -1,4 +1,4 @@
-#include "k8s/fake_client.h"
+#include "support/k8s/fake_client.h"
 
 #include "k8s/selector.h"
 #include "k8s/time.h"
