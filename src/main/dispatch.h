@@ -1,4 +1,4 @@
-// The top level of `pylon` and `pylon-dev`: one binary, one command per argv[1]. Both binaries
+// The top level of `pylon` and `pylon-dev`: one command per argv[1]. Both binaries
 // dispatch and print --help the same way; each command parses its own flags (common/cli.h).
 #pragma once
 
