@@ -17,6 +17,7 @@
 #include "netlink/message.h"
 #include "packet/announcer.h"
 #include "support/k8s/fake_client.h"
+#include "support/k8s/fake_event_recorder.h"
 #include "support/netlink/fake_netlink.h"
 
 namespace pylon::agent {

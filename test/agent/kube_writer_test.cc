@@ -12,6 +12,7 @@
 #include "k8s/event_recorder.h"
 #include "k8s/resource.h"
 #include "support/k8s/fake_client.h"
+#include "support/k8s/fake_event_recorder.h"
 
 namespace pylon::agent {
 namespace {

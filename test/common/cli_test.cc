@@ -28,7 +28,7 @@ std::unique_ptr<App> Make(Flags* f) {
   return app;
 }
 
-std::optional<int> ParseArgs(App& app, const std::vector<std::string>& args) {
+std::optional<int> ParseLine(App& app, const std::vector<std::string>& args) {
   std::vector<const char*> argv;
   argv.reserve(args.size() + 1);
   argv.push_back("test");
@@ -63,7 +63,7 @@ TEST(CliTest, ParseOutcomes) {
     auto app = Make(&f);
     testing::internal::CaptureStderr();
     testing::internal::CaptureStdout();
-    auto got = ParseArgs(*app, c.args);
+    auto got = ParseLine(*app, c.args);
     std::string out = testing::internal::GetCapturedStdout();
     std::string err = testing::internal::GetCapturedStderr();
     EXPECT_EQ(got, c.want);
@@ -84,7 +84,7 @@ TEST(CliTest, ParseOutcomes) {
 TEST(CliTest, ValuesLand) {
   Flags f;
   auto app = Make(&f);
-  ASSERT_EQ(ParseArgs(*app, {"--kubeconfig=/k", "--lease-duration", "500ms", "--log-level", "debug",
+  ASSERT_EQ(ParseLine(*app, {"--kubeconfig=/k", "--lease-duration", "500ms", "--log-level", "debug",
                              "--verbose"}),
             std::nullopt);
   EXPECT_EQ(f.kubeconfig, "/k");
@@ -131,13 +131,13 @@ TEST(CliTest, UsageErrorIsOneLine) {
 }
 
 TEST(CliTest, HostPort) {
-  struct Case {
+  struct HostPortCase {
     const char* text;
     bool ok;
     const char* host;
     int port;
   };
-  const Case cases[] = {
+  const HostPortCase cases[] = {
       {"127.0.0.1:7472", true, "127.0.0.1", 7472},
       {"[::1]:9000", true, "::1", 9000},
       {":9", true, "", 9},
