@@ -13,6 +13,7 @@
 
 #include "agent/agent.h"
 #include "agent/options.h"
+#include "common/cli.h"
 #include "common/log.h"
 #include "http/server.h"
 #include "k8s/client_impl.h"

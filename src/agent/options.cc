@@ -5,6 +5,7 @@
 #include <iterator>
 #include <utility>
 
+#include "common/cli.h"
 #include "common/duration.h"
 
 namespace pylon::agent {

@@ -16,10 +16,13 @@
 #include "agent/kube_proxy_health.h"
 #include "agent/lease_health.h"
 #include "agent/types.h"
-#include "common/cli.h"
 #include "common/log.h"
 #include "common/result.h"
 #include "heartbeat/config.h"
+
+namespace CLI {
+class App;  // common/cli.h
+}  // namespace CLI
 
 namespace pylon::agent {
 
@@ -79,7 +82,7 @@ Status ApplyAgentEnv(const EnvFn& env, AgentOptions* o);
 
 // The flags of `pylon agent`, parsed into `*o` (its current values are the defaults). Each flag
 // checks its own value; ValidateAgentOptions checks what spans flags and the environment.
-std::unique_ptr<cli::App> NewAgentCommand(AgentOptions* o);
+std::unique_ptr<CLI::App> NewAgentCommand(AgentOptions* o);
 
 // After parsing: a node name (flag or $NODE_NAME), the kube-proxy check and heartbeat settings.
 Status ValidateAgentOptions(const AgentOptions& o);

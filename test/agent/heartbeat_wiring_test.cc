@@ -10,6 +10,7 @@
 #include "agent/options.h"
 #include "agent/reconciler.h"
 #include "agent_world.h"
+#include "common/cli.h"
 
 #pragma GCC diagnostic ignored "-Wmissing-field-initializers"
 

@@ -14,6 +14,7 @@
 #include "agent/kube_proxy_check.h"
 #include "agent/kube_proxy_health.h"
 #include "agent/options.h"
+#include "common/cli.h"
 #include "common/clock.h"
 #include "http/server.h"
 

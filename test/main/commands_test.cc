@@ -15,7 +15,7 @@
 namespace pylon::test_support {
 namespace {
 
-struct Run {
+struct Outcome {
   int code = -1;
   std::string out;  // stdout
   std::string err;  // stderr
@@ -29,10 +29,10 @@ std::string Quote(const std::string& s) {
 
 // Runs `argv` twice through the shell: once for stdout, once for stderr (the commands under test
 // only print usage or an error, so both runs behave the same).
-Run RunBinary(const std::vector<std::string>& argv) {
+Outcome RunBinary(const std::vector<std::string>& argv) {
   std::string cmd;
   for (const auto& a : argv) cmd += Quote(a) + " ";
-  Run r;
+  Outcome r;
   auto out = lab::RunCommand({"/bin/sh", "-c", cmd + "2>/dev/null"}, &r.out);
   auto err = lab::RunCommand({"/bin/sh", "-c", cmd + "2>&1 >/dev/null"}, &r.err);
   EXPECT_TRUE(out && err);
@@ -76,13 +76,13 @@ TEST(WhatShipsTest, BinariesListTheirCommands) {
   };
   for (const auto& c : cases) {
     SCOPED_TRACE(c.binary);
-    Run help = RunBinary({c.binary, "--help"});
+    Outcome help = RunBinary({c.binary, "--help"});
     EXPECT_EQ(help.code, 0);
     EXPECT_EQ(help.err, "");
     EXPECT_EQ(help.out.rfind("usage: ", 0), 0u) << help.out;
     EXPECT_EQ(ListedCommands(help.out), c.commands) << help.out;
 
-    Run version = RunBinary({c.binary, "version"});
+    Outcome version = RunBinary({c.binary, "version"});
     EXPECT_EQ(version.code, 0);
     EXPECT_NE(version.out.find(PYLON_VERSION), std::string::npos) << version.out;
 
@@ -90,7 +90,7 @@ TEST(WhatShipsTest, BinariesListTheirCommands) {
          {std::vector<std::string>{"no-such-command"}, std::vector<std::string>{}}) {
       std::vector<std::string> argv = {c.binary};
       argv.insert(argv.end(), bad.begin(), bad.end());
-      Run r = RunBinary(argv);
+      Outcome r = RunBinary(argv);
       EXPECT_EQ(r.code, 2);
       EXPECT_EQ(r.out, "");
       EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
@@ -115,11 +115,11 @@ struct CommandCase {
 // naming it, exit 2.
 void ExpectHelpAndOneLineError(const CommandCase& c) {
   SCOPED_TRACE(c.command);
-  Run help = RunBinary({c.binary, c.command, "--help"});
+  Outcome help = RunBinary({c.binary, c.command, "--help"});
   EXPECT_EQ(help.code, 0) << help.err;
   EXPECT_EQ(help.out.rfind("usage: ", 0), 0u) << help.out;
 
-  Run bad = RunBinary({c.binary, c.command, "--no-such-flag"});
+  Outcome bad = RunBinary({c.binary, c.command, "--no-such-flag"});
   EXPECT_EQ(bad.code, 2);
   EXPECT_EQ(std::count(bad.err.begin(), bad.err.end(), '\n'), 1) << bad.err;
   EXPECT_EQ(bad.err.rfind(c.prefix, 0), 0u) << bad.err;
