@@ -90,7 +90,8 @@ int Main(int argc, char** argv) {
   const std::string rv_before = client.List(resources::Namespaces(), "", {})->resource_version;
 
   std::printf("pylon_k8s_bench: %d Services, %d updates, %d writers, %s\n", services, updates,
-              writers, proxy ? "HTTP via pylon-dev fault-proxy" : "HTTPS straight to kube-apiserver");
+              writers,
+              proxy ? "HTTP via pylon-dev fault-proxy" : "HTTPS straight to kube-apiserver");
   auto t0 = Clock::now();
   bool ok = Parallel(services, writers, [&](int i) {
     return client.Create(resources::Services(), Service(ns, "svc-" + std::to_string(i)))

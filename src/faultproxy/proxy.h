@@ -1,5 +1,5 @@
-// `pylon-dev fault-proxy`: a reverse proxy in front of the real kube-apiserver that injects faults in
-// the middle of requests (see faults.h for the control API and docs/fault-proxy.md for why it
+// `pylon-dev fault-proxy`: a reverse proxy in front of the real kube-apiserver that injects faults
+// in the middle of requests (see faults.h for the control API and docs/fault-proxy.md for why it
 // exists). Clients talk plain HTTP to 127.0.0.1; the proxy forwards each request over TLS to the
 // upstream, trusting its CA, with the client's own bearer token (so RBAC applies to whoever calls),
 // and streams watch responses back chunk by chunk as they arrive.
