@@ -37,9 +37,8 @@ int RunFaultProxyCommand(int argc, char** argv) {
       "Clients speak plain HTTP to it with their own bearer token; it forwards over TLS.\n"
       "Control API: GET|POST /pylon/faults, POST /pylon/faults/cut-watches,\n"
       "POST /pylon/faults/compact.");
-  app->add_option("--upstream", o.upstream, "the kube-apiserver to forward to")
-      ->type_name("URL")
-      ->required();
+  app->add_option("--upstream", o.upstream, "the kube-apiserver to forward to (required)")
+      ->type_name("URL");
   app->add_option("--upstream-ca", ca_file,
                   "CA certificate (PEM) that signed the upstream's certificate")
       ->type_name("FILE");
@@ -53,6 +52,8 @@ int RunFaultProxyCommand(int argc, char** argv) {
       ->type_name("JSON");
   cli::AddLogLevel(*app, &level);
   if (auto code = cli::Parse(*app, argc, argv)) return *code;
+  // Checked after parsing, so that a bad flag is what a bad command line reports first.
+  if (o.upstream.empty()) return cli::UsageError(*app, "--upstream is required");
   log::SetComponent("fault-proxy");
   log::SetLevel(level);
   if (!ca_file.empty()) {
