@@ -1,5 +1,6 @@
 # One image for both components: `pylon allocator` (runs as non-root) and `pylon agent`
 # (root inside the container only to hold NET_ADMIN + NET_RAW; see deploy/agent.yaml).
+# Only the product binary `pylon` ships; `pylon-dev` (lab, fault-proxy) is never built here.
 FROM debian:bookworm AS build
 WORKDIR /src
 COPY scripts/deps.sh scripts/deps.sh

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Configures and builds Pylon into build/ (the binary is build/pylon). Installs Debian packages
+# Configures and builds Pylon into build/ (build/pylon, the product;
+# build/pylon-dev, the lab and fault proxy). Installs Debian packages
 # first, and builds (or finds in its cache) the Kubernetes components the lab and the tests run:
 # scripts/k8s-components.sh, and helm for the chart test: scripts/helm.sh.
 set -euo pipefail

@@ -22,8 +22,8 @@
 #include "config/validate.h"
 #include "election/membership.h"
 #include "metrics/registry.h"
-#include "netlink/fake_netlink.h"
 #include "packet/announcer.h"
+#include "support/netlink/fake_netlink.h"
 
 namespace pylon::agent {
 namespace {

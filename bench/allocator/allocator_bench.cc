@@ -138,7 +138,7 @@ class Observer {
     }
   }
   void Observe(const json& o) {
-    const json* lb = k8s::Find(o, {"status", "loadBalancer"});
+    const json* lb = pylon::Find(o, {"status", "loadBalancer"});
     if (!lb || !lb->contains("ingress") || (*lb)["ingress"].empty()) return;
     const auto now = Clock::now();
     std::lock_guard<std::mutex> lock(mu_);

@@ -4,7 +4,7 @@
 //   1. list+watch start-up of an informer over N Services (paginated LIST limit=500, then WATCH);
 //   2. watch-event throughput: a raw watch replaying the server's history, and a live informer
 //      fed by concurrent writers (events/s as seen by the informer's handler).
-// --proxy goes through `pylon fault-proxy` (in-process, plain HTTP, no faults) instead, to see
+// --proxy goes through `pylon-dev fault-proxy` (in-process, plain HTTP, no faults) instead, to see
 // what the proxy the tests use costs.
 // Usage: pylon_k8s_bench [--services N] [--updates N] [--writers N] [--proxy]
 #include <algorithm>
@@ -90,7 +90,8 @@ int Main(int argc, char** argv) {
   const std::string rv_before = client.List(resources::Namespaces(), "", {})->resource_version;
 
   std::printf("pylon_k8s_bench: %d Services, %d updates, %d writers, %s\n", services, updates,
-              writers, proxy ? "HTTP via pylon fault-proxy" : "HTTPS straight to kube-apiserver");
+              writers,
+              proxy ? "HTTP via pylon-dev fault-proxy" : "HTTPS straight to kube-apiserver");
   auto t0 = Clock::now();
   bool ok = Parallel(services, writers, [&](int i) {
     return client.Create(resources::Services(), Service(ns, "svc-" + std::to_string(i)))

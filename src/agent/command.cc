@@ -13,6 +13,7 @@
 
 #include "agent/agent.h"
 #include "agent/options.h"
+#include "common/cli.h"
 #include "common/log.h"
 #include "http/server.h"
 #include "k8s/client_impl.h"
@@ -32,24 +33,17 @@ std::optional<std::string> Env(const std::string& name) {
 }  // namespace
 
 int RunAgentCommand(int argc, char** argv) {
-  std::vector<std::string> args(argv + 1, argv + argc);
-  auto opts = ParseAgentOptions(args, Env);
-  if (!opts) {
-    std::fprintf(stderr, "pylon agent: %s\n\n%s", opts.error().message().c_str(),
-                 AgentUsageWithHeartbeat().c_str());
-    return 2;
+  AgentOptions options;
+  const Status from_env = ApplyAgentEnv(Env, &options);
+  auto app = NewAgentCommand(&options);
+  if (auto code = cli::Parse(*app, argc, argv)) return *code;
+  if (!from_env) return cli::UsageError(*app, from_env.error().message());
+  if (auto st = ValidateAgentOptions(options); !st) {
+    return cli::UsageError(*app, st.error().message());
   }
-  if (opts->help) {
-    std::fputs(AgentUsageWithHeartbeat().c_str(), stdout);
-    return 0;
-  }
+  const AgentOptions* opts = &options;
   log::SetComponent("agent");
-  log::Level level;
-  if (!log::ParseLevel(opts->log_level, &level)) {
-    std::fprintf(stderr, "pylon agent: bad --log-level \"%s\"\n", opts->log_level.c_str());
-    return 2;
-  }
-  log::SetLevel(level);
+  log::SetLevel(opts->log_level);
 
   // Signals are taken by one thread with sigwait: block them before any thread starts.
   sigset_t sigs;

@@ -3,8 +3,8 @@
 
 namespace pylon::agent {
 
-// argv[0] is "agent". Returns the process exit code: 0 after a graceful shutdown, 2 on bad flags,
-// 1 when the agent cannot start.
+// `pylon agent`: argv[0] is "agent". Returns the process exit code: 0 after a graceful shutdown,
+// 1 when the agent cannot start, 2 on a bad command line or environment.
 int RunAgentCommand(int argc, char** argv);
 
 }  // namespace pylon::agent

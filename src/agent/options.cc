@@ -1,62 +1,14 @@
 #include "agent/options.h"
 
 #include <algorithm>
-#include <charconv>
+#include <functional>
 #include <iterator>
+#include <utility>
 
+#include "common/cli.h"
 #include "common/duration.h"
 
 namespace pylon::agent {
-
-const char* AgentUsage() {
-  return "usage: pylon agent --node-name NAME [flags]\n"
-         "  --kubeconfig FILE        kubeconfig (default: $KUBECONFIG, in-cluster, "
-         "~/.kube/config)\n"
-         "  --node-name NAME         this node (default: $NODE_NAME)\n"
-         "  --namespace NS           install namespace (default purelb-system)\n"
-         "  --metrics-addr HOST:PORT /metrics, /healthz, /readyz (default 0.0.0.0:7473; \"\" off)\n"
-         "  --etp-local reset|elect  externalTrafficPolicy Local on local addresses: reset the\n"
-         "                           Service to Cluster (default, as PureLB) or elect among nodes\n"
-         "                           with a ready local endpoint\n"
-         "  --state-file PATH        record of addresses this agent added\n"
-         "                           (default /run/pylon/agent-addresses; \"\" = IFA_PROTO only)\n"
-         "  --address-lifetime DUR   valid lifetime of announced addresses (default: lease "
-         "duration)\n"
-         "  --garp-count N           gratuitous ARP / NA per takeover (default 3)\n"
-         "  --garp-interval DUR      spacing (default 300ms)\n"
-         "  --reannounce-interval DUR re-send gratuitous ARP / NA for held local addresses\n"
-         "                           this often (default 0 = off)\n"
-         "  --probe-count N          ARP probes / DAD solicitations before an address is\n"
-         "                           announced for the first time (default 3; 0 = no probing\n"
-         "                           and no watching for foreign claims)\n"
-         "  --probe-interval DUR     spacing of the probes (default 80ms)\n"
-         "  --conflict-recheck DUR   probe an address withheld for a conflict again this often\n"
-         "                           (default 30s)\n"
-         "  --kube-proxy-check on|off leave the election while this node's kube-proxy fails\n"
-         "                           its health check (default on; off when kube-proxy is\n"
-         "                           replaced, e.g. by the CNI)\n"
-         "  --kube-proxy-healthz URL kube-proxy's health URL\n"
-         "                           (default http://127.0.0.1:10256/healthz)\n"
-         "  --kube-proxy-check-interval DUR  check this often (default 1s)\n"
-         "  --kube-proxy-check-timeout DUR   per-request timeout (default 1s)\n"
-         "  --kube-proxy-fail-count N consecutive failures to leave (default 3)\n"
-         "  --kube-proxy-pass-count N consecutive passes to return (default 2)\n"
-         "  --bird-socket PATH       announce kube-lb0 over BGP: drive the BIRD 2 daemon on\n"
-         "                           this control socket (default: off; docs/bgp.md)\n"
-         "  --bird-config PATH       the configuration file BIRD reads, rendered by the agent\n"
-         "                           (default /run/pylon-bird/bird.conf)\n"
-         "  --bgp-status-interval DUR read sessions into BGPPeer status this often (default 5s)\n"
-         "  --bgp-drain-timeout DUR  on shutdown, wait at most this long for the routes to be\n"
-         "                           withdrawn (default 5s)\n"
-         "  --bgp-drain-margin DUR   then this long for the router to update (default 300ms)\n"
-         "  --log-level LEVEL        debug|info|warn|error\n"
-         "environment: PURELB_LEASE_DURATION (10s), PURELB_RENEW_DEADLINE (7s),\n"
-         "             PURELB_RETRY_PERIOD (2s), Go duration syntax\n";
-}
-
-std::string AgentUsageWithHeartbeat() {
-  return std::string(AgentUsage()) + heartbeat::HeartbeatUsage();
-}
 
 std::chrono::seconds EffectiveAddressLifetime(const AgentOptions& o) {
   Duration d = o.address_lifetime ? *o.address_lifetime : o.timing.lease_duration;
@@ -66,218 +18,201 @@ std::chrono::seconds EffectiveAddressLifetime(const AgentOptions& o) {
 
 namespace {
 
-Result<std::pair<std::string, std::uint16_t>> ParseHostPort(const std::string& text) {
-  auto colon = text.rfind(':');
-  if (colon == std::string::npos) {
-    return Fail(ErrorCode::kInvalidArgument, "--metrics-addr \"" + text + "\": want HOST:PORT");
-  }
-  std::string host = text.substr(0, colon);
-  if (host.size() >= 2 && host.front() == '[' && host.back() == ']') {
-    host = host.substr(1, host.size() - 2);
-  }
-  std::string port_text = text.substr(colon + 1);
-  unsigned port = 0;
-  auto [p, ec] = std::from_chars(port_text.data(), port_text.data() + port_text.size(), port);
-  if (ec != std::errc() || p != port_text.data() + port_text.size() || port > 65535) {
-    return Fail(ErrorCode::kInvalidArgument, "--metrics-addr \"" + text + "\": bad port");
-  }
-  return std::pair{host, static_cast<std::uint16_t>(port)};
+// A flag that takes one of `choices` (the first is the default shown in --help).
+CLI::Option* AddChoice(cli::App& app, const std::string& flag,
+                       std::function<void(const std::string&)> set, const std::string& choices,
+                       const std::string& shown, const std::string& description) {
+  auto* opt = app.add_option_function<std::string>(flag, std::move(set), description);
+  opt->type_name(choices)->default_str(shown);
+  return opt;
 }
 
 }  // namespace
 
-Result<AgentOptions> ParseAgentOptions(const std::vector<std::string>& args, const EnvFn& env) {
-  AgentOptions o;
-  std::vector<std::pair<std::string, std::string>> heartbeat_flags;  // applied after the env
-  for (std::size_t i = 0; i < args.size(); ++i) {
-    std::string flag = args[i];
-    std::optional<std::string> value;
-    if (auto eq = flag.find('='); eq != std::string::npos && flag.rfind("--", 0) == 0) {
-      value = flag.substr(eq + 1);
-      flag = flag.substr(0, eq);
-    }
-    if (flag == "--help" || flag == "-h") {
-      o.help = true;
-      continue;
-    }
-    if (flag.rfind("--heartbeat-", 0) == 0) {
-      std::string hv;
-      if (value) {
-        hv = *value;
-      } else if (i + 1 < args.size()) {
-        hv = args[++i];
-      } else {
-        return Fail(ErrorCode::kInvalidArgument, flag + " needs a value");
-      }
-      heartbeat_flags.emplace_back(flag.substr(2), hv);
-      continue;
-    }
-    static const char* const kKnown[] = {"--kubeconfig",
-                                         "--node-name",
-                                         "--namespace",
-                                         "--metrics-addr",
-                                         "--etp-local",
-                                         "--state-file",
-                                         "--address-lifetime",
-                                         "--garp-interval",
-                                         "--garp-count",
-                                         "--log-level",
-                                         "--reannounce-interval",
-                                         "--probe-count",
-                                         "--probe-interval",
-                                         "--conflict-recheck",
-                                         "--kube-proxy-check",
-                                         "--kube-proxy-healthz",
-                                         "--kube-proxy-check-interval",
-                                         "--kube-proxy-check-timeout",
-                                         "--kube-proxy-fail-count",
-                                         "--kube-proxy-pass-count",
-                                         "--bird-socket",
-                                         "--bird-config",
-                                         "--bgp-status-interval",
-                                         "--bgp-drain-timeout",
-                                         "--bgp-drain-margin"};
-    if (std::find(std::begin(kKnown), std::end(kKnown), flag) == std::end(kKnown)) {
-      return Fail(ErrorCode::kInvalidArgument, "unknown flag " + flag);
-    }
-    auto next = [&]() -> Result<std::string> {
-      if (value) return *value;
-      if (i + 1 >= args.size()) return Fail(ErrorCode::kInvalidArgument, flag + " needs a value");
-      return args[++i];
-    };
-    auto v = next();
-    if (!v) return Fail(v.error());
-    if (flag == "--kubeconfig") {
-      o.kubeconfig = *v;
-    } else if (flag == "--node-name") {
-      o.node_name = *v;
-    } else if (flag == "--namespace") {
-      o.ns = *v;
-    } else if (flag == "--metrics-addr") {
-      if (v->empty()) {
-        o.metrics_enabled = false;
-        continue;
-      }
-      auto hp = ParseHostPort(*v);
-      if (!hp) return Fail(hp.error());
-      o.metrics_host = hp->first;
-      o.metrics_port = hp->second;
-    } else if (flag == "--etp-local") {
-      if (*v == "reset") {
-        o.etp_mode = EtpLocalMode::kReset;
-      } else if (*v == "elect") {
-        o.etp_mode = EtpLocalMode::kElect;
-      } else {
-        return Fail(ErrorCode::kInvalidArgument,
-                    "--etp-local: want reset or elect, got \"" + *v + "\"");
-      }
-    } else if (flag == "--state-file") {
-      o.state_file = *v;
-    } else if (flag == "--address-lifetime" || flag == "--garp-interval") {
-      auto d = ParseGoDuration(*v);
-      if (!d) return Fail(d.error().Wrap(flag));
-      if (*d <= Duration(0)) return Fail(ErrorCode::kInvalidArgument, flag + " must be positive");
-      if (flag == "--address-lifetime") {
-        o.address_lifetime = *d;
-      } else {
-        o.garp.interval = *d;
-      }
-    } else if (flag == "--reannounce-interval") {
-      auto d = ParseGoDuration(*v);
-      if (!d) return Fail(d.error().Wrap(flag));
-      if (*d < Duration(0))
-        return Fail(ErrorCode::kInvalidArgument, flag + " must not be negative");
-      if (*d > Duration(0) && *d < std::chrono::seconds(1)) {
-        return Fail(ErrorCode::kInvalidArgument, flag + " must be 0 (off) or at least 1s");
-      }
-      o.reannounce_interval = *d;
-    } else if (flag == "--garp-count") {
-      int n = 0;
-      auto [p, ec] = std::from_chars(v->data(), v->data() + v->size(), n);
-      if (ec != std::errc() || p != v->data() + v->size() || n < 1 || n > 20) {
-        return Fail(ErrorCode::kInvalidArgument, "--garp-count: want 1..20, got \"" + *v + "\"");
-      }
-      o.garp.count = n;
-    } else if (flag == "--probe-count") {
-      int n = 0;
-      auto [p, ec] = std::from_chars(v->data(), v->data() + v->size(), n);
-      if (ec != std::errc() || p != v->data() + v->size() || n < 0 || n > 10) {
-        return Fail(ErrorCode::kInvalidArgument, "--probe-count: want 0..10, got \"" + *v + "\"");
-      }
-      o.probe_count = n;
-    } else if (flag == "--probe-interval" || flag == "--conflict-recheck") {
-      auto d = ParseGoDuration(*v);
-      if (!d) return Fail(d.error().Wrap(flag));
-      const bool probe = flag == "--probe-interval";
-      const Duration lo = probe ? Duration(std::chrono::milliseconds(10)) : std::chrono::seconds(1);
-      const Duration hi = probe ? Duration(std::chrono::seconds(2)) : std::chrono::hours(24);
-      if (*d < lo || *d > hi) {
-        return Fail(ErrorCode::kInvalidArgument,
-                    flag + (probe ? ": want 10ms..2s" : ": want 1s..24h") + ", got \"" + *v + "\"");
-      }
-      (probe ? o.probe_interval : o.conflict_recheck) = *d;
-    } else if (flag == "--kube-proxy-check") {
-      if (*v == "on") {
-        o.kube_proxy.enabled = true;
-      } else if (*v == "off") {
-        o.kube_proxy.enabled = false;
-      } else {
-        return Fail(ErrorCode::kInvalidArgument,
-                    "--kube-proxy-check: want on or off, got \"" + *v + "\"");
-      }
-    } else if (flag == "--kube-proxy-healthz") {
-      o.kube_proxy.url = *v;
-    } else if (flag == "--kube-proxy-check-interval" || flag == "--kube-proxy-check-timeout") {
-      auto d = ParseGoDuration(*v);
-      if (!d) return Fail(d.error().Wrap(flag));
-      (flag == "--kube-proxy-check-interval" ? o.kube_proxy.interval : o.kube_proxy.timeout) = *d;
-    } else if (flag == "--kube-proxy-fail-count" || flag == "--kube-proxy-pass-count") {
-      int n = 0;
-      auto [p, ec] = std::from_chars(v->data(), v->data() + v->size(), n);
-      if (ec != std::errc() || p != v->data() + v->size()) {
-        return Fail(ErrorCode::kInvalidArgument, flag + ": want a number, got \"" + *v + "\"");
-      }
-      (flag == "--kube-proxy-fail-count" ? o.kube_proxy.fail_count : o.kube_proxy.pass_count) = n;
-    } else if (flag == "--bird-socket") {
-      o.bgp.bird_socket = *v;
-    } else if (flag == "--bird-config") {
-      if (v->empty()) return Fail(ErrorCode::kInvalidArgument, flag + ": must not be empty");
-      o.bgp.bird_config = *v;
-    } else if (flag == "--bgp-status-interval" || flag == "--bgp-drain-timeout" ||
-               flag == "--bgp-drain-margin") {
-      auto d = ParseGoDuration(*v);
-      if (!d) return Fail(d.error().Wrap(flag));
-      if (d->count() < 0 || (flag == "--bgp-status-interval" && d->count() == 0)) {
-        return Fail(ErrorCode::kInvalidArgument, flag + ": must be positive");
-      }
-      (flag == "--bgp-status-interval" ? o.bgp.status_interval
-       : flag == "--bgp-drain-timeout" ? o.bgp.drain_timeout
-                                       : o.bgp.drain_margin) = *d;
-    } else if (flag == "--log-level") {
-      o.log_level = *v;
-    } else {
-      return Fail(ErrorCode::kInvalidArgument, "unknown flag " + flag);
-    }
+Status ApplyAgentEnv(const EnvFn& env, AgentOptions* o) {
+  if (auto n = env("NODE_NAME")) o->node_name = *n;
+  auto timing = LeaseTimingFromEnv(env);
+  if (!timing) return Fail(timing.error());
+  o->timing = *timing;
+  return heartbeat::ApplyHeartbeatEnv(env, o->heartbeat);
+}
+
+std::unique_ptr<cli::App> NewAgentCommand(AgentOptions* o) {
+  auto app = cli::NewCommand(
+      "pylon agent",
+      "The node agent: elects the node that announces each address, adds it to the interface and "
+      "sends gratuitous ARP / NA (a DaemonSet; NET_ADMIN and NET_RAW).\n"
+      "Environment: NODE_NAME (default of --node-name); PURELB_LEASE_DURATION (10s),\n"
+      "PURELB_RENEW_DEADLINE (7s), PURELB_RETRY_PERIOD (2s) in Go duration syntax;\n"
+      "PYLON_HEARTBEAT_KEY_FILE, _INTERVAL, _MISS_COUNT, _PORT, _INTERFACE (defaults of the\n"
+      "--heartbeat-* flags).");
+  app->add_option("--kubeconfig", o->kubeconfig,
+                  "kubeconfig (default: $KUBECONFIG, in-cluster, ~/.kube/config)")
+      ->type_name("FILE");
+  app->add_option("--node-name", o->node_name, "this node (default: $NODE_NAME)")
+      ->type_name("NAME");
+  app->add_option("--namespace", o->ns, "install namespace")->type_name("NS");
+  app->add_option_function<std::string>(
+         "--metrics-addr",
+         [o](const std::string& v) {
+           o->metrics_enabled = !v.empty();
+           if (v.empty()) return;
+           auto hp = cli::ParseHostPort(v);
+           if (!hp) throw CLI::ValidationError("--metrics-addr", hp.error().message());
+           o->metrics_host = hp->host;
+           o->metrics_port = hp->port;
+         },
+         "/metrics, /healthz, /readyz (\"\" = off)")
+      ->type_name("HOST:PORT")
+      ->default_str(o->metrics_host + ":" + std::to_string(o->metrics_port));
+  AddChoice(
+      *app, "--etp-local",
+      [o](const std::string& v) {
+        if (v != "reset" && v != "elect") {
+          throw CLI::ValidationError("--etp-local", "want reset or elect, got \"" + v + "\"");
+        }
+        o->etp_mode = v == "elect" ? EtpLocalMode::kElect : EtpLocalMode::kReset;
+      },
+      "reset|elect", o->etp_mode == EtpLocalMode::kElect ? "elect" : "reset",
+      "externalTrafficPolicy Local on local addresses: reset the Service to Cluster (as PureLB) "
+      "or elect among the nodes with a ready local endpoint");
+  app->add_option("--state-file", o->state_file,
+                  "record of the addresses this agent added (\"\" = IFA_PROTO only)")
+      ->type_name("PATH");
+  app->add_option_function<std::string>(
+         "--address-lifetime",
+         [o](const std::string& v) {
+           auto d = ParseGoDuration(v);
+           if (!d) throw CLI::ValidationError("--address-lifetime", d.error().message());
+           if (*d <= Duration::zero()) {
+             throw CLI::ValidationError("--address-lifetime", "must be positive");
+           }
+           o->address_lifetime = *d;
+         },
+         "valid lifetime of announced addresses (default: the lease duration)")
+      ->type_name("DURATION");
+  app->add_option("--garp-count", o->garp.count, "gratuitous ARP / NA per takeover")
+      ->type_name("N")
+      ->check(CLI::Range(1, 20));
+  cli::AddDuration(*app, "--garp-interval", &o->garp.interval, "spacing of gratuitous ARP / NA");
+  cli::AddDuration(*app, "--reannounce-interval", &o->reannounce_interval,
+                   "re-send gratuitous ARP / NA for held local addresses this often (0 = off, "
+                   "else at least 1s)",
+                   /*allow_zero=*/true);
+  app->add_option("--probe-count", o->probe_count,
+                  "ARP probes / DAD solicitations before an address is announced for the first "
+                  "time (0 = no probing and no watching for foreign claims)")
+      ->type_name("N")
+      ->check(CLI::Range(0, 10));
+  cli::AddDuration(*app, "--probe-interval", &o->probe_interval,
+                   "spacing of the probes (10ms..2s)");
+  cli::AddDuration(*app, "--conflict-recheck", &o->conflict_recheck,
+                   "probe an address withheld for a conflict again this often (1s..24h)");
+  AddChoice(
+      *app, "--kube-proxy-check",
+      [o](const std::string& v) {
+        if (v != "on" && v != "off") {
+          throw CLI::ValidationError("--kube-proxy-check", "want on or off, got \"" + v + "\"");
+        }
+        o->kube_proxy.enabled = v == "on";
+      },
+      "on|off", o->kube_proxy.enabled ? "on" : "off",
+      "leave the election while this node's kube-proxy fails its health check (off when "
+      "kube-proxy is replaced, e.g. by the CNI)");
+  app->add_option("--kube-proxy-healthz", o->kube_proxy.url, "kube-proxy's health URL")
+      ->type_name("URL");
+  cli::AddDuration(*app, "--kube-proxy-check-interval", &o->kube_proxy.interval,
+                   "check kube-proxy this often");
+  cli::AddDuration(*app, "--kube-proxy-check-timeout", &o->kube_proxy.timeout,
+                   "per-request timeout of the check");
+  app->add_option("--kube-proxy-fail-count", o->kube_proxy.fail_count,
+                  "consecutive failures to leave the election")
+      ->type_name("N");
+  app->add_option("--kube-proxy-pass-count", o->kube_proxy.pass_count,
+                  "consecutive passes to return")
+      ->type_name("N");
+  app->add_option("--bird-socket", o->bgp.bird_socket,
+                  "announce kube-lb0 over BGP: drive the BIRD 2 daemon on this control socket "
+                  "(default: off; docs/bgp.md)")
+      ->type_name("PATH");
+  app->add_option("--bird-config", o->bgp.bird_config,
+                  "the configuration file BIRD reads, rendered by the agent")
+      ->type_name("PATH")
+      ->check(CLI::Validator(
+          [](const std::string& v) { return v.empty() ? std::string("must not be empty") : ""; },
+          "", "non-empty"));
+  cli::AddDuration(*app, "--bgp-status-interval", &o->bgp.status_interval,
+                   "read sessions into BGPPeer status this often");
+  cli::AddDuration(*app, "--bgp-drain-timeout", &o->bgp.drain_timeout,
+                   "on shutdown, wait at most this long for the routes to be withdrawn",
+                   /*allow_zero=*/true);
+  cli::AddDuration(*app, "--bgp-drain-margin", &o->bgp.drain_margin,
+                   "then this long for the router to update", /*allow_zero=*/true);
+  struct HeartbeatFlag {
+    const char* name;  // without the dashes, as heartbeat::ApplyHeartbeatFlag takes it
+    const char* type;
+    const char* description;
+  };
+  static const HeartbeatFlag kHeartbeatFlags[] = {
+      {"heartbeat-key-file", "FILE",
+       "shared key(s), one per line (a mounted Secret); without it heartbeats are off and "
+       "failover follows the leases alone"},
+      {"heartbeat-interval", "DURATION", "heartbeat period (10ms..10s)"},
+      {"heartbeat-miss-count", "N", "missed intervals before a peer is dead (2..20)"},
+      {"heartbeat-port", "PORT", "UDP port"},
+      {"heartbeat-interface", "IF", "interface to send on (default: the announcing interface)"},
+  };
+  const heartbeat::HeartbeatConfig& hb = o->heartbeat;
+  const std::string shown[] = {
+      hb.key_file,
+      std::to_string(std::chrono::duration_cast<std::chrono::milliseconds>(hb.interval).count()) +
+          "ms",
+      std::to_string(hb.miss_count), std::to_string(hb.port), hb.interface};
+  for (std::size_t i = 0; i < std::size(kHeartbeatFlags); ++i) {
+    const std::string name = kHeartbeatFlags[i].name;
+    app->add_option_function<std::string>(
+           "--" + name,
+           [o, name](const std::string& v) {
+             auto applied = heartbeat::ApplyHeartbeatFlag(name, v, o->heartbeat);
+             if (!applied) throw CLI::ValidationError("--" + name, applied.error().message());
+           },
+           kHeartbeatFlags[i].description)
+        ->type_name(kHeartbeatFlags[i].type)
+        ->default_str(shown[i]);
   }
-  if (o.help) return o;
-  if (o.node_name.empty()) {
-    if (auto n = env("NODE_NAME")) o.node_name = *n;
-  }
+  cli::AddLogLevel(*app, &o->log_level);
+  return app;
+}
+
+Status ValidateAgentOptions(const AgentOptions& o) {
   if (o.node_name.empty()) {
     return Fail(ErrorCode::kInvalidArgument, "--node-name (or $NODE_NAME) is required");
   }
   if (o.ns.empty()) return Fail(ErrorCode::kInvalidArgument, "--namespace must not be empty");
-  if (auto st = ValidateKubeProxyCheck(o.kube_proxy); !st) return Fail(st.error());
-  auto timing = LeaseTimingFromEnv(env);
-  if (!timing) return Fail(timing.error());
-  o.timing = *timing;
-  if (auto st = heartbeat::ApplyHeartbeatEnv(env, o.heartbeat); !st) return Fail(st.error());
-  for (const auto& [name, val] : heartbeat_flags) {
-    auto applied = heartbeat::ApplyHeartbeatFlag(name, val, o.heartbeat);
-    if (!applied) return Fail(applied.error());
-    if (!*applied) return Fail(ErrorCode::kInvalidArgument, "unknown flag --" + name);
+  if (o.reannounce_interval > Duration::zero() && o.reannounce_interval < std::chrono::seconds(1)) {
+    return Fail(ErrorCode::kInvalidArgument,
+                "--reannounce-interval must be 0 (off) or at least 1s");
   }
-  if (auto st = heartbeat::ValidateHeartbeatConfig(o.heartbeat); !st) return Fail(st.error());
+  if (o.probe_interval < std::chrono::milliseconds(10) ||
+      o.probe_interval > std::chrono::seconds(2)) {
+    return Fail(ErrorCode::kInvalidArgument, "--probe-interval: want 10ms..2s");
+  }
+  if (o.conflict_recheck < std::chrono::seconds(1) || o.conflict_recheck > std::chrono::hours(24)) {
+    return Fail(ErrorCode::kInvalidArgument, "--conflict-recheck: want 1s..24h");
+  }
+  if (auto st = ValidateKubeProxyCheck(o.kube_proxy); !st) return Fail(st.error());
+  return heartbeat::ValidateHeartbeatConfig(o.heartbeat);
+}
+
+Result<AgentOptions> ParseAgentOptions(const std::vector<std::string>& args, const EnvFn& env) {
+  AgentOptions o;
+  const Status from_env = ApplyAgentEnv(env, &o);
+  auto app = NewAgentCommand(&o);
+  auto parsed = cli::ParseArgs(*app, args);
+  if (!parsed) return Fail(parsed.error());
+  if (!*parsed) return Fail(ErrorCode::kInvalidArgument, "help requested");
+  if (!from_env) return Fail(from_env.error());
+  if (auto st = ValidateAgentOptions(o); !st) return Fail(st.error());
   return o;
 }
 

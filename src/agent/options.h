@@ -1,9 +1,13 @@
 // Command-line flags and environment of `pylon agent`. Pure parsing; no I/O.
+//
+// The environment gives defaults ($NODE_NAME, PYLON_HEARTBEAT_*) and the lease timing
+// (PURELB_LEASE_DURATION, PURELB_RENEW_DEADLINE, PURELB_RETRY_PERIOD); flags override it.
 #pragma once
 
 #include <chrono>
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -12,8 +16,13 @@
 #include "agent/kube_proxy_health.h"
 #include "agent/lease_health.h"
 #include "agent/types.h"
+#include "common/log.h"
 #include "common/result.h"
 #include "heartbeat/config.h"
+
+namespace CLI {
+class App;  // common/cli.h
+}  // namespace CLI
 
 namespace pylon::agent {
 
@@ -39,7 +48,7 @@ struct AgentOptions {
   std::string state_file = "/run/pylon/agent-addresses";  // --state-file ("" = none)
   std::optional<Duration> address_lifetime;  // --address-lifetime; default: see Effective...
   GarpOptions garp;                          // --garp-count, --garp-interval
-  std::string log_level = "info";            // --log-level
+  log::Level log_level = log::Level::kInfo;  // --log-level
   LeaseTiming timing;                        // PURELB_* environment variables
   heartbeat::HeartbeatConfig heartbeat;      // --heartbeat-*, PYLON_HEARTBEAT_* (off: no key)
   // --reannounce-interval: gratuitous ARP / NA for every held local address this often, so
@@ -57,7 +66,6 @@ struct AgentOptions {
   // eligible only while its kube-proxy passes its health check (kube_proxy_health.h).
   KubeProxyCheckOptions kube_proxy;
   BgpOptions bgp;
-  bool help = false;
 };
 
 // The valid lifetime given to announced addresses: --address-lifetime, else the lease duration
@@ -67,11 +75,20 @@ std::chrono::seconds EffectiveAddressLifetime(const AgentOptions& o);
 
 using EnvFn = std::function<std::optional<std::string>(const std::string&)>;
 
-// args: the flags after "agent". "--flag value" and "--flag=value" both work.
-Result<AgentOptions> ParseAgentOptions(const std::vector<std::string>& args, const EnvFn& env);
+// Applies the environment to `*o` before the flags are parsed: $NODE_NAME, PYLON_HEARTBEAT_*
+// (defaults that flags override) and PURELB_* (the lease timing; no flags). An unparsable or
+// inconsistent value is an error naming the variable; `*o` then holds what could be applied.
+Status ApplyAgentEnv(const EnvFn& env, AgentOptions* o);
 
-const char* AgentUsage();
-// AgentUsage() followed by the heartbeat flags (heartbeat::HeartbeatUsage()).
-std::string AgentUsageWithHeartbeat();
+// The flags of `pylon agent`, parsed into `*o` (its current values are the defaults). Each flag
+// checks its own value; ValidateAgentOptions checks what spans flags and the environment.
+std::unique_ptr<CLI::App> NewAgentCommand(AgentOptions* o);
+
+// After parsing: a node name (flag or $NODE_NAME), the kube-proxy check and heartbeat settings.
+Status ValidateAgentOptions(const AgentOptions& o);
+
+// The three above, silently: the options `pylon agent <args>` runs with, or the one-line error it
+// reports. `args` are the flags after "agent"; --help is an error ("help requested").
+Result<AgentOptions> ParseAgentOptions(const std::vector<std::string>& args, const EnvFn& env);
 
 }  // namespace pylon::agent

@@ -6,8 +6,6 @@
 #include <unistd.h>
 
 #include <atomic>
-#include <charconv>
-#include <cstdio>
 #include <cstdlib>
 #include <memory>
 #include <thread>
@@ -23,154 +21,58 @@
 #include "k8s/rest_config.h"
 #include "metrics/registry.h"
 
-#ifndef PYLON_VERSION
-#define PYLON_VERSION "0.0.0"
-#endif
-
 namespace pylon::allocator {
 
-namespace {
-
-constexpr char kUsage[] =
-    "usage: pylon allocator [flags]\n"
-    "  --kubeconfig FILE        kubeconfig (default: $KUBECONFIG, else in-cluster config)\n"
-    "  --namespace NS           install namespace: ServiceGroups, Lease (default purelb-system)\n"
-    "  --metrics-addr H:P       /metrics, /healthz, /readyz (default 0.0.0.0:7472; port 0 = any)\n"
-    "  --lease-name NAME        leader election Lease (default pylon-allocator)\n"
-    "  --identity ID            leader election identity (default $POD_NAME, else host_pid)\n"
-    "  --lease-duration D       (default 15s)\n"
-    "  --renew-deadline D       (default 10s)\n"
-    "  --retry-period D         (default 2s)\n"
-    "  --workers N              concurrent Service writers (default 8)\n"
-    "  --log-level L            debug|info|warn|error (default info)\n";
-
-}  // namespace
-
-Result<Duration> ParseDuration(std::string_view text) {
-  std::string_view num = text;
-  double scale = 1.0;  // seconds
-  if (text.size() > 2 && text.substr(text.size() - 2) == "ms") {
-    num = text.substr(0, text.size() - 2);
-    scale = 0.001;
-  } else if (!text.empty() && text.back() == 's') {
-    num = text.substr(0, text.size() - 1);
-  } else if (!text.empty() && text.back() == 'm') {
-    num = text.substr(0, text.size() - 1);
-    scale = 60;
-  }
-  double v = 0;
-  auto [end, ec] = std::from_chars(num.data(), num.data() + num.size(), v);
-  if (num.empty() || ec != std::errc() || end != num.data() + num.size() || !(v > 0)) {
-    return Fail(ErrorCode::kInvalidArgument,
-                "duration \"" + std::string(text) + "\" (want e.g. 15s, 500ms, 2m)");
-  }
-  return std::chrono::duration_cast<Duration>(std::chrono::duration<double>(v * scale));
+std::unique_ptr<cli::App> NewAllocatorCommand(CommandOptions* o) {
+  auto app = cli::NewCommand(
+      "pylon allocator",
+      "Allocates LoadBalancer addresses from the ServiceGroups' pools (a Deployment; one replica "
+      "leads).");
+  app->add_option("--kubeconfig", o->kubeconfig,
+                  "kubeconfig file (default: $KUBECONFIG, else the in-cluster config)")
+      ->type_name("FILE");
+  app->add_option("--namespace", o->ns, "install namespace: ServiceGroups, Lease")
+      ->type_name("NS")
+      ->check(CLI::Validator(
+          [](const std::string& v) { return v.empty() ? std::string("must not be empty") : ""; },
+          "", "non-empty"));
+  app->add_option_function<std::string>(
+         "--metrics-addr",
+         [o](const std::string& v) {
+           auto hp = cli::ParseHostPort(v);
+           if (!hp) throw CLI::ValidationError("--metrics-addr", hp.error().message());
+           if (hp->host.empty()) hp->host = "0.0.0.0";
+           o->metrics_addr = *hp;
+         },
+         "/metrics, /healthz, /readyz (port 0: any free port)")
+      ->type_name("HOST:PORT")
+      ->default_str(o->metrics_addr.host + ":" + std::to_string(o->metrics_addr.port));
+  app->add_option("--lease-name", o->lease_name, "leader election Lease")->type_name("NAME");
+  app->add_option("--identity", o->identity,
+                  "leader election identity (default: $POD_NAME, else HOST_PID)")
+      ->type_name("ID");
+  cli::AddDuration(*app, "--lease-duration", &o->lease_duration, "leader election lease duration");
+  cli::AddDuration(*app, "--renew-deadline", &o->renew_deadline,
+                   "the leader gives up when it cannot renew for this long");
+  cli::AddDuration(*app, "--retry-period", &o->retry_period, "between lease attempts");
+  app->add_option("--workers", o->workers, "concurrent Service writers")
+      ->type_name("N")
+      ->check(CLI::Range(1, 64));
+  cli::AddLogLevel(*app, &o->log_level);
+  return app;
 }
 
-Result<HostPort> ParseHostPort(std::string_view text) {
-  auto colon = text.rfind(':');
-  if (colon == std::string_view::npos) {
-    return Fail(ErrorCode::kInvalidArgument, "address \"" + std::string(text) + "\" needs :port");
-  }
-  HostPort hp;
-  std::string_view host = text.substr(0, colon);
-  std::string_view port = text.substr(colon + 1);
-  if (host.size() >= 2 && host.front() == '[' && host.back() == ']') {
-    host = host.substr(1, host.size() - 2);
-  }
-  hp.host = host.empty() ? "0.0.0.0" : std::string(host);
-  auto [end, ec] = std::from_chars(port.data(), port.data() + port.size(), hp.port);
-  if (port.empty() || ec != std::errc() || end != port.data() + port.size() || hp.port < 0 ||
-      hp.port > 65535) {
-    return Fail(ErrorCode::kInvalidArgument, "address \"" + std::string(text) + "\": bad port");
-  }
-  return hp;
-}
-
-Result<CommandOptions> ParseCommandLine(int argc, char** argv) {
-  CommandOptions o;
-  for (int i = 1; i < argc; ++i) {
-    std::string_view a = argv[i];
-    std::string value;
-    auto take = [&](std::string_view flag) -> bool {
-      if (a == flag) {
-        if (i + 1 >= argc) return false;
-        value = argv[++i];
-        return true;
-      }
-      if (a.size() > flag.size() && a.substr(0, flag.size()) == flag && a[flag.size()] == '=') {
-        value = std::string(a.substr(flag.size() + 1));
-        return true;
-      }
-      return false;
-    };
-    auto duration = [&](Duration* out) -> Status {
-      auto d = ParseDuration(value);
-      if (!d) return Fail(d.error().Wrap(std::string(a)));
-      *out = *d;
-      return Ok();
-    };
-    Status st = Ok();
-    if (a == "--help" || a == "-h") {
-      return Fail(ErrorCode::kInvalidArgument, "");
-    } else if (take("--kubeconfig")) {
-      o.kubeconfig = value;
-    } else if (take("--namespace")) {
-      o.ns = value;
-    } else if (take("--metrics-addr")) {
-      o.metrics_addr = value;
-    } else if (take("--lease-name")) {
-      o.lease_name = value;
-    } else if (take("--identity")) {
-      o.identity = value;
-    } else if (take("--lease-duration")) {
-      st = duration(&o.lease_duration);
-    } else if (take("--renew-deadline")) {
-      st = duration(&o.renew_deadline);
-    } else if (take("--retry-period")) {
-      st = duration(&o.retry_period);
-    } else if (take("--workers")) {
-      o.workers = std::atoi(value.c_str());
-      if (o.workers < 1 || o.workers > 64) {
-        return Fail(ErrorCode::kInvalidArgument, "--workers: want 1..64");
-      }
-    } else if (take("--log-level")) {
-      o.log_level = value;
-    } else {
-      return Fail(ErrorCode::kInvalidArgument, "unknown flag or missing value: " + std::string(a));
-    }
-    if (!st) return Fail(st.error());
-  }
-  if (o.ns.empty()) return Fail(ErrorCode::kInvalidArgument, "--namespace must not be empty");
-  if (auto hp = ParseHostPort(o.metrics_addr); !hp) return Fail(hp.error());
-  return o;
-}
-
-}  // namespace pylon::allocator
-
-namespace pylon {
-
-int RunAllocator(int argc, char** argv) {
-  using namespace pylon::allocator;
-  auto opts = ParseCommandLine(argc, argv);
-  if (!opts) {
-    if (!opts.error().message().empty()) {
-      std::fprintf(stderr, "pylon allocator: %s\n\n", opts.error().message().c_str());
-    }
-    std::fprintf(stderr, "%s", kUsage);
-    return 2;
-  }
+int RunAllocatorCommand(int argc, char** argv) {
+  CommandOptions options;
+  auto app = NewAllocatorCommand(&options);
+  if (auto code = cli::Parse(*app, argc, argv)) return *code;
+  const CommandOptions* opts = &options;
   log::SetComponent("allocator");
   // glibc gives each thread that contends for malloc its own arena (up to 8 per core); with a
   // dozen threads churning short-lived JSON, the arenas' free space stays resident. Two arenas
   // cut the peak RSS of the 10^4-Service benchmark by about 2 MB at no measurable speed cost.
   mallopt(M_ARENA_MAX, 2);
-  if (log::Level level; log::ParseLevel(opts->log_level, &level)) {
-    log::SetLevel(level);
-  } else {
-    std::fprintf(stderr, "pylon allocator: bad --log-level %s\n", opts->log_level.c_str());
-    return 2;
-  }
+  log::SetLevel(opts->log_level);
   std::string identity = opts->identity;
   if (identity.empty()) {
     if (const char* pod = std::getenv("POD_NAME"); pod && *pod) identity = pod;
@@ -217,10 +119,9 @@ int RunAllocator(int argc, char** argv) {
   co.workers = opts->workers;
   Controller controller(**client, recorder, metrics, co);
 
-  auto hp = ParseHostPort(opts->metrics_addr);
   http::ServerOptions hso;
-  hso.address = hp->host;
-  hso.port = static_cast<std::uint16_t>(hp->port);
+  hso.address = opts->metrics_addr.host;
+  hso.port = opts->metrics_addr.port;
   auto server = http::Server::Start(hso, [&](const http::Request& req, http::ResponseWriter& w) {
     if (req.path == "/metrics") {
       w.Send(http::Response::Text(200, registry.Render(), "text/plain; version=0.0.4"));
@@ -297,4 +198,4 @@ int RunAllocator(int argc, char** argv) {
   return lost.load() ? 1 : 0;
 }
 
-}  // namespace pylon
+}  // namespace pylon::allocator

@@ -1,5 +1,7 @@
 #include "common/cli.h"
 
+#include <algorithm>
+#include <charconv>
 #include <cstdio>
 #include <vector>
 
@@ -38,21 +40,51 @@ std::unique_ptr<App> NewCommand(const std::string& name, const std::string& desc
   return app;
 }
 
-std::optional<int> Parse(App& app, int argc, const char* const* argv) {
-  std::vector<std::string> args;
-  for (int i = argc - 1; i >= 1; --i) args.emplace_back(argv[i]);  // CLI11 takes them reversed
+Result<bool> ParseArgs(App& app, const std::vector<std::string>& args) {
+  std::vector<std::string> reversed(args.rbegin(), args.rend());  // CLI11 takes them reversed
   try {
-    app.parse(args);
+    app.parse(reversed);
   } catch (const CLI::CallForHelp&) {
-    std::fputs(app.help().c_str(), stdout);
-    return kExitOk;
+    return false;
   } catch (const CLI::ParseError& e) {
     std::string what = e.what();
     while (!what.empty() && (what.back() == '\n' || what.back() == ' ')) what.pop_back();
-    std::fprintf(stderr, "%s: %s; see --help\n", app.get_name().c_str(), what.c_str());
-    return kExitUsage;
+    return Fail(ErrorCode::kInvalidArgument, what);
+  }
+  return true;
+}
+
+int UsageError(const App& app, const std::string& what) {
+  std::fprintf(stderr, "%s: %s; see --help\n", app.get_name().c_str(), what.c_str());
+  return kExitUsage;
+}
+
+std::optional<int> Parse(App& app, int argc, const char* const* argv) {
+  auto parsed = ParseArgs(app, std::vector<std::string>(argv + std::min(argc, 1), argv + argc));
+  if (!parsed) return UsageError(app, parsed.error().message());
+  if (!*parsed) {
+    std::fputs(app.help().c_str(), stdout);
+    return kExitOk;
   }
   return std::nullopt;
+}
+
+Result<HostPort> ParseHostPort(std::string_view text) {
+  auto colon = text.rfind(':');
+  if (colon == std::string_view::npos) {
+    return Fail(ErrorCode::kInvalidArgument, "\"" + std::string(text) + "\": want HOST:PORT");
+  }
+  std::string_view host = text.substr(0, colon);
+  std::string_view port = text.substr(colon + 1);
+  if (host.size() >= 2 && host.front() == '[' && host.back() == ']') {
+    host = host.substr(1, host.size() - 2);
+  }
+  unsigned value = 0;
+  auto [end, ec] = std::from_chars(port.data(), port.data() + port.size(), value);
+  if (port.empty() || ec != std::errc() || end != port.data() + port.size() || value > 65535) {
+    return Fail(ErrorCode::kInvalidArgument, "\"" + std::string(text) + "\": bad port");
+  }
+  return HostPort{std::string(host), static_cast<std::uint16_t>(value)};
 }
 
 CLI::Option* AddDuration(App& app, const std::string& flag, Duration* out,

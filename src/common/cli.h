@@ -9,14 +9,18 @@
 //   - a failure while running: the command logs it and returns kExitFailure (1).
 #pragma once
 
+#include <cstdint>
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
+#include <vector>
 
 #include <CLI/CLI.hpp>
 
 #include "common/clock.h"
 #include "common/log.h"
+#include "common/result.h"
 
 namespace pylon::cli {
 
@@ -35,6 +39,22 @@ std::unique_ptr<App> NewCommand(const std::string& name, const std::string& desc
 // command should go on, else the exit code to return: kExitOk after --help (printed on stdout),
 // kExitUsage after a bad command line (one line on stderr).
 std::optional<int> Parse(App& app, int argc, const char* const* argv);
+
+// Parses `args` (the flags alone, without the command name) into `app` and prints nothing: what
+// Parse does underneath, and what a command's flag tests call. true after a good command line,
+// false after --help, kInvalidArgument with CLI11's one-line message after a bad one.
+Result<bool> ParseArgs(App& app, const std::vector<std::string>& args);
+
+// A bad command line found after parsing (a check across flags or the environment): prints
+// "<binary> <command>: <what>; see --help" on stderr and returns kExitUsage.
+int UsageError(const App& app, const std::string& what);
+
+// "host:port", "[v6]:port" or ":port" (host ""); port 0..65535. The host is not resolved.
+struct HostPort {
+  std::string host;
+  std::uint16_t port = 0;
+};
+Result<HostPort> ParseHostPort(std::string_view text);
 
 // A duration flag in Go's syntax ("10s", "500ms", "1m30s"); `*out` keeps its value as the default.
 // `allow_zero` false rejects "0".

@@ -1,5 +1,5 @@
-// Fault decisions of `pylon fault-proxy`, switchable at run time through its control API (the one
-// the tests have always used, docs/fault-proxy.md):
+// Fault decisions of `pylon-dev fault-proxy`, switchable at run time through its control API (the
+// one the tests have always used, docs/fault-proxy.md):
 //   POST /pylon/faults   {"error_rate":0.2,"error_code":500|429,"conflict_rate":0.1,
 //                         "latency_ms":50,"paths":"regex (optional)"}   (missing keys: 0 / none)
 //   GET  /pylon/faults   the current settings

@@ -1,5 +1,5 @@
-// `pylon fault-proxy`: a reverse proxy in front of the real kube-apiserver that injects faults in
-// the middle of requests (see faults.h for the control API and docs/fault-proxy.md for why it
+// `pylon-dev fault-proxy`: a reverse proxy in front of the real kube-apiserver that injects faults
+// in the middle of requests (see faults.h for the control API and docs/fault-proxy.md for why it
 // exists). Clients talk plain HTTP to 127.0.0.1; the proxy forwards each request over TLS to the
 // upstream, trusting its CA, with the client's own bearer token (so RBAC applies to whoever calls),
 // and streams watch responses back chunk by chunk as they arrive.
@@ -86,8 +86,5 @@ class FaultProxy {
   std::uint64_t next_id_ = 1;
   std::map<std::uint64_t, Inflight> inflight_;
 };
-
-// `pylon fault-proxy` (argv[0] is the command name); returns the exit code.
-int RunFaultProxyCommand(int argc, char** argv);
 
 }  // namespace pylon::faultproxy

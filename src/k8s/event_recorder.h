@@ -107,16 +107,4 @@ class EventRecorderImpl final : public EventRecorder {
   bool busy_ = false;
 };
 
-// Keeps events in memory as "<Type> <Reason> <message>" strings, for controller tests.
-class FakeEventRecorder final : public EventRecorder {
- public:
-  void Event(const ObjectReference& object, EventLevel level, std::string_view reason,
-             std::string_view message) override;
-  std::vector<std::string> Events() const;
-
- private:
-  mutable std::mutex mu_;
-  std::vector<std::string> events_;
-};
-
 }  // namespace pylon::k8s

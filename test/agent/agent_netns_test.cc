@@ -27,6 +27,7 @@
 #include "lab/lab.h"
 #include "lab/process.h"
 #include "lab/topology.h"
+#include "support/binaries.h"
 
 namespace pylon::agent {
 namespace {
@@ -60,7 +61,9 @@ class AgentNetnsTest : public ::testing::Test {
  protected:
   void SetUp() override {
     if (geteuid() != 0) GTEST_SKIP() << "needs root";
-    if (!std::filesystem::exists(PYLON_BINARY)) GTEST_SKIP() << "pylon binary not built";
+    if (!std::filesystem::exists(test_support::ProductBinary())) {
+      GTEST_SKIP() << "pylon binary not built";
+    }
     name_ = "ag" + std::to_string(getpid() % 100000);
     dir_ = std::filesystem::temp_directory_path() / ("pylon-agent-test-" + name_);
     std::filesystem::create_directories(dir_);
@@ -70,7 +73,7 @@ class AgentNetnsTest : public ::testing::Test {
     cfg.name = name_;
     cfg.nodes = 3;
     cfg.dir = dir_.string();
-    cfg.binary = PYLON_BINARY;  // the lab's responders are `pylon lab serve`, not this test
+    cfg.binary = test_support::ProductBinary();
     cfg.heartbeat = false;
     cfg.start_allocator = false;
     cfg.start_agents = false;
@@ -104,12 +107,22 @@ class AgentNetnsTest : public ::testing::Test {
                                                   "PURELB_RETRY_PERIOD=500ms"},
                   const std::string& log_suffix = "") {
     const auto& node = topo_->nodes()[static_cast<std::size_t>(i)];
-    std::vector<std::string> argv = {
-        PYLON_BINARY,      "agent",         "--kubeconfig",
-        AgentKubeconfig(), "--node-name",   node.name,
-        "--namespace",     "purelb-system", "--metrics-addr",
-        "127.0.0.1:7473",  "--state-file",  (dir_ / ("state-" + node.name)).string(),
-        "--garp-interval", "200ms",         "--kube-proxy-check=off"};  // no kube-proxy here
+    const std::string pylon = test_support::ProductBinary();
+    std::vector<std::string> argv = {pylon,
+                                     "agent",
+                                     "--kubeconfig",
+                                     AgentKubeconfig(),
+                                     "--node-name",
+                                     node.name,
+                                     "--namespace",
+                                     "purelb-system",
+                                     "--metrics-addr",
+                                     "127.0.0.1:7473",
+                                     "--state-file",
+                                     (dir_ / ("state-" + node.name)).string(),
+                                     "--garp-interval",
+                                     "200ms",
+                                     "--kube-proxy-check=off"};  // no kube-proxy here
     argv.insert(argv.end(), extra.begin(), extra.end());
     auto p = lab::Process::Spawn({argv, node.netns,
                                   (dir_ / ("agent-" + node.name + log_suffix + ".log")).string(),

@@ -13,11 +13,12 @@
 #include "agent/agent_metrics.h"
 #include "election/node_name.h"
 #include "k8s/event_recorder.h"
-#include "k8s/fake_client.h"
 #include "k8s/resource.h"
-#include "netlink/fake_netlink.h"
 #include "netlink/message.h"
 #include "packet/announcer.h"
+#include "support/k8s/fake_client.h"
+#include "support/k8s/fake_event_recorder.h"
+#include "support/netlink/fake_netlink.h"
 
 namespace pylon::agent {
 namespace {

@@ -29,9 +29,9 @@
 #include "election/membership.h"
 #include "election/subnets_annotation.h"
 #include "metrics/registry.h"
-#include "netlink/fake_netlink.h"
 #include "netlink/message.h"
 #include "packet/announcer.h"
+#include "support/netlink/fake_netlink.h"
 
 namespace pylon::agent::testing {
 

@@ -10,6 +10,7 @@
 #include "agent/options.h"
 #include "agent/reconciler.h"
 #include "agent_world.h"
+#include "common/cli.h"
 
 #pragma GCC diagnostic ignored "-Wmissing-field-initializers"
 
@@ -90,7 +91,8 @@ INSTANTIATE_TEST_SUITE_P(
     [](const auto& p) { return p.param.name; });
 
 TEST(AgentHeartbeatOptionsTest, UsageListsTheHeartbeatFlags) {
-  const std::string usage = AgentUsageWithHeartbeat();
+  AgentOptions o;
+  const std::string usage = NewAgentCommand(&o)->help();
   EXPECT_NE(usage.find("--heartbeat-key-file"), std::string::npos);
   EXPECT_NE(usage.find("--reannounce-interval"), std::string::npos);
 }

@@ -14,6 +14,7 @@
 #include "agent/kube_proxy_check.h"
 #include "agent/kube_proxy_health.h"
 #include "agent/options.h"
+#include "common/cli.h"
 #include "common/clock.h"
 #include "http/server.h"
 
@@ -138,7 +139,8 @@ TEST(KubeProxyHealth, Flags) {
   EXPECT_FALSE(s->kube_proxy.enabled);
   EXPECT_EQ(s->kube_proxy.fail_count, 5);
   EXPECT_EQ(s->kube_proxy.pass_count, 4);
-  EXPECT_NE(std::string(AgentUsage()).find("--kube-proxy-check"), std::string::npos);
+  AgentOptions o;
+  EXPECT_NE(NewAgentCommand(&o)->help().find("--kube-proxy-check"), std::string::npos);
 }
 
 // The checker with an injected probe and clock: transitions queued once each, with the result

@@ -10,8 +10,9 @@
 #include "common/clock.h"
 
 #include "k8s/event_recorder.h"
-#include "k8s/fake_client.h"
 #include "k8s/resource.h"
+#include "support/k8s/fake_client.h"
+#include "support/k8s/fake_event_recorder.h"
 
 namespace pylon::agent {
 namespace {

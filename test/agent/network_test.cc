@@ -15,9 +15,9 @@
 
 #include "agent/options.h"
 #include "agent/ownership.h"
-#include "netlink/fake_netlink.h"
 #include "netlink/message.h"
 #include "netlink/select.h"
+#include "support/netlink/fake_netlink.h"
 
 namespace pylon::agent {
 namespace {
@@ -191,9 +191,15 @@ TEST(AgentOptionsTest, Table) {
       {{"--node-name", "n1", "--metrics-addr", "nowhere"}, {}, false, "--metrics-addr"},
       {{"--node-name", "n1", "--garp-count", "0"}, {}, false, "--garp-count"},
       {{"--node-name", "n1", "--garp-interval", "fast"}, {}, false, "--garp-interval"},
-      {{"--node-name", "n1", "--bogus"}, {}, false, "unknown flag"},
+      {{"--node-name", "n1", "--bogus"}, {}, false, "--bogus"},
+      {{"--node-name", "n1", "--probe-interval", "5ms"}, {}, false, "--probe-interval"},
+      {{"--node-name", "n1", "--help"}, {}, false, "help"},
       {{"--node-name", "n1"}, {{"PURELB_RETRY_PERIOD", "2 seconds"}}, false, "PURELB_RETRY_PERIOD"},
-      {{"--node-name"}, {}, false, "needs a value"},
+      {{"--node-name"}, {}, false, "--node-name"},
+      {{"--node-name", "n1", "--heartbeat-port=9000"},
+       {{"PYLON_HEARTBEAT_PORT", "0"}},
+       false,
+       "PYLON_HEARTBEAT_PORT"},
   };
   for (const auto& c : cases) {
     auto o = ParseAgentOptions(c.args, [&](const std::string& k) -> std::optional<std::string> {

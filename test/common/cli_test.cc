@@ -28,7 +28,7 @@ std::unique_ptr<App> Make(Flags* f) {
   return app;
 }
 
-std::optional<int> ParseArgs(App& app, const std::vector<std::string>& args) {
+std::optional<int> ParseLine(App& app, const std::vector<std::string>& args) {
   std::vector<const char*> argv;
   argv.reserve(args.size() + 1);
   argv.push_back("test");
@@ -63,7 +63,7 @@ TEST(CliTest, ParseOutcomes) {
     auto app = Make(&f);
     testing::internal::CaptureStderr();
     testing::internal::CaptureStdout();
-    auto got = ParseArgs(*app, c.args);
+    auto got = ParseLine(*app, c.args);
     std::string out = testing::internal::GetCapturedStdout();
     std::string err = testing::internal::GetCapturedStderr();
     EXPECT_EQ(got, c.want);
@@ -84,8 +84,8 @@ TEST(CliTest, ParseOutcomes) {
 TEST(CliTest, ValuesLand) {
   Flags f;
   auto app = Make(&f);
-  ASSERT_EQ(ParseArgs(*app, {"--kubeconfig=/k", "--lease-duration", "500ms", "--log-level", "debug",
-                       "--verbose"}),
+  ASSERT_EQ(ParseLine(*app, {"--kubeconfig=/k", "--lease-duration", "500ms", "--log-level", "debug",
+                             "--verbose"}),
             std::nullopt);
   EXPECT_EQ(f.kubeconfig, "/k");
   EXPECT_EQ(f.lease, milliseconds(500));
@@ -101,6 +101,60 @@ TEST(CliTest, HelpShowsDefaults) {
   EXPECT_NE(help.find("--lease-duration"), std::string::npos) << help;
   EXPECT_NE(help.find("15s"), std::string::npos) << help;
   EXPECT_NE(help.find("info"), std::string::npos) << help;
+}
+
+TEST(CliTest, ParseArgsIsSilent) {
+  Flags f;
+  auto app = Make(&f);
+  testing::internal::CaptureStderr();
+  testing::internal::CaptureStdout();
+  auto ok = ParseArgs(*app, {"--kubeconfig", "/k"});
+  auto help = ParseArgs(*app, {"--help"});
+  auto bad = ParseArgs(*app, {"--nope"});
+  EXPECT_EQ(testing::internal::GetCapturedStdout(), "");
+  EXPECT_EQ(testing::internal::GetCapturedStderr(), "");
+  ASSERT_TRUE(ok);
+  EXPECT_TRUE(*ok);
+  ASSERT_TRUE(help);
+  EXPECT_FALSE(*help);
+  ASSERT_FALSE(bad);
+  EXPECT_NE(bad.error().message().find("--nope"), std::string::npos);
+}
+
+TEST(CliTest, UsageErrorIsOneLine) {
+  Flags f;
+  auto app = Make(&f);
+  testing::internal::CaptureStderr();
+  EXPECT_EQ(UsageError(*app, "--node-name is required"), kExitUsage);
+  EXPECT_EQ(testing::internal::GetCapturedStderr(),
+            "pylon test: --node-name is required; see --help\n");
+}
+
+TEST(CliTest, HostPort) {
+  struct HostPortCase {
+    const char* text;
+    bool ok;
+    const char* host;
+    int port;
+  };
+  const HostPortCase cases[] = {
+      {"127.0.0.1:7472", true, "127.0.0.1", 7472},
+      {"[::1]:9000", true, "::1", 9000},
+      {":9", true, "", 9},
+      {"h:0", true, "h", 0},
+      {"nowhere", false, "", 0},
+      {"h:99999", false, "", 0},
+      {"h:", false, "", 0},
+      {"h:x", false, "", 0},
+  };
+  for (const auto& c : cases) {
+    SCOPED_TRACE(c.text);
+    auto hp = ParseHostPort(c.text);
+    ASSERT_EQ(hp.has_value(), c.ok);
+    if (!c.ok) continue;
+    EXPECT_EQ(hp->host, c.host);
+    EXPECT_EQ(hp->port, c.port);
+  }
 }
 
 }  // namespace

@@ -31,11 +31,13 @@
 #include <vector>
 
 #include "lab/lab.h"
+#include "support/binaries.h"
 
 namespace {
 
 namespace fs = std::filesystem;
 namespace lab = pylon::lab;
+namespace test_support = pylon::test_support;
 using Json = nlohmann::json;
 using Ms = std::chrono::milliseconds;
 constexpr const char* kInstallNs = "purelb-system";
@@ -235,8 +237,7 @@ class RbacLabTest : public ::testing::Test {
     lab::LabConfig cfg;
     cfg.name = "rb" + suffix + std::to_string(getpid() % 100000);
     cfg.nodes = 2;
-    const char* env = std::getenv("PYLON_LAB_BINARY");
-    cfg.binary = env != nullptr && *env != '\0' ? env : PYLON_BINARY;
+    cfg.binary = test_support::ProductBinary();
     cfg.dir = "/tmp/pylon-lab/" + cfg.name;
     cfg.deploy_dir = deploy_dir;
     lab_ = std::make_unique<lab::Lab>(cfg);

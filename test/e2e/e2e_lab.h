@@ -24,6 +24,7 @@
 #include "lab/netns.h"
 #include "lab/process.h"
 #include "lab/responder.h"
+#include "support/binaries.h"
 
 namespace pylon::e2e {
 
@@ -104,9 +105,9 @@ class LabTest : public ::testing::Test {
     lab::LabConfig cfg;
     cfg.name = "e" + std::to_string(getpid() % 100000) + "x" + std::to_string(counter++);
     cfg.nodes = 3;
-    // PYLON_E2E_BINARY overrides the pylon binary under test (default: this build's).
-    const char* bin = std::getenv("PYLON_E2E_BINARY");
-    cfg.binary = bin != nullptr && *bin != 0 ? bin : PYLON_BINARY;
+    // The lab runs `allocator` and `agent` from the product binary ($PYLON_BUILD_DIR overrides
+    // the build directory: support/binaries.h).
+    cfg.binary = test_support::ProductBinary();
     cfg.dir = "/tmp/pylon-lab/" + cfg.name;
     Configure(&cfg);
     lab_ = std::make_unique<lab::Lab>(cfg);

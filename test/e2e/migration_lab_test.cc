@@ -6,9 +6,9 @@
 // one address changes, each stays on the node PureLB's announcing annotation names (the election
 // is sticky on it), the client reaches it there, and a new Service gets a free address with the
 // v2 announcing form.
-#include "../support/purelb_v2_crd.h"
 #include "e2e_lab.h"
 #include "election/hash.h"
+#include "support/purelb_v2_crd.h"
 
 namespace pylon::e2e {
 namespace {

@@ -6,7 +6,7 @@
 // withdrawn anywhere (checked with `ip monitor` in every node, `ip addr` and the client's HTTP
 // probes), and after SIGCONT the annotations must name the new winner.
 //
-// Also the table of the pure analysis `pylon lab failover` uses for ARP / NS answers.
+// Also the table of the pure analysis `pylon-dev lab failover` uses for ARP / NS answers.
 #include <signal.h>
 
 #include <atomic>

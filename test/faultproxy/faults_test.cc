@@ -1,5 +1,5 @@
-// The fault decisions of `pylon fault-proxy`, alone: settings parsing, which requests faults may
-// touch, the Status bodies (byte for byte what kube-apiserver writes), and the rates.
+// The fault decisions of `pylon-dev fault-proxy`, alone: settings parsing, which requests faults
+// may touch, the Status bodies (byte for byte what kube-apiserver writes), and the rates.
 #include "faultproxy/faults.h"
 
 #include <fstream>

@@ -1,9 +1,8 @@
-// `pylon fault-proxy` in front of the real kube-apiserver (etcd + kube-apiserver from
+// `pylon-dev fault-proxy` in front of the real kube-apiserver (etcd + kube-apiserver from
 // lab::ControlPlane): requests pass through with the caller's own token (RBAC applies), faults
 // come back as real Status bodies, watches stream as they arrive and can be cut, compaction
-// makes a resuming watch fail with 410, and the `pylon fault-proxy` command works end to end.
+// makes a resuming watch fail with 410, and the `pylon-dev fault-proxy` command works end to end.
 #include <signal.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -13,6 +12,8 @@
 #include <gtest/gtest.h>
 
 #include "apiserver_process.h"
+#include "lab/process.h"
+#include "support/binaries.h"
 
 namespace pylon::k8s {
 namespace {
@@ -265,7 +266,7 @@ TEST_F(FaultProxyTest, CompactionMakesAResumingWatchGetGone) {
 }
 
 TEST_F(FaultProxyTest, CommandServesTheSameApi) {
-  const std::string binary = PYLON_BINARY;
+  const std::string binary = test_support::DevBinary();
   ASSERT_EQ(access(binary.c_str(), X_OK), 0) << "no " << binary;
   const std::string addr = server_->dir() + "/fault-proxy.addr";
   const std::string log = server_->dir() + "/fault-proxy.log";
@@ -276,17 +277,11 @@ TEST_F(FaultProxyTest, CommandServesTheSameApi) {
                                    "--etcd",        server_->plane().EtcdEndpoint(),
                                    "--address-out", addr,
                                    "--faults",      R"({"error_rate":1,"paths":"/configmaps"})"};
-  pid_t pid = fork();
-  ASSERT_GE(pid, 0);
-  if (pid == 0) {
-    FILE* f = std::freopen(log.c_str(), "w", stdout);
-    if (f != nullptr) dup2(fileno(stdout), STDERR_FILENO);
-    std::vector<char*> argv;
-    for (auto& a : args) argv.push_back(a.data());
-    argv.push_back(nullptr);
-    execv(argv[0], argv.data());
-    _exit(127);
-  }
+  lab::SpawnOptions spawn;
+  spawn.argv = args;
+  spawn.log_path = log;
+  auto proxy = lab::Process::Spawn(spawn);
+  ASSERT_TRUE(proxy) << proxy.error().message();
   bool up = Eventually([&] { return std::filesystem::exists(addr); }, seconds(10));
   std::string url;
   if (up) {
@@ -294,10 +289,9 @@ TEST_F(FaultProxyTest, CommandServesTheSameApi) {
     std::getline(in, url);
   }
   auto stop = [&] {
-    kill(pid, SIGTERM);
-    int status = 0;
-    waitpid(pid, &status, 0);
-    return status;
+    EXPECT_TRUE(proxy->Signal(SIGTERM));
+    auto status = proxy->Wait(seconds(10));
+    return status ? *status : -1;
   };
   if (!up) {
     stop();
@@ -319,27 +313,29 @@ TEST_F(FaultProxyTest, CommandServesTheSameApi) {
   EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "exit status " << status;
 }
 
-// Bad command lines: one line naming the problem, then the usage, and exit code 2.
+// Bad command lines: one line naming the problem, and exit code 2.
 TEST(FaultProxyCommand, RejectsBadFlagsWithExitCode2) {
   struct Case {
     std::vector<std::string> args;
-    std::string first_line;
+    std::string mentions;
   };
   const std::vector<Case> cases = {
-      {{"--bogus", "x"}, "pylon fault-proxy: unknown flag --bogus"},
-      {{"--port"}, "pylon fault-proxy: --port needs a value"},
-      {{"--port", "70000", "--upstream", "https://127.0.0.1:1"},
-       "pylon fault-proxy: bad --port 70000"},
-      {{"--listen", "127.0.0.1"}, "pylon fault-proxy: --upstream is required"},
+      {{"--bogus", "x", "--upstream", "https://127.0.0.1:1"}, "--bogus"},
+      {{"--port"}, "--port"},
+      {{"--port", "70000", "--upstream", "https://127.0.0.1:1"}, "70000"},
+      {{"--listen", "127.0.0.1"}, "--upstream"},
+      {{"--upstream", "https://127.0.0.1:1", "--faults", "{"}, "--faults"},
   };
   for (const auto& c : cases) {
-    std::vector<std::string> argv = {PYLON_BINARY, "fault-proxy"};
+    std::vector<std::string> argv = {test_support::DevBinary(), "fault-proxy"};
     argv.insert(argv.end(), c.args.begin(), c.args.end());
     std::string out;
     auto rc = pylon::lab::RunCommand(argv, &out);
     ASSERT_TRUE(rc.has_value());
-    EXPECT_EQ(*rc, 2) << c.first_line;
-    EXPECT_EQ(out.substr(0, out.find('\n')), c.first_line);
+    EXPECT_EQ(*rc, 2) << c.mentions;
+    EXPECT_EQ(out.rfind("pylon-dev fault-proxy: ", 0), 0u) << out;
+    EXPECT_NE(out.find(c.mentions), std::string::npos) << out;
+    EXPECT_EQ(out.find('\n'), out.size() - 1) << "one line: " << out;
   }
 }
 

@@ -1,5 +1,5 @@
 // pylon_k8s against the real kube-apiserver v1.35 + etcd (lab::ControlPlane on loopback: TLS,
-// RBAC, an admin token), with `pylon fault-proxy` (src/faultproxy) in front where a fault is
+// RBAC, an admin token), with `pylon-dev fault-proxy` (src/faultproxy) in front where a fault is
 // needed: CRUD, /status, the three patch types, selectors, pagination, leases and events; TLS with
 // the control plane's CA (a wrong CA must fail); an informer that must converge to the server's
 // state while every fault is on (500s, 429s, 409s, cut watches, compaction → 410 → relist) with no

@@ -1,8 +1,8 @@
 // Harness for the Kubernetes client against a server on loopback (tests and bench/k8s):
 // RealApiServer is the real etcd + kube-apiserver (lab::ControlPlane: TLS, RBAC, admin token)
-// with `pylon fault-proxy` (src/faultproxy) in front of it, run in-process. config() goes through
-// the proxy (faults apply), direct_config() straight to kube-apiserver over TLS. SetFaults /
-// CutWatches / Compact use the proxy's /pylon/faults control API.
+// with `pylon-dev fault-proxy` (src/faultproxy) in front of it, run in-process. config() goes
+// through the proxy (faults apply), direct_config() straight to kube-apiserver over TLS. SetFaults
+// / CutWatches / Compact use the proxy's /pylon/faults control API.
 #pragma once
 
 #include <signal.h>

@@ -6,7 +6,8 @@
 
 #include "common/time.h"
 #include "k8s/event_recorder.h"
-#include "k8s/fake_client.h"
+#include "common/time.h"
+#include "support/k8s/fake_client.h"
 
 namespace pylon::k8s {
 namespace {

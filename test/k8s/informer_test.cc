@@ -6,9 +6,9 @@
 #include <gtest/gtest.h>
 
 #include "k8s/backoff.h"
-#include "k8s/fake_client.h"
 #include "k8s/field_mask.h"
 #include "k8s/informer.h"
+#include "support/k8s/fake_client.h"
 
 namespace pylon::k8s {
 namespace {

@@ -6,8 +6,8 @@
 #include <gtest/gtest.h>
 
 #include "common/time.h"
-#include "k8s/fake_client.h"
 #include "k8s/leader_election.h"
+#include "support/k8s/fake_client.h"
 
 namespace pylon::k8s {
 namespace {

@@ -1,5 +1,5 @@
 // FakeNetlink semantics, and the high-level operations (ops.h) run over it.
-#include "netlink/fake_netlink.h"
+#include "support/netlink/fake_netlink.h"
 
 #include <linux/if.h>
 

@@ -2,7 +2,7 @@
 // `pylon allocator` replicas as child processes, driven with kubectl and the Kubernetes client as
 // a user would. The allocator authenticates as the ServiceAccount deploy/ creates, so deploy's
 // RBAC is enforced. With `fault_proxy`, the allocators reach the API server through
-// `pylon fault-proxy` (docs/fault-proxy.md), whose faults a test switches on and off.
+// `pylon-dev fault-proxy` (docs/fault-proxy.md), whose faults a test switches on and off.
 // Waiting is polling with a deadline.
 #pragma once
 
@@ -36,6 +36,7 @@
 #include "k8s/rest_config.h"
 #include "lab/control_plane.h"
 #include "lab/process.h"
+#include "support/binaries.h"
 
 namespace pylon::allocator::e2e {
 
@@ -67,12 +68,6 @@ inline bool Eventually(const std::function<bool()>& pred, std::chrono::milliseco
     if (std::chrono::steady_clock::now() > deadline) return false;
     std::this_thread::sleep_for(interval);
   }
-}
-
-// The `pylon` binary under test: $PYLON_TEST_BINARY if set, else the build's.
-inline std::string PylonBinary() {
-  const char* env = std::getenv("PYLON_TEST_BINARY");
-  return env && *env ? std::string(env) : std::string(PYLON_BINARY);
 }
 
 inline std::string MakeTempDir(const std::string& tag) {
@@ -144,7 +139,7 @@ class Cluster {
     std::string server = control_plane_->Server();
     if (opts.fault_proxy) {
       const std::string addr_file = dir_ + "/fault-proxy.address";
-      auto p = lab::Process::Spawn({{PylonBinary(), "fault-proxy", "--upstream", server,
+      auto p = lab::Process::Spawn({{test_support::DevBinary(), "fault-proxy", "--upstream", server,
                                      "--upstream-ca", control_plane_->CaFile(), "--etcd",
                                      control_plane_->EtcdEndpoint(), "--address-out", addr_file},
                                     "",
@@ -219,15 +214,25 @@ class Cluster {
   int StartAllocator(const std::string& identity, std::vector<std::string> extra = {}) {
     Replica r;
     r.log = dir_ + "/allocator-" + identity + "-" + std::to_string(++starts_) + ".log";
-    std::vector<std::string> argv = {PylonBinary(),      "allocator",
-                                     "--kubeconfig",     allocator_kubeconfig_,
-                                     "--namespace",      "purelb-system",
-                                     "--metrics-addr",   "127.0.0.1:0",
-                                     "--identity",       identity,
-                                     "--lease-duration", kLeaseDuration,
-                                     "--renew-deadline", "3s",
-                                     "--retry-period",   "250ms",
-                                     "--log-level",      "debug"};
+    const std::string pylon = test_support::ProductBinary();
+    std::vector<std::string> argv = {pylon,
+                                     "allocator",
+                                     "--kubeconfig",
+                                     allocator_kubeconfig_,
+                                     "--namespace",
+                                     "purelb-system",
+                                     "--metrics-addr",
+                                     "127.0.0.1:0",
+                                     "--identity",
+                                     identity,
+                                     "--lease-duration",
+                                     kLeaseDuration,
+                                     "--renew-deadline",
+                                     "3s",
+                                     "--retry-period",
+                                     "250ms",
+                                     "--log-level",
+                                     "debug"};
     for (auto& e : extra) argv.push_back(e);
     auto p = lab::Process::Spawn({argv, "", r.log, {}, true});
     if (!p) {

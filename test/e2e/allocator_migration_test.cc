@@ -7,8 +7,8 @@
 
 #include <map>
 
-#include "../support/purelb_v2_crd.h"
-#include "harness.h"
+#include "allocator_harness.h"
+#include "support/purelb_v2_crd.h"
 
 namespace pylon::allocator::e2e {
 namespace {

@@ -12,7 +12,7 @@
 #include <map>
 #include <thread>
 
-#include "harness.h"
+#include "allocator_harness.h"
 #include "k8s/lease.h"
 
 namespace pylon::allocator::e2e {

@@ -4,7 +4,7 @@
 // its own ServiceGroups / classes and Service names.
 #include <gtest/gtest.h>
 
-#include "harness.h"
+#include "allocator_harness.h"
 
 namespace pylon::allocator::e2e {
 namespace {

@@ -9,7 +9,7 @@
 #include <random>
 #include <set>
 
-#include "harness.h"
+#include "allocator_harness.h"
 
 namespace pylon::allocator::e2e {
 namespace {

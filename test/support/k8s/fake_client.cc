@@ -1,4 +1,4 @@
-#include "k8s/fake_client.h"
+#include "support/k8s/fake_client.h"
 
 #include "common/time.h"
 #include "k8s/selector.h"

@@ -1,4 +1,4 @@
-#include "netlink/fake_netlink.h"
+#include "support/netlink/fake_netlink.h"
 
 #include <linux/if.h>
 

@@ -1,0 +1,22 @@
+// The top level of `pylon` and `pylon-dev`: one command per argv[1]. Both binaries
+// dispatch and print --help the same way; each command parses its own flags (common/cli.h).
+#pragma once
+
+#include <vector>
+
+namespace pylon::main {
+
+struct Command {
+  const char* name;
+  const char* summary;                // one line for the binary's --help
+  int (*run)(int argc, char** argv);  // argv[0] is the command name; returns the exit code
+};
+
+// Runs the command argv[1] names, with argv shifted by one. `binary` is the program's name in
+// messages ("pylon"), `about` one line on what it is. Every binary also has "version" (and
+// --version). --help / -h / help: the commands on stdout, exit 0. No command or an unknown one:
+// one line on stderr, exit 2.
+int Dispatch(const char* binary, const char* about, const std::vector<Command>& commands, int argc,
+             char** argv);
+
+}  // namespace pylon::main

@@ -1,0 +1,15 @@
+// `pylon-dev`: developer and test tools, never in the image. Only wires, like `pylon`.
+#include "faultproxy/command.h"
+#include "lab/lab.h"
+#include "main/dispatch.h"
+
+int main(int argc, char** argv) {
+  const std::vector<pylon::main::Command> commands = {
+      {"lab", "a whole cluster in network namespaces: up, down, demo (root)",
+       pylon::lab::LabCommand},
+      {"fault-proxy", "a fault-injecting reverse proxy in front of kube-apiserver (tests)",
+       pylon::faultproxy::RunFaultProxyCommand},
+  };
+  return pylon::main::Dispatch("pylon-dev", "Pylon's developer and test tools", commands, argc,
+                               argv);
+}
