@@ -440,10 +440,13 @@ Subcommand AddFailover(cli::App& lab) {
   f->measure.build.name = "failover";
   f->measure.runs = 3;
   auto* sub = lab.add_subcommand(
-      "failover",
-      "the outage seen by the client when the winner's agent gets SIGTERM / SIGKILL, its link "
-      "goes down or its node freezes (port out of forwarding, no link event, processes stopped); "
-      "after SIGKILL, until the dead node stops answering ARP / NS");
+      "failover", "the outage the client sees when the node announcing an address fails");
+  sub->footer(
+      "Cases: the winner's agent gets SIGTERM / SIGKILL, its link goes down, its node freezes\n"
+      "(port out of forwarding, no link event, processes stopped); with --kube-proxy, requests go\n"
+      "to one pod per node and the cases endpoint (the winner's pod turns unready) and kube-proxy\n"
+      "(SIGKILL there) are added. After SIGKILL, ARP / NS tell until the dead node stops\n"
+      "answering (the agents' --address-lifetime).\n");
   AddMeasureFlags(*sub, &f->measure);
   AddKubeProxyFlags(*sub, &f->measure.kube_proxy);
   cli::AddDuration(*sub, "--address-lifetime", &f->measure.address_lifetime,

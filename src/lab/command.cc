@@ -4,6 +4,7 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <vector>
 
@@ -87,6 +88,16 @@ int LabCommand(int argc, char** argv) {
   const std::vector<Subcommand> subs = {AddUp(*app),   AddDown(*app),     AddStatus(*app),
                                         AddDemo(*app), AddFailover(*app), AddTiming(*app),
                                         AddServe(*app)};
+  // A subcommand's --help comes from the lab's before its option defaults: list it with its flags.
+  for (const auto& sub : subs) sub.app->get_help_ptr()->group("flags");
+  // CLI11 would only say that a subcommand is required: name the word it did not know.
+  if (argc > 1 && argv[1][0] != '-' &&
+      std::none_of(subs.begin(), subs.end(),
+                   [&](const Subcommand& s) { return s.app->check_name(argv[1]); })) {
+    std::fprintf(stderr, "%s: unknown command \"%s\"; see --help\n", app->get_name().c_str(),
+                 argv[1]);
+    return cli::kExitUsage;
+  }
   if (auto rc = cli::Parse(*app, argc, argv)) return *rc;
   for (const auto& sub : subs) {
     if (!sub.app->parsed()) continue;

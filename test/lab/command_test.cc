@@ -124,9 +124,10 @@ TEST(LabCommandTest, ServeTakesTheLabsCommandLines) {
   }
 }
 
-std::optional<int> ParseInto(cli::App& app, std::vector<const char*> args) {
-  args.insert(args.begin(), "test");
-  return cli::Parse(app, static_cast<int>(args.size()), args.data());
+std::optional<int> ParseInto(cli::App& app, const std::vector<const char*>& args) {
+  std::vector<const char*> argv = {"test"};
+  for (const char* a : args) argv.push_back(a);
+  return cli::Parse(app, static_cast<int>(argv.size()), argv.data());
 }
 
 TEST(MeasureTest, FlagsLand) {
