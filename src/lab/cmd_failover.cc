@@ -428,9 +428,7 @@ int RunFailover(const FailoverFlags& f) {
     }
   }
   PrintTable(lines, f.measure.runs, lifetime_text);
-  auto down = lab->Down();
-  if (!down) Say(down.error().message());
-  return cli::kExitOk;
+  return FinishMeasureLab(*lab);
 }
 
 }  // namespace

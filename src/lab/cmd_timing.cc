@@ -133,9 +133,7 @@ int Timing(const MeasureFlags& f) {
   Say("create -> reachable IPv6 " + Stats(create[1], f.runs, kTimingWindowS));
   Say("delete -> withdrawn IPv4 " + Stats(del[0], f.runs, kTimingWindowS));
   Say("delete -> withdrawn IPv6 " + Stats(del[1], f.runs, kTimingWindowS));
-  auto down = lab->Down();
-  if (!down) Say(down.error().message());
-  return cli::kExitOk;
+  return FinishMeasureLab(*lab);
 }
 
 }  // namespace

@@ -51,6 +51,11 @@ std::unique_ptr<Lab> StartMeasureLab(const LabConfig& cfg) {
   return lab;
 }
 
+int FinishMeasureLab(Lab& lab) {
+  if (auto down = lab.Down(); !down) Say(down.error().message());
+  return cli::kExitOk;
+}
+
 double SinceMs(SteadyClock::time_point t0) {
   return std::chrono::duration<double, std::milli>(SteadyClock::now() - t0).count();
 }

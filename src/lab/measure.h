@@ -41,6 +41,9 @@ std::string DurationText(Duration d);
 // Brings up the lab of `cfg` and applies the ServiceGroup localdual; on failure says "lab up
 // failed: <why>" and returns null (the lab is torn down).
 std::unique_ptr<Lab> StartMeasureLab(const LabConfig& cfg);
+// Removes the lab after the measurement (saying why when it could not); the measurement's exit
+// code: cli::kExitOk.
+int FinishMeasureLab(Lab& lab);
 
 // What the client saw while a fault hit the node answering for an address.
 struct Outage {
