@@ -31,6 +31,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "common/json.h"
 #include "k8s/canceller.h"
 #include "k8s/client_impl.h"
 #include "k8s/rest_config.h"

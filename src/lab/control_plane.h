@@ -69,7 +69,7 @@ class ControlPlane {
   pid_t apiserver_pid() const { return apiserver_.pid(); }
   // Name → pid of every process running now (for a lab's state file).
   std::map<std::string, int> Pids() const;
-  // Keeps the processes running after this object is destroyed (`pylon lab up`).
+  // Keeps the processes running after this object is destroyed (`pylon-dev lab up`).
   void Detach();
 
   // kubectl as the admin.

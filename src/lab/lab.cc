@@ -48,7 +48,12 @@ std::string LogTail(const std::string& path, size_t lines = 8) {
 
 LabConfig WithDefaults(LabConfig c) {
   if (c.dir.empty()) c.dir = "/tmp/pylon-lab/" + c.name;
-  if (c.binary.empty()) c.binary = SelfExe();
+  if (c.binary.empty())
+    c.binary = (std::filesystem::path(SelfExe()).parent_path() / "pylon").string();
+  if (c.dev_binary.empty()) {
+    const auto beside = std::filesystem::path(c.binary).parent_path() / "pylon-dev";
+    c.dev_binary = std::filesystem::exists(beside) ? beside.string() : c.binary;
+  }
   if (c.deploy_dir.empty()) c.deploy_dir = std::string(PYLON_SOURCE_DIR) + "/deploy";
   if (c.k8s_bin_dir.empty()) c.k8s_bin_dir = K8sBinDir();
   return c;
@@ -325,7 +330,7 @@ Status Lab::Up() {
   for (const auto& n : topology_.nodes()) {
     SpawnOptions o;
     o.netns = n.netns;
-    o.argv = {config_.binary, "lab", "serve", "--port", "80", "--text", n.name};
+    o.argv = {config_.dev_binary, "lab", "serve", "--port", "80", "--text", n.name};
     if (auto s = Spawn("serve-" + n.name, o); !s) return fail(s.error());
   }
   if (config_.kube_proxy) {
@@ -357,7 +362,7 @@ Status Lab::Up() {
 }
 
 Status Lab::Down() {
-  // Processes this object started, then any recorded by another `pylon lab` process.
+  // Processes this object started, then any recorded by another `pylon-dev lab` process.
   for (auto& [k, p] : procs_) p.Stop(std::chrono::milliseconds(2000));
   procs_.clear();
   pods_.clear();
@@ -532,7 +537,7 @@ Status Lab::AddPod(const std::string& node, const std::string& name, const std::
   if (auto s = CreatePodNetwork(n, p); !s) return s;
   SpawnOptions o;
   o.netns = p.netns;
-  o.argv = {config_.binary,
+  o.argv = {config_.dev_binary,
             "lab",
             "serve",
             "--port",

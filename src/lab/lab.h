@@ -26,8 +26,14 @@ namespace pylon::lab {
 struct LabConfig {
   std::string name = "demo";
   int nodes = 3;
-  std::string dir;          // default /tmp/pylon-lab/<name>
-  std::string binary;       // the pylon binary; default this executable
+  std::string dir;  // default /tmp/pylon-lab/<name>
+  // The product binary whose `allocator` and `agent` the lab runs; default: the file "pylon" in the
+  // directory of this executable (SelfExe()).
+  std::string binary;
+  // The binary whose `lab serve` answers in every node and pod (pylon-dev); `pylon-dev lab` sets
+  // its own. Default: the file "pylon-dev" beside `binary`, else `binary` itself (a pylon binary
+  // that still holds the lab).
+  std::string dev_binary;
   std::string deploy_dir;   // default <source>/deploy: its namespace, CRDs and RBAC are applied
   std::string k8s_bin_dir;  // default K8sBinDir()
   // Election timing handed to the agents (PURELB_* environment variables).
@@ -88,7 +94,7 @@ class Lab {
   Status Up();
   // Stops every process and removes the network. Works on a lab made by another process too.
   Status Down();
-  // Keeps the processes running after this object is destroyed (for `pylon lab up`).
+  // Keeps the processes running after this object is destroyed (for `pylon-dev lab up`).
   void Detach();
 
   const LabConfig& config() const { return config_; }
@@ -190,7 +196,8 @@ class Lab {
   std::string kube_proxy_problem_;
 };
 
-// `pylon lab ...`: up | down | status | demo | failover | serve | probe.
+// `pylon-dev lab <command> [flags]` (argv[0] is "lab"): up | down | status | demo | failover |
+// timing | serve. Returns the exit code: 0, 1 (a failure while running), 2 (a bad command line).
 int LabCommand(int argc, char** argv);
 
 }  // namespace pylon::lab

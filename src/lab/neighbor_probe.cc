@@ -129,7 +129,7 @@ ExpiryVerdict AnalyzeExpiry(const std::vector<AnswerSample>& samples,
 }
 
 Result<std::vector<AnswerSample>> WatchAnswers(const WatchOptions& o, SteadyTime t0,
-                                               const volatile bool* stop) {
+                                               const std::atomic<bool>* stop) {
   auto prober = NeighborProber::Open(o.ifname, o.source, o.mac);
   if (!prober) return Fail(prober.error());
   std::vector<AnswerSample> samples;
@@ -137,7 +137,7 @@ Result<std::vector<AnswerSample>> WatchAnswers(const WatchOptions& o, SteadyTime
     return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
   };
   auto next = std::chrono::steady_clock::now();
-  while (stop == nullptr || !*stop) {
+  while (stop == nullptr || !stop->load()) {
     AnswerSample s;
     s.t_ms = since();
     auto macs = prober->Ask(o.target, o.listen);

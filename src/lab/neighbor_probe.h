@@ -7,6 +7,7 @@
 // calling thread (run them inside InNetns). AnalyzeExpiry is pure.
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <optional>
 #include <string>
@@ -100,6 +101,6 @@ struct WatchOptions {
 // AnalyzeExpiry says `dead` has been silent for `confirm` and someone else answered in that
 // time, or `window` has passed since t0, or *stop becomes true. Returns the samples.
 Result<std::vector<AnswerSample>> WatchAnswers(const WatchOptions& options, SteadyTime t0,
-                                               const volatile bool* stop = nullptr);
+                                               const std::atomic<bool>* stop = nullptr);
 
 }  // namespace pylon::lab

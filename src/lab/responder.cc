@@ -45,7 +45,8 @@ std::string HttpReply(const std::string& text) {
 
 }  // namespace
 
-Status ServeText(int port, const std::string& text, const volatile bool* stop, bool report_peer) {
+Status ServeText(int port, const std::string& text, const std::atomic<bool>* stop,
+                 bool report_peer) {
   UniqueFd fd(socket(AF_INET6, SOCK_STREAM | SOCK_CLOEXEC, 0));
   if (!fd) return FailErrno(errno, "socket");
   int zero = 0, one = 1;
@@ -62,7 +63,7 @@ Status ServeText(int port, const std::string& text, const volatile bool* stop, b
   }
   if (listen(fd.get(), 128) != 0) return FailErrno(errno, "listen");
   const std::string fixed_reply = HttpReply(text);
-  while (!*stop) {
+  while (!stop->load()) {
     pollfd p{fd.get(), POLLIN, 0};
     if (poll(&p, 1, 200) <= 0) continue;
     sockaddr_in6 peer{};
@@ -170,11 +171,12 @@ ProbeResult ProbeOnce(const std::string& address, int port, std::chrono::millise
 std::vector<ProbeSample> ProbeLoop(const std::string& address, int port,
                                    std::chrono::milliseconds interval,
                                    std::chrono::milliseconds timeout,
-                                   std::chrono::milliseconds duration, const volatile bool* stop) {
+                                   std::chrono::milliseconds duration,
+                                   const std::atomic<bool>* stop) {
   std::vector<ProbeSample> out;
   auto start = Clock::now();
   auto next = start;
-  while (!(stop && *stop) && Clock::now() - start < duration) {
+  while (!(stop != nullptr && stop->load()) && Clock::now() - start < duration) {
     auto r = ProbeOnce(address, port, timeout);
     ProbeSample s;
     s.t_ms = std::chrono::duration<double, std::milli>(Clock::now() - start).count();

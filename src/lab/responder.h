@@ -3,6 +3,7 @@
 // address and how long the answers stop during a failover.
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <map>
 #include <string>
@@ -12,11 +13,12 @@
 
 namespace pylon::lab {
 
-// Serves "HTTP/1.1 200" with `text` on [::]:port (IPv4 and IPv6) until `stop` becomes true.
+// Serves "HTTP/1.1 200" with `text` on [::]:port (IPv4 and IPv6) until `*stop` becomes true
+// (checked every 200 ms; a signal handler may set it).
 // With `report_peer`, the body is `text` followed by " client=<address>": the source address
 // the connection came from as this host sees it (an IPv4 peer without the ::ffff: prefix), so a
 // pod behind kube-proxy shows whether the client's address was kept or masqueraded.
-Status ServeText(int port, const std::string& text, const volatile bool* stop,
+Status ServeText(int port, const std::string& text, const std::atomic<bool>* stop,
                  bool report_peer = false);
 
 struct ProbeResult {
@@ -36,11 +38,12 @@ struct ProbeSample {
   std::string node;
 };
 
-// Probes every `interval` for `duration` (or until `stop`), one attempt at a time.
+// Probes every `interval` for `duration` (or until `*stop`, when given), one attempt at a time.
 std::vector<ProbeSample> ProbeLoop(const std::string& address, int port,
                                    std::chrono::milliseconds interval,
                                    std::chrono::milliseconds timeout,
-                                   std::chrono::milliseconds duration, const volatile bool* stop);
+                                   std::chrono::milliseconds duration,
+                                   const std::atomic<bool>* stop = nullptr);
 
 // The words "key=value" of a reply, e.g. a pod's "pod=web-a node=node1 client=192.0.2.2" →
 // {pod: web-a, node: node1, client: 192.0.2.2}; words without '=' are skipped.

@@ -102,7 +102,7 @@ Status Topology::Up() {
   if (auto s = ValidateLabName(name_); !s) return s;
   if (Exists()) {
     return Fail(ErrorCode::kAlreadyExists,
-                "lab \"" + name_ + "\" already exists (pylon lab down --name " + name_ + ")");
+                "lab \"" + name_ + "\" already exists (pylon-dev lab down --name " + name_ + ")");
   }
   auto fail = [this](const Error& e) {
     (void)Down();

@@ -3,6 +3,7 @@
 #include <netinet/in.h>
 #include <sys/socket.h>
 
+#include <atomic>
 #include <thread>
 
 #include <gtest/gtest.h>
@@ -24,7 +25,7 @@ int FreePort() {
 
 TEST(Responder, AnswersWithItsTextOverIPv4AndIPv6) {
   int port = FreePort();
-  volatile bool stop = false;
+  std::atomic<bool> stop{false};
   std::thread server([&] { ASSERT_TRUE(ServeText(port, "node7", &stop)); });
   ProbeResult r;
   for (int i = 0; i < 100 && !r.ok; ++i) {

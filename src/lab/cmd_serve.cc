@@ -1,0 +1,33 @@
+// `pylon-dev lab serve`: the responder of every lab node and pod (responder.h).
+#include <cstdio>
+#include <memory>
+
+#include "lab/command.h"
+#include "lab/responder.h"
+
+namespace pylon::lab {
+
+Subcommand AddServe(cli::App& lab) {
+  struct Flags {
+    int port = 80;
+    std::string text = "pylon";
+    bool report_peer = false;
+  };
+  auto f = std::make_shared<Flags>();
+  auto* sub = lab.add_subcommand("serve", "(inside a node) answer HTTP with a text");
+  sub->add_option("--port", f->port, "the TCP port, on every address")->check(CLI::Range(1, 65535));
+  sub->add_option("--text", f->text, "the answer")->type_name("TEXT");
+  sub->add_flag("--report-peer", f->report_peer,
+                "the answer followed by \" client=<source address>\"");
+  auto run = [f] {
+    auto s = ServeText(f->port, f->text, StopFlag(), f->report_peer);
+    if (!s) {
+      std::fprintf(stderr, "pylon-dev lab serve: %s\n", s.error().message().c_str());
+      return cli::kExitFailure;
+    }
+    return cli::kExitOk;
+  };
+  return {sub, run, /*needs_root=*/false};
+}
+
+}  // namespace pylon::lab
