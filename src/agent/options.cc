@@ -271,6 +271,7 @@ Result<AgentOptions> ParseAgentOptions(const std::vector<std::string>& args, con
   auto timing = LeaseTimingFromEnv(env);
   if (!timing) return Fail(timing.error());
   o.timing = *timing;
+  o.pod_uid = env("PURELB_POD_UID").value_or("");
   if (auto st = heartbeat::ApplyHeartbeatEnv(env, o.heartbeat); !st) return Fail(st.error());
   for (const auto& [name, val] : heartbeat_flags) {
     auto applied = heartbeat::ApplyHeartbeatFlag(name, val, o.heartbeat);
