@@ -161,9 +161,8 @@ SyncReport AddressSync::Apply(const std::vector<DesiredAddress>& desired) {
     if (policy.preferred_lifetime && d.address.family() == net::Family::kV4) {
       spec.lifetimes.preferred = std::min(*policy.preferred_lifetime, policy.valid_lifetime);
     }
-    const SteadyTime due = policy.valid_lifetime == netlink::kForever
-                               ? SteadyTime::max()
-                               : now + policy.renew_interval;
+    const SteadyTime due = policy.valid_lifetime == netlink::kForever ? SteadyTime::max()
+                                                                      : now + policy.renew_interval;
     if (same) {
       auto it = renew_due_.find(key);
       if (it != renew_due_.end() && now < it->second) continue;

@@ -91,7 +91,7 @@ class AddressSync {
   OwnershipStore& store_;
   const Clock& clock_;
   AddressSyncOptions options_;
-  std::set<OwnedAddress> owned_;                   // the record as last saved
+  std::set<OwnedAddress> owned_;  // the record as last saved
   // In memory: when each held address is next due for renewal (SteadyTime::max(): permanent).
   std::map<OwnedAddress, SteadyTime> renew_due_;
 };

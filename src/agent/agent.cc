@@ -488,9 +488,8 @@ void Agent::RefreshNodeAgent() {
       writer_->NodeEvent(true, "LBNodeAgentDeselected", choice.why);
     } else {
       log::Info("LBNodeAgent", {{"state", std::string(NodeAgentStateName(choice.state))},
-                                {"lbnodeagent", choice.config
-                                                    ? choice.config->meta.key.ToString()
-                                                    : std::string("none: defaults")}});
+                                {"lbnodeagent", choice.config ? choice.config->meta.key.ToString()
+                                                              : std::string("none: defaults")}});
     }
     node_agent_reported_ = std::move(reported);
   }

@@ -46,8 +46,7 @@ NodeAgentChoice ChooseNodeAgent(const std::vector<k8s::Json>& objects, const k8s
       auto sel = bgp::ParseLabelSelector(*parsed->node_selector, "spec.nodeSelector");
       if (!sel) {
         out.notes.push_back({i, "InvalidNodeSelector",
-                             "LBNodeAgent " + key + ": " + sel.error().message() +
-                                 "; it selects no node"});
+                             key + ": " + sel.error().message() + "; it selects no node"});
         not_matching.push_back(key);
         continue;
       }
@@ -58,14 +57,14 @@ NodeAgentChoice ChooseNodeAgent(const std::vector<k8s::Json>& objects, const k8s
     }
     candidates.push_back({parsed->node_selector.has_value(), i, std::move(*parsed)});
   }
-  std::stable_sort(candidates.begin(), candidates.end(),
-                   [](const Candidate& a, const Candidate& b) {
-                     auto rank = [](const Candidate& c) {
-                       return std::make_tuple(!c.selective, c.config.meta.key.name != "default",
-                                              c.config.meta.key.namespace_, c.config.meta.key.name);
-                     };
-                     return rank(a) < rank(b);
-                   });
+  std::stable_sort(
+      candidates.begin(), candidates.end(), [](const Candidate& a, const Candidate& b) {
+        auto rank = [](const Candidate& c) {
+          return std::make_tuple(!c.selective, !c.selective && c.config.meta.key.name != "default",
+                                 c.config.meta.key.namespace_, c.config.meta.key.name);
+        };
+        return rank(a) < rank(b);
+      });
   const Candidate* governing = nullptr;
   for (const Candidate& c : candidates) {
     if (c.config.has_local || c.config.version == config::PurelbVersion::kV1) {
@@ -75,17 +74,16 @@ NodeAgentChoice ChooseNodeAgent(const std::vector<k8s::Json>& objects, const k8s
   }
   for (const Candidate& c : candidates) {
     if (&c == governing) continue;
-    out.notes.push_back(
-        {c.index, "ConfigIgnored",
-         governing != nullptr
-             ? "LBNodeAgent " + governing->config.meta.key.ToString() +
-                   " takes precedence on " + on_node
-             : "LBNodeAgent " + c.config.meta.key.ToString() + " has no spec.local; it "
-                   "configures nothing on " + on_node});
+    out.notes.push_back({c.index, "ConfigIgnored",
+                         governing != nullptr ? governing->config.meta.key.ToString() +
+                                                    " takes precedence on " + on_node
+                                              : c.config.meta.key.ToString() +
+                                                    " has no spec.local; it "
+                                                    "configures nothing on " +
+                                                    on_node});
   }
-  std::sort(out.notes.begin(), out.notes.end(), [](const NodeAgentNote& a, const NodeAgentNote& b) {
-    return a.object < b.object;
-  });
+  std::sort(out.notes.begin(), out.notes.end(),
+            [](const NodeAgentNote& a, const NodeAgentNote& b) { return a.object < b.object; });
   if (governing != nullptr) {
     out.state = NodeAgentState::kConfigured;
     out.config = governing->config;

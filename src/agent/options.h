@@ -41,8 +41,9 @@ struct AgentOptions {
   GarpOptions garp;                          // --garp-count, --garp-interval
   std::string log_level = "info";            // --log-level
   LeaseTiming timing;                        // PURELB_* environment variables
-  std::string pod_uid;  // $PURELB_POD_UID: the lease's purelb.io/instance ("" = none)
   heartbeat::HeartbeatConfig heartbeat;      // --heartbeat-*, PYLON_HEARTBEAT_* (off: no key)
+  // $PURELB_POD_UID: the node lease's purelb.io/instance ("" = none).
+  std::string pod_uid;
   // --reannounce-interval: gratuitous ARP / NA for every held local address this often, so
   // switches and neighbours that forgot or mislearned it relearn it. 0 = off (default).
   Duration reannounce_interval{0};

@@ -437,11 +437,10 @@ Result<Duration> ReadGarpDuration(const Json& g, std::string_view key, Duration 
   if (!text->has_value()) return fallback;
   auto d = ParseGoDuration(**text);
   if (d && *d >= Duration(0)) return *d;
-  warnings.push_back(path + ": \"" + (*text)->substr(0, 40) +
-                     "\" is not a duration; using the default " +
-                     std::to_string(std::chrono::duration_cast<std::chrono::milliseconds>(fallback)
-                                        .count()) +
-                     "ms");
+  warnings.push_back(
+      path + ": \"" + (*text)->substr(0, 40) + "\" is not a duration; using the default " +
+      std::to_string(std::chrono::duration_cast<std::chrono::milliseconds>(fallback).count()) +
+      "ms");
   return fallback;
 }
 
@@ -492,8 +491,8 @@ Result<InterfaceAddressConfig> ReadInterfaceAddressConfig(const Json& o, const s
   if (!valid) return Fail(valid.error());
   out.valid_lifetime = *valid;
   if (out.valid_lifetime && *out.valid_lifetime > 0 && *out.valid_lifetime < 60) {
-    warnings.push_back(Child(path, "validLifetime") + ": " +
-                       std::to_string(*out.valid_lifetime) + "s raised to 60s (the minimum)");
+    warnings.push_back(Child(path, "validLifetime") + ": " + std::to_string(*out.valid_lifetime) +
+                       "s raised to 60s (the minimum)");
     out.valid_lifetime = 60;
   }
   auto preferred = seconds("preferredLifetime");
@@ -548,8 +547,8 @@ Status ParseNodeAgentV2Local(const Json& l, NodeAgentConfig& c) {
   if (!ac) return Fail(ac.error());
   if (*ac != nullptr) {
     AddressConfig config;
-    for (auto [key, out] : {std::pair{"localInterface", &config.local},
-                            std::pair{"dummyInterface", &config.dummy}}) {
+    for (auto [key, out] :
+         {std::pair{"localInterface", &config.local}, std::pair{"dummyInterface", &config.dummy}}) {
       const std::string path = Child("spec.local.addressConfig", key);
       auto one = detail::OptionalObject(**ac, key, path);
       if (!one) return Fail(one.error());

@@ -11,10 +11,10 @@
 #include <thread>
 
 #include "agent/agent_metrics.h"
+#include "agent/kube_writer.h"
 #include "election/node_name.h"
 #include "k8s/event_recorder.h"
 #include "k8s/fake_client.h"
-#include "agent/kube_writer.h"
 #include "k8s/resource.h"
 #include "netlink/fake_netlink.h"
 #include "netlink/message.h"

@@ -19,8 +19,8 @@ using std::chrono::seconds;
 TEST(LeaseKeeperInstance, DeleteScenarioTable) {
   struct Row {
     const char* name;
-    const char* uid;        // this agent's PURELB_POD_UID ("": unset)
-    const char* taken_by;   // nullptr: nobody else touches the lease; "": it is deleted
+    const char* uid;         // this agent's PURELB_POD_UID ("": unset)
+    const char* taken_by;    // nullptr: nobody else touches the lease; "": it is deleted
     const char* annotation;  // purelb.io/instance as written by this agent (nullptr: none)
     LeaseDeleteOutcome outcome;
     bool lease_left;
@@ -62,8 +62,7 @@ TEST(LeaseKeeperInstance, DeleteScenarioTable) {
     auto outcome = keeper.Delete();
     ASSERT_TRUE(outcome) << outcome.error().message();
     EXPECT_EQ(*outcome, row.outcome);
-    EXPECT_EQ(client.Get(leases, "purelb-system", "purelb-node-node1").has_value(),
-              row.lease_left);
+    EXPECT_EQ(client.Get(leases, "purelb-system", "purelb-node-node1").has_value(), row.lease_left);
   }
 }
 

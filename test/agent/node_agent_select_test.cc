@@ -42,14 +42,19 @@ TEST(ChooseNodeAgent, Table) {
     std::vector<json> objects;
     std::map<std::string, std::string> labels;
     NodeAgentState state;
-    const char* governing;  // nullptr: none
+    const char* governing;           // nullptr: none
     std::vector<std::string> notes;  // "<object index> <reason>"
     const char* why_contains;        // kDeselected only
   };
   const Row rows[] = {
       {"no LBNodeAgent: defaults", {}, {}, NodeAgentState::kDefault, nullptr, {}, ""},
-      {"one catch-all", {V2("default", {{"local", kLocal}})}, {}, NodeAgentState::kConfigured,
-       "default", {}, ""},
+      {"one catch-all",
+       {V2("default", {{"local", kLocal}})},
+       {},
+       NodeAgentState::kConfigured,
+       "default",
+       {},
+       ""},
       {"v1 objects: \"default\" first, the others ignored",
        {V1("aaa"), V1("default")},
        {},
@@ -77,12 +82,13 @@ TEST(ChooseNodeAgent, Table) {
        NodeAgentState::kDeselected,
        nullptr,
        {},
-       "the nodeSelector of purelb-system/edge does not match its labels"},
+       "the nodeSelector of LBNodeAgent purelb-system/edge does not match its labels"},
       {"matchExpressions",
-       {V2("edge", {{"nodeSelector",
-                     {{"matchExpressions",
-                       json::array({{{"key", "zone"}, {"operator", "In"}, {"values", {"a", "b"}}}})}}},
-                    {"local", kLocal}})},
+       {V2("edge",
+           {{"nodeSelector",
+             {{"matchExpressions",
+               json::array({{{"key", "zone"}, {"operator", "In"}, {"values", {"a", "b"}}}})}}},
+            {"local", kLocal}})},
        {{"zone", "b"}},
        NodeAgentState::kConfigured,
        "edge",
@@ -105,8 +111,7 @@ TEST(ChooseNodeAgent, Table) {
        "have no spec.local"},
       {"an invalid selector selects nothing",
        {V2("bad", {{"nodeSelector",
-                    {{"matchExpressions",
-                      json::array({{{"key", "zone"}, {"operator", "Near"}}})}}},
+                    {{"matchExpressions", json::array({{{"key", "zone"}, {"operator", "Near"}}})}}},
                    {"local", kLocal}}),
         V2("default", {{"local", kLocal}})},
        {{"zone", "a"}},
