@@ -274,8 +274,10 @@ TEST_F(AgentRuntimeTest, NodeSelectorDeselectsThenSelectsTheNode) {
   json edge = {{"apiVersion", "purelb.io/v2"},
                {"kind", "LBNodeAgent"},
                {"metadata", {{"name", "edge"}, {"namespace", "purelb-system"}}},
+               // writtenAs: the v2 CRD's default (the fake API server applies none).
                {"spec",
-                {{"nodeSelector", {{"matchLabels", {{"pool", "edge"}}}}},
+                {{"writtenAs", "v2"},
+                 {"nodeSelector", {{"matchLabels", {{"pool", "edge"}}}}},
                  {"local", {{"localInterface", "default"}}}}}};
   ASSERT_TRUE(client_.Create(crd::LBNodeAgents(), edge));
   EXPECT_TRUE(Eventually([&] { return !Holds("192.0.2.100/24"); }));

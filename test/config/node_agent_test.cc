@@ -307,7 +307,7 @@ TEST(NodeAgent, V2SettingsTable) {
        {}},
       {"count clamped, bad durations take defaults",
        R"({"local":{"garpConfig":{"initialDelay":"soon","count":40,"interval":"-1s"}}})",
-       defaults,
+       GarpTimings{milliseconds(100), 10, milliseconds(500), true},
        std::nullopt,
        false,
        true,
