@@ -27,11 +27,16 @@ Status AddressSync::SaveRecord() {
 
 std::optional<SteadyTime> AddressSync::NextRenewal() const {
   std::optional<SteadyTime> next;
-  for (const auto& [o, at] : renewed_at_) {
-    SteadyTime due = at + options_.renew_interval;
-    if (!next || due < *next) next = due;
+  for (const auto& [o, due] : renew_due_) {
+    if (due != SteadyTime::max() && (!next || due < *next)) next = due;
   }
   return next;
+}
+
+void AddressSync::SetOptions(const AddressSyncOptions& options) {
+  if (options == options_) return;
+  options_ = options;
+  renew_due_.clear();
 }
 
 Status AddressSync::EnsurePromoteSecondaries(const std::string& interface) {
@@ -99,7 +104,7 @@ SyncReport AddressSync::Apply(const std::vector<DesiredAddress>& desired) {
       continue;
     }
     report.removed.push_back(p.key);
-    renewed_at_.erase(p.key);
+    renew_due_.erase(p.key);
     if (owned_.erase(p.key)) record_dirty = true;
   }
   // Indexes of `present`: by exact key, and by IP.
@@ -113,7 +118,7 @@ SyncReport AddressSync::Apply(const std::vector<DesiredAddress>& desired) {
   for (auto it = owned_.begin(); it != owned_.end();) {
     bool is_present = by_key.count(*it) > 0;
     if (!is_present && !want.count(*it)) {
-      renewed_at_.erase(*it);
+      renew_due_.erase(*it);
       it = owned_.erase(it);
       record_dirty = true;
     } else {
@@ -149,13 +154,18 @@ SyncReport AddressSync::Apply(const std::vector<DesiredAddress>& desired) {
     const auto proto = nl_.SupportsAddressProto()
                            ? std::optional<std::uint8_t>(netlink::kPylonAddressProto)
                            : std::nullopt;
-    auto spec =
-        netlink::VipAddressSpec(d.ifindex, d.address, options_.valid_lifetime, proto,
-                                d.kind == AddressKind::kLocal ? netlink::PrefixRoute::kSuppress
-                                                              : netlink::PrefixRoute::kInstall);
+    const AddressPolicy& policy =
+        d.kind == AddressKind::kLocal ? options_.local : options_.virtual_addresses;
+    auto spec = netlink::VipAddressSpec(d.ifindex, d.address, policy.valid_lifetime, proto,
+                                        policy.prefix_route);
+    if (policy.preferred_lifetime && d.address.family() == net::Family::kV4) {
+      spec.lifetimes.preferred = std::min(*policy.preferred_lifetime, policy.valid_lifetime);
+    }
+    const SteadyTime due = policy.valid_lifetime == netlink::kForever ? SteadyTime::max()
+                                                                      : now + policy.renew_interval;
     if (same) {
-      auto at = renewed_at_.find(key);
-      if (at != renewed_at_.end() && now < at->second + options_.renew_interval) continue;
+      auto it = renew_due_.find(key);
+      if (it != renew_due_.end() && now < it->second) continue;
       spec.mode = netlink::AddMode::kReplace;
       auto st = nl_.AddAddress(spec);
       if (!st) {
@@ -163,7 +173,7 @@ SyncReport AddressSync::Apply(const std::vector<DesiredAddress>& desired) {
             st.error().Wrap("renewing " + d.address.ToString() + " on " + d.interface));
         continue;
       }
-      renewed_at_[key] = now;
+      renew_due_[key] = due;
       if (owned_.insert(key).second) record_dirty = true;
       ++report.renewed;
       continue;
@@ -184,7 +194,7 @@ SyncReport AddressSync::Apply(const std::vector<DesiredAddress>& desired) {
       record_dirty = true;
       continue;
     }
-    renewed_at_[key] = now;
+    renew_due_[key] = due;
     report.added.push_back(d);
   }
   if (record_dirty) {

@@ -6,6 +6,7 @@
 
 #include "agent/agent_metrics.h"
 #include "agent/network.h"
+#include "agent/node_agent_policy.h"
 #include "common/log.h"
 #include "common/object_key.h"
 #include "election/macs_annotation.h"
@@ -45,10 +46,8 @@ Agent::Agent(AgentOptions options, AgentDeps deps, Planner planner)
       garp_(options_.garp),
       membership_(
           election::MembershipOptions{options_.timing.lease_duration, std::chrono::minutes(5)}) {
-  AddressSyncOptions so;
-  so.valid_lifetime = EffectiveAddressLifetime(options_);
-  so.renew_interval = std::min<Duration>(options_.timing.retry_period, so.valid_lifetime / 3);
-  sync_ = std::make_unique<AddressSync>(*d_.netlink, *d_.ownership, *d_.clock, so);
+  sync_ = std::make_unique<AddressSync>(*d_.netlink, *d_.ownership, *d_.clock,
+                                        AddressSyncOptionsFor(options_, nullptr));
   writer_ = std::make_unique<KubeWriter>(
       *d_.client, *d_.recorder, KubeWriterOptions{options_.ns, options_.node_name}, *d_.clock);
   ReconcilerDeps rd{&planner_,  sync_.get(),   &garp_,     d_.announcer,
@@ -68,6 +67,7 @@ Agent::Agent(AgentOptions options, AgentDeps deps, Planner planner)
   lease_ =
       std::make_unique<LeaseKeeper>(*d_.client, options_.ns, election::NodeName(options_.node_name),
                                     options_.timing, *d_.clock, [this] { Wake(false); });
+  if (!options_.pod_uid.empty()) lease_->SetInstance(options_.pod_uid);
   if (d_.metrics) DescribeAgentMetrics(*d_.metrics);
 }
 
@@ -369,7 +369,12 @@ void Agent::RefreshNetwork() {
     return;
   }
   PublishHeartbeatEndpoints();
-  if (net->virtual_ifindex == 0 && EnsureVirtual(net->virtual_interface)) {
+  if (node_agent_state_ == NodeAgentState::kDeselected) {
+    // No LBNodeAgent governs this node: no announcing interface, no virtual interface, so it
+    // holds nothing and its lease advertises no subnets.
+    net->interfaces.clear();
+    net->virtual_ifindex = 0;
+  } else if (net->virtual_ifindex == 0 && EnsureVirtual(net->virtual_interface)) {
     auto link = d_.netlink->GetLink(net->virtual_interface);
     if (link) net->virtual_ifindex = link->index;
   }
@@ -400,35 +405,7 @@ void Agent::RefreshInputs() {
   }
   config_ = config::ValidateConfig(candidates, config_).config;
 
-  // LBNodeAgent: "default" if present, else the first.
-  std::optional<config::NodeAgentConfig> agent_cfg;
-  auto agents = node_agents_->store().List();
-  std::sort(agents.begin(), agents.end(), [](const Json& a, const Json& b) {
-    bool ad = k8s::Name(a) == "default", bd = k8s::Name(b) == "default";
-    if (ad != bd) return ad;
-    return k8s::Name(a) < k8s::Name(b);
-  });
-  for (const auto& a : agents) {
-    auto parsed = config::ParseNodeAgent(a);
-    if (!parsed) {
-      log::Warn("ignoring LBNodeAgent", {{"error", parsed.error().message()}});
-      continue;
-    }
-    agent_cfg = std::move(*parsed);
-    break;
-  }
-  const bool agent_cfg_changed =
-      agent_cfg.has_value() != node_agent_.has_value() ||
-      (agent_cfg && (agent_cfg->local_interface != node_agent_->local_interface ||
-                     agent_cfg->interfaces != node_agent_->interfaces ||
-                     agent_cfg->send_garp != node_agent_->send_garp));
-  node_agent_ = std::move(agent_cfg);
-  if (agent_cfg_changed) {
-    last_discovery_.reset();
-    GarpOptions g = options_.garp;
-    if (node_agent_ && !node_agent_->send_garp) g.count = 1;  // see garp.h: never zero
-    garp_.set_options(g);
-  }
+  RefreshNodeAgent();
 
   // EndpointSlices by Service, read only for Services that need them (ETP Local).
   std::map<std::string, std::vector<model::EndpointSlice>> slices;
@@ -479,6 +456,55 @@ void Agent::RefreshInputs() {
     auto l2 = ParseL2Advertisement(obj);
     if (l2) l2_in_.push_back(std::move(*l2));
   }
+}
+
+void Agent::RefreshNodeAgent() {
+  const auto agents = node_agents_->store().List();
+  const auto node = nodes_->store().Get("", options_.node_name);
+  NodeAgentChoice choice = ChooseNodeAgent(agents, node ? &*node : nullptr, options_.node_name);
+
+  // Report once per distinct set of notes and verdict (this runs on every input change).
+  std::vector<std::string> reported;
+  for (const auto& n : choice.notes) reported.push_back(n.reason + ": " + n.message);
+  if (choice.config) {
+    for (const auto& w : choice.config->warnings) reported.push_back("warning: " + w);
+  }
+  reported.push_back(std::string(NodeAgentStateName(choice.state)) + ": " +
+                     (choice.config ? choice.config->meta.key.ToString() : choice.why));
+  if (reported != node_agent_reported_) {
+    for (const auto& n : choice.notes) {
+      log::Warn("LBNodeAgent", {{"reason", n.reason}, {"message", n.message}});
+      d_.recorder->Event(k8s::ObjectReference::For(crd::LBNodeAgents(), agents[n.object]),
+                         k8s::EventLevel::kWarning, n.reason, n.message);
+    }
+    if (choice.config) {
+      for (const auto& w : choice.config->warnings) {
+        log::Warn("LBNodeAgent setting adjusted",
+                  {{"lbnodeagent", choice.config->meta.key.ToString()}, {"warning", w}});
+      }
+    }
+    if (choice.state == NodeAgentState::kDeselected) {
+      log::Warn("node deselected", {{"why", choice.why}});
+      writer_->NodeEvent(true, "LBNodeAgentDeselected", choice.why);
+    } else {
+      log::Info("LBNodeAgent", {{"state", std::string(NodeAgentStateName(choice.state))},
+                                {"lbnodeagent", choice.config ? choice.config->meta.key.ToString()
+                                                              : std::string("none: defaults")}});
+    }
+    node_agent_reported_ = std::move(reported);
+  }
+
+  const config::NodeAgentConfig* cfg = choice.config ? &*choice.config : nullptr;
+  const bool network_changed =
+      choice.state != node_agent_state_ || choice.config.has_value() != node_agent_.has_value() ||
+      (cfg && (cfg->local_interface != node_agent_->local_interface ||
+               cfg->interfaces != node_agent_->interfaces ||
+               cfg->external_interface != node_agent_->external_interface));
+  if (network_changed) last_discovery_.reset();
+  garp_.set_options(GarpOptionsFor(options_.garp, cfg));
+  sync_->SetOptions(AddressSyncOptionsFor(options_, cfg));
+  node_agent_state_ = choice.state;
+  node_agent_ = std::move(choice.config);
 }
 
 void Agent::OnePass(bool shutting_down) {
@@ -621,9 +647,9 @@ void Agent::Shutdown() {
   OnePass(true);
   if (hb_) hb_->Leave();
   lease_->Stop();
-  if (auto st = lease_->Delete(); !st) {
-    log::Warn("could not delete the node lease", {{"error", st.error().message()}});
-  } else {
+  if (auto deleted = lease_->Delete(); !deleted) {
+    log::Warn("could not delete the node lease", {{"error", deleted.error().message()}});
+  } else if (*deleted == LeaseDeleteOutcome::kDeleted) {
     log::Info("node lease deleted", {{"lease", lease_->LeaseName()}});
   }
   if (hb_) hb_->Stop();

@@ -9,7 +9,8 @@
 // expiring, this node's own health deadline, and a periodic network rediscovery.
 //
 // Shutdown (RequestStop, e.g. on SIGTERM): a last pass withdraws every address of ours, then the
-// lease keeper stops and the lease is deleted, so peers take over at once without ever seeing two
+// lease keeper stops and the lease is deleted (only if it still names this pod, with
+// $PURELB_POD_UID: LeaseKeeper::Delete), so peers take over at once without ever seeing two
 // holders.
 #pragma once
 
@@ -31,6 +32,7 @@
 #include "agent/kube_proxy_check.h"
 #include "agent/kube_writer.h"
 #include "agent/lease_keeper.h"
+#include "agent/node_agent_select.h"
 #include "agent/options.h"
 #include "agent/ownership.h"
 #include "agent/planner.h"
@@ -92,6 +94,9 @@ class Agent {
   void Wake(bool inputs_changed);
   void OnLease(const Json& obj, bool deleted);
   void RefreshInputs();
+  // Chooses the governing LBNodeAgent (node_agent_select.h), reports what changed and applies its
+  // GARP and address settings.
+  void RefreshNodeAgent();
   void RefreshNetwork();
   // Creates (or adopts) the virtual interface `name`; false when that failed (logged once).
   bool EnsureVirtual(const std::string& name);
@@ -148,7 +153,9 @@ class Agent {
   NodeNetwork network_;
   std::optional<SteadyTime> last_discovery_;
   config::InForceConfig config_;
-  std::optional<config::NodeAgentConfig> node_agent_;
+  std::optional<config::NodeAgentConfig> node_agent_;  // the governing LBNodeAgent
+  NodeAgentState node_agent_state_ = NodeAgentState::kDefault;
+  std::vector<std::string> node_agent_reported_;  // notes and verdict last logged (dedup)
   std::vector<ServiceInput> services_in_;
   std::vector<L2Advertisement> l2_in_;
   std::vector<NodeName> excluded_nodes_;

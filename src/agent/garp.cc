@@ -5,7 +5,8 @@ namespace pylon::agent {
 void GarpScheduler::Schedule(const std::string& interface, int ifindex,
                              const net::IpAddress& address, SteadyTime now) {
   if (options_.count <= 0) return;
-  bursts_[address] = Burst{Due{interface, ifindex, address}, options_.count, now};
+  bursts_[address] =
+      Burst{Due{interface, ifindex, address}, options_.count, now + options_.initial_delay};
 }
 
 void GarpScheduler::Cancel(const net::IpAddress& address) { bursts_.erase(address); }

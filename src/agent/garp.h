@@ -1,12 +1,13 @@
 // Gratuitous ARP / unsolicited Neighbor Advertisement: when this node takes a local address it
 // tells the segment, because the kernel does not (docs/references.md). A burst of `count`
-// announcements spaced `interval` apart, the first at once. The scheduler is pure (the agent loop
-// asks it what is due); packet::Announcer does the I/O.
+// announcements spaced `interval` apart, the first `initial_delay` after the takeover. The
+// scheduler is pure (the agent loop asks it what is due); packet::Announcer does the I/O.
 //
-// LBNodeAgent `sendgarp`: PureLB sends nothing unless it is set. Pylon cannot honour "nothing":
-// without an announcement, clients keep the failed node's MAC until their neighbour entry goes
-// stale (tens of seconds). So `sendgarp: false` means ONE announcement per takeover, `true` (and
-// no LBNodeAgent) the full burst.
+// What the LBNodeAgent asks for (node_agent_policy.h): purelb.io/v1 `sendgarp: false` means ONE
+// announcement per takeover (without one, clients keep the failed node's MAC until their
+// neighbour entry goes stale, tens of seconds), `true` (and no LBNodeAgent) the full burst. A
+// purelb.io/v2 object without `garpConfig`, or with `enabled: false`, means none at all (count 0:
+// Schedule does nothing), as PureLB v2.
 #pragma once
 
 #include <chrono>
@@ -22,8 +23,10 @@
 namespace pylon::agent {
 
 struct GarpOptions {
-  int count = 3;
+  int count = 3;  // 0: nothing is ever sent
   Duration interval = std::chrono::milliseconds(300);
+  Duration initial_delay{0};
+  friend bool operator==(const GarpOptions&, const GarpOptions&) = default;
 };
 
 class GarpScheduler {
@@ -35,7 +38,7 @@ class GarpScheduler {
     int ifindex = 0;
     net::IpAddress address;
   };
-  // Starts (or restarts) a burst for `address`, first one due at `now`.
+  // Starts (or restarts) a burst for `address`, first one due at `now` + initial_delay.
   void Schedule(const std::string& interface, int ifindex, const net::IpAddress& address,
                 SteadyTime now);
   void Cancel(const net::IpAddress& address);

@@ -6,6 +6,7 @@
 #include "common/log.h"
 #include "election/subnets_annotation.h"
 #include "k8s/lease.h"
+#include "k8s/object.h"
 #include "k8s/resource.h"
 
 namespace pylon::agent {
@@ -46,6 +47,14 @@ void LeaseKeeper::SetReleased(bool released) {
   released_ = released;
   kick_ = true;
   cv_.notify_all();
+}
+
+void LeaseKeeper::SetInstance(std::string uid) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    instance_ = uid;
+  }
+  SetAnnotation(std::string(kInstanceAnnotation), std::move(uid));
 }
 
 void LeaseKeeper::Start() {
@@ -176,10 +185,39 @@ Status LeaseKeeper::RenewOnce() {
   return st;
 }
 
-Status LeaseKeeper::Delete() {
-  auto st = client_.Delete(k8s::resources::Leases(), ns_, LeaseName());
-  if (!st && st.error().code() != ErrorCode::kNotFound) return st;
-  return Ok();
+Result<LeaseDeleteOutcome> LeaseKeeper::Delete() {
+  const auto& res = k8s::resources::Leases();
+  std::string instance;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    instance = instance_;
+  }
+  auto absent_or = [](const Status& st, LeaseDeleteOutcome ok) -> Result<LeaseDeleteOutcome> {
+    if (st) return ok;
+    if (st.error().code() == ErrorCode::kNotFound) return LeaseDeleteOutcome::kAbsent;
+    return Fail(st.error());
+  };
+  if (instance.empty()) {
+    return absent_or(client_.Delete(res, ns_, LeaseName(), {}), LeaseDeleteOutcome::kDeleted);
+  }
+  for (int attempt = 0;; ++attempt) {
+    auto current = client_.Get(res, ns_, LeaseName());
+    if (!current) {
+      if (current.error().code() == ErrorCode::kNotFound) return LeaseDeleteOutcome::kAbsent;
+      return Fail(current.error());
+    }
+    const std::string holder = k8s::Annotation(*current, kInstanceAnnotation);
+    if (holder != instance) {
+      log::Info("node lease belongs to another instance; not deleting it",
+                {{"lease", LeaseName()}, {"instance", holder}, {"self", instance}});
+      return LeaseDeleteOutcome::kOtherInstance;
+    }
+    k8s::DeleteOptions opts;
+    opts.precondition_resource_version = k8s::ResourceVersion(*current);
+    auto st = client_.Delete(res, ns_, LeaseName(), opts);
+    if (!st && st.error().code() == ErrorCode::kConflict && attempt == 0) continue;
+    return absent_or(st, LeaseDeleteOutcome::kDeleted);
+  }
 }
 
 void LeaseKeeper::Run() {

@@ -11,11 +11,13 @@
 
 #include <atomic>
 #include <condition_variable>
+#include <cstdint>
 #include <functional>
 #include <map>
 #include <mutex>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <thread>
 #include <vector>
 
@@ -27,6 +29,15 @@
 #include "net/ip.h"
 
 namespace pylon::agent {
+
+// The agent pod's UID (PURELB_POD_UID), so an agent deletes only a lease it still owns.
+inline constexpr std::string_view kInstanceAnnotation = "purelb.io/instance";
+
+enum class LeaseDeleteOutcome : std::uint8_t {
+  kDeleted,
+  kAbsent,         // nothing to delete
+  kOtherInstance,  // purelb.io/instance names another pod (its successor): left alone
+};
 
 class LeaseKeeper {
  public:
@@ -44,11 +55,16 @@ class LeaseKeeper {
   // once, without waiting for the lease to expire. Used while this node is not eligible (e.g. its
   // kube-proxy fails its health check, kube_proxy_health.h). A change is written at once.
   void SetReleased(bool released);
+  // This agent's pod UID: published as purelb.io/instance and checked by Delete(). Call before
+  // Start(); "" (the default) = no annotation, Delete() unconditional.
+  void SetInstance(std::string uid);
   void Start();
   // Stops renewing (joins the worker). Idempotent.
   void Stop();
   // Deletes the lease so peers see this node leave at once (graceful shutdown, after withdrawal).
-  Status Delete();
+  // With an instance: only while the lease's purelb.io/instance is this instance, with the
+  // resourceVersion just read as a precondition (a lease rewritten meanwhile is read again, once).
+  Result<LeaseDeleteOutcome> Delete();
   // One renewal attempt now (also what the worker runs every retry period). Returns its outcome.
   Status RenewOnce();
 
@@ -74,6 +90,7 @@ class LeaseKeeper {
   std::string subnets_annotation_;
   std::map<std::string, std::string> extra_annotations_;  // value "" = remove
   bool released_ = false;
+  std::string instance_;
   bool stopping_ = false;
   bool kick_ = false;
   std::thread thread_;

@@ -34,6 +34,7 @@ Status ApplyAgentEnv(const EnvFn& env, AgentOptions* o) {
   auto timing = LeaseTimingFromEnv(env);
   if (!timing) return Fail(timing.error());
   o->timing = *timing;
+  o->pod_uid = env("PURELB_POD_UID").value_or("");
   return heartbeat::ApplyHeartbeatEnv(env, o->heartbeat);
 }
 

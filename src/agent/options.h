@@ -51,6 +51,8 @@ struct AgentOptions {
   log::Level log_level = log::Level::kInfo;  // --log-level
   LeaseTiming timing;                        // PURELB_* environment variables
   heartbeat::HeartbeatConfig heartbeat;      // --heartbeat-*, PYLON_HEARTBEAT_* (off: no key)
+  // $PURELB_POD_UID: the node lease's purelb.io/instance ("" = none).
+  std::string pod_uid;
   // --reannounce-interval: gratuitous ARP / NA for every held local address this often, so
   // switches and neighbours that forgot or mislearned it relearn it. 0 = off (default).
   Duration reannounce_interval{0};

@@ -28,71 +28,6 @@ bool ValidLabelText(std::string_view s, bool key) {
   });
 }
 
-Result<NodeSelector> ParseLabelSelector(const Json& v, const std::string& path) {
-  if (auto s = config::detail::ExpectObject(v, path); !s) return Fail(s.error());
-  std::vector<std::string> terms;
-  auto labels = config::detail::OptionalObject(v, "matchLabels", Child(path, "matchLabels"));
-  if (!labels) return Fail(labels.error());
-  if (*labels != nullptr) {
-    for (const auto& [k, val] : (*labels)->items()) {
-      const std::string p = Child(Child(path, "matchLabels"), k);
-      if (!ValidLabelText(k, true)) return FieldError(p, "not a valid label key");
-      if (!val.is_string())
-        return FieldError(p, "must be a string, got " + std::string(TypeName(val)));
-      const auto& s = val.get_ref<const std::string&>();
-      if (!s.empty() && !ValidLabelText(s, false)) return FieldError(p, "not a valid label value");
-      terms.push_back(k + "=" + s);
-    }
-  }
-  auto exprs =
-      config::detail::OptionalArray(v, "matchExpressions", Child(path, "matchExpressions"));
-  if (!exprs) return Fail(exprs.error());
-  if (*exprs != nullptr) {
-    std::size_t i = 0;
-    for (const Json& e : **exprs) {
-      const std::string p = Index(Child(path, "matchExpressions"), i++);
-      if (auto s = config::detail::ExpectObject(e, p); !s) return Fail(s.error());
-      auto key = config::detail::RequiredString(e, "key", Child(p, "key"));
-      if (!key) return Fail(key.error());
-      if (!ValidLabelText(*key, true)) return FieldError(Child(p, "key"), "not a valid label key");
-      auto op = config::detail::RequiredString(e, "operator", Child(p, "operator"));
-      if (!op) return Fail(op.error());
-      std::vector<std::string> values;
-      auto vals = config::detail::OptionalArray(e, "values", Child(p, "values"));
-      if (!vals) return Fail(vals.error());
-      if (*vals != nullptr) {
-        std::size_t j = 0;
-        for (const Json& x : **vals) {
-          const std::string vp = Index(Child(p, "values"), j++);
-          if (!x.is_string() || !ValidLabelText(x.get_ref<const std::string&>(), false)) {
-            return FieldError(vp, "must be a label value");
-          }
-          values.push_back(x.get<std::string>());
-        }
-      }
-      if (*op == "In" || *op == "NotIn") {
-        if (values.empty()) return FieldError(Child(p, "values"), "required for operator " + *op);
-        std::string list;
-        for (const auto& x : values) list += (list.empty() ? "" : ",") + x;
-        terms.push_back(*key + (*op == "In" ? " in (" : " notin (") + list + ")");
-      } else if (*op == "Exists" || *op == "DoesNotExist") {
-        if (!values.empty()) return FieldError(Child(p, "values"), "must be empty for " + *op);
-        terms.push_back((*op == "Exists" ? "" : "!") + *key);
-      } else {
-        return FieldError(Child(p, "operator"), "unknown operator \"" + op->substr(0, 40) +
-                                                    "\" (want In, NotIn, Exists or DoesNotExist)");
-      }
-    }
-  }
-  NodeSelector sel;
-  for (const auto& t : terms) sel.selector += (sel.selector.empty() ? "" : ",") + t;
-  // The one matcher must accept what we built.
-  if (auto ok = k8s::MatchesLabelSelector(Json::object(), sel.selector); !ok) {
-    return FieldError(path, ok.error().message());
-  }
-  return sel;
-}
-
 Result<std::vector<NodeSelector>> ParseNodeSelectors(const Json& spec) {
   std::vector<NodeSelector> out;
   auto list = config::detail::OptionalArray(spec, "nodeSelectors", "spec.nodeSelectors");
@@ -179,6 +114,71 @@ bool ParseUint(std::string_view s, std::uint32_t max, std::uint32_t* out) {
 }
 
 }  // namespace
+
+Result<NodeSelector> ParseLabelSelector(const Json& v, const std::string& path) {
+  if (auto s = config::detail::ExpectObject(v, path); !s) return Fail(s.error());
+  std::vector<std::string> terms;
+  auto labels = config::detail::OptionalObject(v, "matchLabels", Child(path, "matchLabels"));
+  if (!labels) return Fail(labels.error());
+  if (*labels != nullptr) {
+    for (const auto& [k, val] : (*labels)->items()) {
+      const std::string p = Child(Child(path, "matchLabels"), k);
+      if (!ValidLabelText(k, true)) return FieldError(p, "not a valid label key");
+      if (!val.is_string())
+        return FieldError(p, "must be a string, got " + std::string(TypeName(val)));
+      const auto& s = val.get_ref<const std::string&>();
+      if (!s.empty() && !ValidLabelText(s, false)) return FieldError(p, "not a valid label value");
+      terms.push_back(k + "=" + s);
+    }
+  }
+  auto exprs =
+      config::detail::OptionalArray(v, "matchExpressions", Child(path, "matchExpressions"));
+  if (!exprs) return Fail(exprs.error());
+  if (*exprs != nullptr) {
+    std::size_t i = 0;
+    for (const Json& e : **exprs) {
+      const std::string p = Index(Child(path, "matchExpressions"), i++);
+      if (auto s = config::detail::ExpectObject(e, p); !s) return Fail(s.error());
+      auto key = config::detail::RequiredString(e, "key", Child(p, "key"));
+      if (!key) return Fail(key.error());
+      if (!ValidLabelText(*key, true)) return FieldError(Child(p, "key"), "not a valid label key");
+      auto op = config::detail::RequiredString(e, "operator", Child(p, "operator"));
+      if (!op) return Fail(op.error());
+      std::vector<std::string> values;
+      auto vals = config::detail::OptionalArray(e, "values", Child(p, "values"));
+      if (!vals) return Fail(vals.error());
+      if (*vals != nullptr) {
+        std::size_t j = 0;
+        for (const Json& x : **vals) {
+          const std::string vp = Index(Child(p, "values"), j++);
+          if (!x.is_string() || !ValidLabelText(x.get_ref<const std::string&>(), false)) {
+            return FieldError(vp, "must be a label value");
+          }
+          values.push_back(x.get<std::string>());
+        }
+      }
+      if (*op == "In" || *op == "NotIn") {
+        if (values.empty()) return FieldError(Child(p, "values"), "required for operator " + *op);
+        std::string list;
+        for (const auto& x : values) list += (list.empty() ? "" : ",") + x;
+        terms.push_back(*key + (*op == "In" ? " in (" : " notin (") + list + ")");
+      } else if (*op == "Exists" || *op == "DoesNotExist") {
+        if (!values.empty()) return FieldError(Child(p, "values"), "must be empty for " + *op);
+        terms.push_back((*op == "Exists" ? "" : "!") + *key);
+      } else {
+        return FieldError(Child(p, "operator"), "unknown operator \"" + op->substr(0, 40) +
+                                                    "\" (want In, NotIn, Exists or DoesNotExist)");
+      }
+    }
+  }
+  NodeSelector sel;
+  for (const auto& t : terms) sel.selector += (sel.selector.empty() ? "" : ",") + t;
+  // The one matcher must accept what we built.
+  if (auto ok = k8s::MatchesLabelSelector(Json::object(), sel.selector); !ok) {
+    return FieldError(path, ok.error().message());
+  }
+  return sel;
+}
 
 bool NodeMatches(const std::vector<NodeSelector>& selectors, const Json& node) {
   if (selectors.empty()) return true;

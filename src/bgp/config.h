@@ -24,6 +24,10 @@ struct NodeSelector {
   friend bool operator==(const NodeSelector&, const NodeSelector&) = default;
 };
 
+// Reads a metav1.LabelSelector at `path`; fails with "<path>...: <reason>" on what the API server
+// would refuse (bad keys or values, unknown operators, values with Exists).
+Result<NodeSelector> ParseLabelSelector(const Json& v, const std::string& path);
+
 // Whether `node` (a Node object) matches any of `selectors`; an empty list matches every node.
 bool NodeMatches(const std::vector<NodeSelector>& selectors, const Json& node);
 

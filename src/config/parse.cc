@@ -4,6 +4,7 @@
 #include <cctype>
 #include <exception>
 
+#include "common/duration.h"
 #include "config/json_util.h"
 
 namespace pylon::config {
@@ -425,6 +426,83 @@ Status ReadInterfaces(const Json& l, bool exact_names, NodeAgentConfig* c) {
   return Ok();
 }
 
+// A garpConfig duration: absent -> `fallback`; unparseable or negative -> `fallback` with a warning
+// (PureLB logs and uses its default).
+Result<Duration> ReadGarpDuration(const Json& g, std::string_view key, Duration fallback,
+                                  std::vector<std::string>& warnings) {
+  const std::string path = Child("spec.local.garpConfig", key);
+  auto text = detail::OptionalString(g, key, path);
+  if (!text) return Fail(text.error());
+  if (!text->has_value()) return fallback;
+  auto d = ParseGoDuration(**text);
+  if (d && *d >= Duration(0)) return *d;
+  warnings.push_back(
+      path + ": \"" + (*text)->substr(0, 40) + "\" is not a duration; using the default " +
+      std::to_string(std::chrono::duration_cast<std::chrono::milliseconds>(fallback).count()) +
+      "ms");
+  return fallback;
+}
+
+Result<GarpTimings> ReadGarpTimings(const Json& g, std::vector<std::string>& warnings) {
+  GarpTimings t;
+  auto delay = ReadGarpDuration(g, "initialDelay", t.initial_delay, warnings);
+  if (!delay) return Fail(delay.error());
+  t.initial_delay = *delay;
+  auto interval = ReadGarpDuration(g, "interval", t.interval, warnings);
+  if (!interval) return Fail(interval.error());
+  t.interval = *interval;
+  const std::string count_path = "spec.local.garpConfig.count";
+  if (const Json* count = detail::Find(g, "count"); count != nullptr) {
+    if (!count->is_number_integer()) {
+      return FieldError(count_path,
+                        "must be an integer, got " + std::string(detail::TypeName(*count)));
+    }
+    const std::int64_t n = count->get<std::int64_t>();
+    t.count = static_cast<int>(std::clamp<std::int64_t>(n, 1, 10));
+    if (t.count != n) {
+      warnings.push_back(count_path + ": " + std::to_string(n) + " is outside 1..10; using " +
+                         std::to_string(t.count));
+    }
+  }
+  auto verify =
+      detail::OptionalBool(g, "verifyBeforeSend", "spec.local.garpConfig.verifyBeforeSend");
+  if (!verify) return Fail(verify.error());
+  t.verify_before_send = verify->value_or(true);
+  return t;
+}
+
+Result<InterfaceAddressConfig> ReadInterfaceAddressConfig(const Json& o, const std::string& path,
+                                                          std::vector<std::string>& warnings) {
+  // kForever (0xffffffff) is the kernel's "permanent"; 0 says that here.
+  constexpr std::int64_t kMaxSeconds = 4294967294;
+  InterfaceAddressConfig out;
+  auto seconds = [&](const char* key) -> Result<std::optional<std::uint32_t>> {
+    const std::string p = Child(path, key);
+    auto v = detail::OptionalNonNegativeInt(o, key, p);
+    if (!v) return Fail(v.error());
+    if (!v->has_value()) return std::optional<std::uint32_t>();
+    if (**v > kMaxSeconds) {
+      return FieldError(p, "at most " + std::to_string(kMaxSeconds) + " seconds (0: permanent)");
+    }
+    return std::optional<std::uint32_t>(static_cast<std::uint32_t>(**v));
+  };
+  auto valid = seconds("validLifetime");
+  if (!valid) return Fail(valid.error());
+  out.valid_lifetime = *valid;
+  if (out.valid_lifetime && *out.valid_lifetime > 0 && *out.valid_lifetime < 60) {
+    warnings.push_back(Child(path, "validLifetime") + ": " + std::to_string(*out.valid_lifetime) +
+                       "s raised to 60s (the minimum)");
+    out.valid_lifetime = 60;
+  }
+  auto preferred = seconds("preferredLifetime");
+  if (!preferred) return Fail(preferred.error());
+  out.preferred_lifetime = *preferred;
+  auto npr = detail::OptionalBool(o, "noPrefixRoute", Child(path, "noPrefixRoute"));
+  if (!npr) return Fail(npr.error());
+  out.no_prefix_route = *npr;
+  return out;
+}
+
 Status ParseNodeAgentV1Local(const Json& l, NodeAgentConfig& c) {
   if (auto s = ReadLocalInterface(l, "localint", "spec.local.localint", &c); !s) return s;
   if (auto s = ReadInterfaceName(l, "extlbint", "spec.local.extlbint", &c.external_interface); !s) {
@@ -456,34 +534,29 @@ Status ParseNodeAgentV2Local(const Json& l, NodeAgentConfig& c) {
   if (auto s = ReadInterfaces(l, /*exact_names=*/true, &c); !s) return s;
   auto garp = detail::OptionalObject(l, "garpConfig", "spec.local.garpConfig");
   if (!garp) return Fail(garp.error());
-  if (*garp == nullptr) {
-    c.send_garp = false;
-    c.warnings.push_back(
-        "spec.local.garpConfig: absent; PureLB v2 then sends no gratuitous ARP / NA, Pylon "
-        "sends one per takeover");
-  } else {
+  if (*garp != nullptr) {
     auto enabled = detail::OptionalBool(**garp, "enabled", "spec.local.garpConfig.enabled");
     if (!enabled) return Fail(enabled.error());
     c.send_garp = enabled->value_or(true);
-    if (!c.send_garp) {
-      c.warnings.push_back(
-          "spec.local.garpConfig.enabled: false; Pylon still sends one gratuitous ARP / NA per "
-          "takeover");
-    }
-    for (const char* k : {"initialDelay", "count", "interval", "verifyBeforeSend"}) {
-      if (Find(**garp, {k}) != nullptr) {
-        c.warnings.push_back(
-            "spec.local.garpConfig: initialDelay, count, interval and verifyBeforeSend are not "
-            "used; the agent's --garp-count and --garp-interval apply");
-        break;
-      }
-    }
+    auto timings = ReadGarpTimings(**garp, c.warnings);
+    if (!timings) return Fail(timings.error());
+    if (c.send_garp) c.garp = *timings;
   }
   auto ac = detail::OptionalObject(l, "addressConfig", "spec.local.addressConfig");
   if (!ac) return Fail(ac.error());
   if (*ac != nullptr) {
-    c.warnings.push_back(
-        "spec.local.addressConfig: not used; the agent's --address-lifetime applies");
+    AddressConfig config;
+    for (auto [key, out] :
+         {std::pair{"localInterface", &config.local}, std::pair{"dummyInterface", &config.dummy}}) {
+      const std::string path = Child("spec.local.addressConfig", key);
+      auto one = detail::OptionalObject(**ac, key, path);
+      if (!one) return Fail(one.error());
+      if (*one == nullptr) continue;
+      auto read = ReadInterfaceAddressConfig(**one, path, c.warnings);
+      if (!read) return Fail(read.error());
+      *out = *read;
+    }
+    c.address_config = config;
   }
   return Ok();
 }
@@ -504,15 +577,12 @@ Result<NodeAgentConfig> ParseNodeAgentUnguarded(const Json& object) {
     if (v2) {
       auto sel = detail::OptionalObject(**spec, "nodeSelector", "spec.nodeSelector");
       if (!sel) return Fail(sel.error());
-      if (*sel != nullptr && !(*sel)->empty()) {
-        c.warnings.push_back(
-            "spec.nodeSelector: not used; every node reads the LBNodeAgent \"default\" (else the "
-            "first by name)");
-      }
+      if (*sel != nullptr && !(*sel)->empty()) c.node_selector = **sel;
     }
     auto local = detail::OptionalObject(**spec, "local", "spec.local");
     if (!local) return Fail(local.error());
     if (*local == nullptr) return Ok();
+    c.has_local = true;
     return v2 ? ParseNodeAgentV2Local(**local, c) : ParseNodeAgentV1Local(**local, c);
   };
   if (auto s = body(); !s) return Fail(InObject(c.meta.key, s.error()));

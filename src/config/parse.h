@@ -5,6 +5,8 @@
 // is outside subnet 192.168.10.0/24". Pure: no I/O.
 #pragma once
 
+#include <chrono>
+#include <cstdint>
 #include <memory>
 #include <optional>
 #include <regex>
@@ -14,6 +16,7 @@
 
 #include "common/json.h"
 
+#include "common/clock.h"
 #include "common/result.h"
 #include "config/group.h"
 #include "config/object_meta.h"
@@ -65,6 +68,33 @@ class InterfacePattern {
   std::shared_ptr<const std::regex> regex_;  // shared: patterns are immutable once compiled
 };
 
+// purelb.io/v2 spec.local.garpConfig (present and enabled). Absent fields take PureLB's CRD
+// defaults; a duration that does not parse takes the default too, with a warning.
+struct GarpTimings {
+  Duration initial_delay = std::chrono::milliseconds(100);  // before the first packet
+  int count = 3;                                            // packets per takeover, 1..10
+  Duration interval = std::chrono::milliseconds(500);       // between packets
+  bool verify_before_send = true;
+  friend bool operator==(const GarpTimings&, const GarpTimings&) = default;
+};
+
+// purelb.io/v2 spec.local.addressConfig.localInterface / .dummyInterface. Absent fields leave the
+// agent's own default (docs/purelb-v2.md).
+struct InterfaceAddressConfig {
+  // Seconds; 0 = permanent. A non-zero value below 60 is raised to 60 (PureLB), with a warning.
+  std::optional<std::uint32_t> valid_lifetime;
+  // Seconds; the agent clamps it to the valid lifetime. IPv6 addresses always get 0.
+  std::optional<std::uint32_t> preferred_lifetime;
+  std::optional<bool> no_prefix_route;  // IFA_F_NOPREFIXROUTE
+  friend bool operator==(const InterfaceAddressConfig&, const InterfaceAddressConfig&) = default;
+};
+
+struct AddressConfig {
+  std::optional<InterfaceAddressConfig> local;  // addresses on announcing (NIC) interfaces
+  std::optional<InterfaceAddressConfig> dummy;  // addresses on the dummy (virtual) interface
+  friend bool operator==(const AddressConfig&, const AddressConfig&) = default;
+};
+
 struct NodeAgentConfig {
   ObjectMeta meta;
   PurelbVersion version = PurelbVersion::kV1;
@@ -72,21 +102,36 @@ struct NodeAgentConfig {
   std::optional<InterfacePattern> local_interface;
   // A valid Linux interface name (1-15 bytes, not "." or "..", no '/', ':' or whitespace).
   std::string external_interface = "kube-lb0";
+  // v1: sendgarp. v2: garpConfig present and enabled.
   bool send_garp = false;
+  // v2 with send_garp only: the garpConfig timings.
+  std::optional<GarpTimings> garp;
+  // v2 only; nullopt when absent.
+  std::optional<AddressConfig> address_config;
+  // spec.local is present. A v2 object without it configures nothing (it still takes part in the
+  // choice of the governing object, agent/node_agent_select.h).
+  bool has_local = false;
+  // v2 spec.nodeSelector when present and not `{}` (a metav1.LabelSelector, unvalidated: an
+  // unusable selector matches no node, which the agent reports). nullopt: every node.
+  std::optional<Json> node_selector;
   // Extra interfaces whose subnets count for election.
   std::vector<InterfacePattern> interfaces;
-  // purelb.io/v2 settings read but not acted upon (nodeSelector, addressConfig, the garpConfig
-  // timings), one "<field path>: <what Pylon does instead>" each, for logs.
+  // Accepted with a change worth telling the user (a lifetime raised to 60 s, an unparseable
+  // GARP duration replaced by its default), one "<field path>: <what Pylon does>" each, for logs.
   std::vector<std::string> warnings;
+
+  // GARP/NA is off altogether: a v2 object without garpConfig or with `enabled: false`.
+  bool garp_off() const { return version == PurelbVersion::kV2 && !send_garp; }
 };
 
 // LBNodeAgent purelb.io/v1 or purelb.io/v2 (namespaced); the version as for ServiceGroups
 // (spec.writtenAs, else apiVersion). Missing spec or spec.local means all defaults.
 // v1: spec.local{localint, extlbint, sendgarp, interfaces[] (patterns)}; v2 fields ignored.
 // v2: spec.local{localInterface (as localint), dummyInterface (as extlbint), interfaces[] (exact
-// names, as PureLB v2), garpConfig (send_garp = garpConfig.enabled, default true; absent: false),
-// addressConfig}; spec.nodeSelector. The v1 names localint/extlbint/sendgarp are refused.
-// nodeSelector, addressConfig and the garpConfig timings are accepted with a warning each.
+// names, as PureLB v2), garpConfig (send_garp = garpConfig.enabled, default true; absent: false;
+// timings in `garp`), addressConfig{localInterface, dummyInterface}{validLifetime,
+// preferredLifetime (integers 0..4294967294), noPrefixRoute}}; spec.nodeSelector (an object).
+// The v1 names localint/extlbint/sendgarp are refused.
 Result<NodeAgentConfig> ParseNodeAgent(const Json& object);
 
 // Linux dev_valid_name(): 1..15 bytes, not "." or "..", no '/', ':' or whitespace.

@@ -11,6 +11,7 @@
 #include <thread>
 
 #include "agent/agent_metrics.h"
+#include "agent/kube_writer.h"
 #include "election/node_name.h"
 #include "k8s/event_recorder.h"
 #include "k8s/resource.h"
@@ -173,6 +174,7 @@ class AgentRuntimeTest : public ::testing::Test {
     o.timing = LeaseTiming{seconds(2), milliseconds(1500), milliseconds(200)};
     o.garp.interval = milliseconds(10);
     o.kube_proxy.enabled = false;  // no kube-proxy here
+    o.pod_uid = "uid-agent-1";
     AgentDeps d;
     d.client = &observing_;
     d.recorder = &recorder_;
@@ -229,6 +231,7 @@ TEST_F(AgentRuntimeTest, AnnouncesThenShutsDownWithdrawingBeforeDeletingTheLease
   auto lease = client_.Get(k8s::resources::Leases(), "purelb-system", "purelb-node-node1");
   ASSERT_TRUE(lease);
   EXPECT_EQ(k8s::Annotation(*lease, "purelb.io/subnets"), "192.0.2.0/24");
+  EXPECT_EQ(k8s::Annotation(*lease, "purelb.io/instance"), "uid-agent-1");
   EXPECT_EQ(FindString(*lease, {"spec", "holderIdentity"}).value_or(""), "node1");
   EXPECT_EQ(FindInt(*lease, {"spec", "leaseDurationSeconds"}).value_or(0), 2);
   EXPECT_TRUE(Eventually([&] { return metrics_.Get(kMetricLeaseHealthy, {}) == 1; }));
@@ -256,6 +259,49 @@ TEST_F(AgentRuntimeTest, DepartedServiceIsWithdrawn) {
   ASSERT_TRUE(Eventually([&] { return Holds("192.0.2.100/24"); }));
   ASSERT_TRUE(client_.Delete(k8s::resources::Services(), "default", "web", {}));
   EXPECT_TRUE(Eventually([&] { return !Holds("192.0.2.100/24"); }));
+}
+
+// purelb.io/v2 LBNodeAgent nodeSelector: a node no LBNodeAgent selects withdraws everything and
+// advertises no subnets, and says why; labelled to match, it announces again -- without a
+// gratuitous ARP, as the governing object has no garpConfig.
+TEST_F(AgentRuntimeTest, NodeSelectorDeselectsThenSelectsTheNode) {
+  ASSERT_TRUE(Eventually([&] { return Holds("192.0.2.100/24"); }));
+  auto lease_subnets = [&] {
+    auto lease = client_.Get(k8s::resources::Leases(), "purelb-system", "purelb-node-node1");
+    return lease ? k8s::Annotation(*lease, "purelb.io/subnets") : std::string("?");
+  };
+  ASSERT_TRUE(client_.Create(k8s::resources::Nodes(),
+                             {{"metadata", {{"name", "node1"}, {"labels", {{"pool", "core"}}}}}}));
+  json edge = {{"apiVersion", "purelb.io/v2"},
+               {"kind", "LBNodeAgent"},
+               {"metadata", {{"name", "edge"}, {"namespace", "purelb-system"}}},
+               // writtenAs: the v2 CRD's default (the fake API server applies none).
+               {"spec",
+                {{"writtenAs", "v2"},
+                 {"nodeSelector", {{"matchLabels", {{"pool", "edge"}}}}},
+                 {"local", {{"localInterface", "default"}}}}}};
+  ASSERT_TRUE(client_.Create(crd::LBNodeAgents(), edge));
+  EXPECT_TRUE(Eventually([&] { return !Holds("192.0.2.100/24"); }));
+  EXPECT_TRUE(Eventually([&] { return lease_subnets().empty(); }));
+  EXPECT_TRUE(Eventually([&] {
+    for (const auto& e : recorder_.Events()) {
+      if (e.find("LBNodeAgentDeselected") != std::string::npos &&
+          e.find("purelb-system/edge does not match") != std::string::npos) {
+        return true;
+      }
+    }
+    return false;
+  }));
+
+  const std::size_t sent_before = announcer_.sent().size();
+  auto node = client_.Get(k8s::resources::Nodes(), "", "node1");
+  ASSERT_TRUE(node);
+  (*node)["metadata"]["labels"]["pool"] = "edge";
+  ASSERT_TRUE(client_.Update(k8s::resources::Nodes(), *node));
+  EXPECT_TRUE(Eventually([&] { return Holds("192.0.2.100/24"); }));
+  EXPECT_TRUE(Eventually([&] { return lease_subnets() == "192.0.2.0/24"; }));
+  std::this_thread::sleep_for(milliseconds(100));  // a burst would have begun at once
+  EXPECT_EQ(announcer_.sent().size(), sent_before);
 }
 
 }  // namespace

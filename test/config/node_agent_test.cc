@@ -127,8 +127,7 @@ nlohmann::json AgentV2(nlohmann::json spec) {
   return o;
 }
 
-// purelb.io/v2 LBNodeAgents: the renamed fields, exact interface names, garpConfig, and what is
-// accepted without effect (each with a warning).
+// purelb.io/v2 LBNodeAgents: the renamed fields, exact interface names, garpConfig.
 TEST(NodeAgent, V2Table) {
   struct Row {
     const char* name;
@@ -148,7 +147,7 @@ TEST(NodeAgent, V2Table) {
        false,
        {},
        {},
-       1},
+       0},
       {"no local at all: defaults", R"({})", nullptr, "kube-lb0", false, {}, {}, 0},
       {"regex, dummy, exact interface names",
        R"({"local":{"localInterface":"^enp",
@@ -160,14 +159,14 @@ TEST(NodeAgent, V2Table) {
        {"eth1", "bond0.100", "br-lan"},
        {"eth10", "veth1", "bond0x100", "br-lan2"},
        0},
-      {"garpConfig present: enabled defaults to true; timings warned",
+      {"garpConfig present: enabled defaults to true",
        R"({"local":{"garpConfig":{"count":5,"interval":"250ms"}}})",
        nullptr,
        "kube-lb0",
        true,
        {},
        {},
-       1},
+       0},
       {"garpConfig disabled",
        R"({"local":{"garpConfig":{"enabled":false}}})",
        nullptr,
@@ -175,8 +174,8 @@ TEST(NodeAgent, V2Table) {
        false,
        {},
        {},
-       1},
-      {"nodeSelector and addressConfig accepted, warned",
+       0},
+      {"nodeSelector and addressConfig accepted",
        R"({"nodeSelector":{"matchLabels":
        {"pool":"edge"}},"local":{"garpConfig":{},"addressConfig":{"localInterface":
        {"validLifetime":600}}}})",
@@ -185,7 +184,7 @@ TEST(NodeAgent, V2Table) {
        true,
        {},
        {},
-       2},
+       0},
   };
   for (const Row& row : rows) {
     SCOPED_TRACE(row.name);
@@ -234,6 +233,19 @@ TEST(NodeAgent, V2ErrorsTable) {
       {R"({"local":{"garpConfig":true}})",
        "spec.local.garpConfig: must be an object, got a boolean"},
       {R"({"nodeSelector":"edge"})", "spec.nodeSelector: must be an object, got a string"},
+      {R"({"local":{"garpConfig":{"count":"3"}}})",
+       "spec.local.garpConfig.count: must be an integer, got a string"},
+      {R"({"local":{"garpConfig":{"interval":500}}})",
+       "spec.local.garpConfig.interval: must be a string, got a number"},
+      {R"({"local":{"addressConfig":{"localInterface":{"validLifetime":-1}}}})",
+       "spec.local.addressConfig.localInterface.validLifetime: must not be negative"},
+      {R"({"local":{"addressConfig":{"dummyInterface":{"preferredLifetime":4294967295}}}})",
+       "spec.local.addressConfig.dummyInterface.preferredLifetime: at most 4294967294 seconds "
+       "(0: permanent)"},
+      {R"({"local":{"addressConfig":{"localInterface":{"noPrefixRoute":"yes"}}}})",
+       "spec.local.addressConfig.localInterface.noPrefixRoute: must be a boolean, got a string"},
+      {R"({"local":{"addressConfig":{"localInterface":300}}})",
+       "spec.local.addressConfig.localInterface: must be an object, got a number"},
       {R"({"writtenAs":"v9"})", "spec.writtenAs: \"v9\" is not v1 or v2"},
   };
   for (const Row& row : rows) {
@@ -242,6 +254,127 @@ TEST(NodeAgent, V2ErrorsTable) {
     ASSERT_FALSE(c);
     EXPECT_EQ(c.error().message(), std::string("LBNodeAgent purelb-system/default: ") + row.error);
   }
+}
+
+// The v2 settings the agent acts on: garpConfig timings (PureLB's defaults and clamps),
+// addressConfig per interface kind, nodeSelector, spec.local presence.
+TEST(NodeAgent, V2SettingsTable) {
+  using std::chrono::milliseconds;
+  struct Row {
+    const char* name;
+    const char* spec;
+    std::optional<GarpTimings> garp;
+    std::optional<AddressConfig> address_config;
+    bool has_selector;
+    bool has_local;
+    bool garp_off;
+    std::vector<std::string> warnings;
+  };
+  const GarpTimings defaults;
+  const Row rows[] = {
+      {"no garpConfig: GARP off",
+       R"({"local":{}})",
+       std::nullopt,
+       std::nullopt,
+       false,
+       true,
+       true,
+       {}},
+      {"garpConfig {}: PureLB's defaults",
+       R"({"local":{"garpConfig":{}}})",
+       defaults,
+       std::nullopt,
+       false,
+       true,
+       false,
+       {}},
+      {"enabled false: off, timings dropped",
+       R"({"local":{"garpConfig":{"enabled":false,"count":5}}})",
+       std::nullopt,
+       std::nullopt,
+       false,
+       true,
+       true,
+       {}},
+      {"timings",
+       R"({"local":{"garpConfig":{"initialDelay":"1s","count":5,"interval":"250ms",
+       "verifyBeforeSend":false}}})",
+       GarpTimings{milliseconds(1000), 5, milliseconds(250), false},
+       std::nullopt,
+       false,
+       true,
+       false,
+       {}},
+      {"count clamped, bad durations take defaults",
+       R"({"local":{"garpConfig":{"initialDelay":"soon","count":40,"interval":"-1s"}}})",
+       GarpTimings{milliseconds(100), 10, milliseconds(500), true},
+       std::nullopt,
+       false,
+       true,
+       false,
+       {"spec.local.garpConfig.initialDelay: \"soon\" is not a duration; using the default 100ms",
+        "spec.local.garpConfig.interval: \"-1s\" is not a duration; using the default 500ms",
+        "spec.local.garpConfig.count: 40 is outside 1..10; using 10"}},
+      {"addressConfig both kinds",
+       R"({"local":{"addressConfig":{"localInterface":{"validLifetime":600,
+       "preferredLifetime":300,"noPrefixRoute":false},"dummyInterface":{"validLifetime":0}}}})",
+       std::nullopt,
+       AddressConfig{InterfaceAddressConfig{600, 300, false},
+                     InterfaceAddressConfig{0, std::nullopt, std::nullopt}},
+       false,
+       true,
+       true,
+       {}},
+      {"addressConfig lifetime below 60 raised",
+       R"({"local":{"addressConfig":{"localInterface":{"validLifetime":10}}}})",
+       std::nullopt,
+       AddressConfig{InterfaceAddressConfig{60, std::nullopt, std::nullopt}, std::nullopt},
+       false,
+       true,
+       true,
+       {"spec.local.addressConfig.localInterface.validLifetime: 10s raised to 60s (the minimum)"}},
+      {"empty addressConfig",
+       R"({"local":{"addressConfig":{}}})",
+       std::nullopt,
+       AddressConfig{},
+       false,
+       true,
+       true,
+       {}},
+      {"nodeSelector, no local",
+       R"({"nodeSelector":{"matchLabels":{"pool":"edge"}}})",
+       std::nullopt,
+       std::nullopt,
+       true,
+       false,
+       true,
+       {}},
+      {"nodeSelector {} is a catch-all",
+       R"({"nodeSelector":{},"local":{}})",
+       std::nullopt,
+       std::nullopt,
+       false,
+       true,
+       true,
+       {}},
+  };
+  for (const Row& row : rows) {
+    SCOPED_TRACE(row.name);
+    auto c = ParseNodeAgent(AgentV2(Parse(row.spec)));
+    ASSERT_TRUE(c) << c.error().message();
+    EXPECT_EQ(c->garp, row.garp);
+    EXPECT_EQ(c->address_config, row.address_config);
+    EXPECT_EQ(c->node_selector.has_value(), row.has_selector);
+    EXPECT_EQ(c->has_local, row.has_local);
+    EXPECT_EQ(c->garp_off(), row.garp_off);
+    EXPECT_EQ(c->warnings, row.warnings);
+  }
+  // v1: sendgarp false is not "off" (one announcement per takeover), and v2 fields are ignored.
+  auto v1 = ParseNodeAgent(
+      Agent(Parse(R"({"sendgarp":false,"addressConfig":{"localInterface":{"validLifetime":9}}})")));
+  ASSERT_TRUE(v1) << v1.error().message();
+  EXPECT_FALSE(v1->garp_off());
+  EXPECT_FALSE(v1->address_config.has_value());
 }
 
 // writtenAs decides: a v1 object read through v2 keeps the v1 names and meaning, and the reverse.

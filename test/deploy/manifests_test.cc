@@ -561,7 +561,7 @@ TEST_F(DeployTest, ChangedInstallReappliesAsAStrategicMerge) {
       "{.spec.template.spec.containers[0].volumeMounts[*].name}|"
       "{.spec.template.spec.volumes[*].name}'");
   EXPECT_EQ(c.out,
-            "--log-level=debug|NODE_NAME POD_NAMESPACE PURELB_LEASE_DURATION "
+            "--log-level=debug|NODE_NAME POD_NAMESPACE PURELB_POD_UID PURELB_LEASE_DURATION "
             "PURELB_RENEW_DEADLINE PURELB_RETRY_PERIOD PYLON_HEARTBEAT_KEY_FILE|run heartbeat-key|"
             "run heartbeat-key");
   // A template change is a new template generation.
