@@ -154,6 +154,7 @@ ServiceWrites PlanServiceWrites(const json& current, const Decision& d, const st
     want(model::kAnnPoolType, std::nullopt);
     want(model::kAnnSkipIPv6DAD, std::nullopt);
   }
+  if (d.clear_re_evaluate) want(model::kAnnReEvaluate, std::nullopt);
   if (!patch.empty()) w.annotations = json{{"metadata", {{"annotations", std::move(patch)}}}};
   return w;
 }
