@@ -21,22 +21,28 @@
 
 namespace pylon::allocator {
 
-// What the allocator reads of one node lease.
+// What the allocator reads of one node lease, its annotation parsed once (ReadNodeLease).
 struct NodeLease {
   std::string node;             // from the lease name (election::NodeFromLeaseName)
   std::string holder_identity;  // "" = released
   std::optional<std::int64_t> lease_duration_seconds;
   std::optional<WallTime> renew_time;
-  std::string subnets_annotation;  // raw `purelb.io/subnets`; absent reads as ""
+  std::string subnets_annotation;    // raw `purelb.io/subnets`; absent reads as ""
+  std::vector<net::Prefix> subnets;  // parsed from it (election::ParseSubnetsAnnotation)
+  std::vector<std::string> issues;   // bad entries (skipped), one line each, naming the lease
 };
+
+NodeLease ReadNodeLease(std::string node, std::string holder_identity,
+                        std::optional<std::int64_t> lease_duration_seconds,
+                        std::optional<WallTime> renew_time, std::string subnets_annotation);
 
 struct NodeSubnets {
   // Masked, sorted (election::PrefixLess), deduplicated subnets of the live leases.
   std::vector<net::Prefix> live;
   // Nodes whose lease is live, sorted.
   std::vector<std::string> live_nodes;
-  // One line per problem: a bad subnet entry (skipped), a lease that cannot be judged.
-  std::vector<std::string> issues;
+  // When the first live lease expires (the result may change then without a lease event).
+  std::optional<WallTime> next_expiry;
 
   bool Has(const net::Prefix& subnet) const;  // `subnet` masked before the comparison
 };
