@@ -6,8 +6,8 @@
 #include "allocator/service_writes.h"
 #include "common/log.h"
 #include "election/node_name.h"
-#include "k8s/lease.h"
 #include "k8s/field_mask.h"
+#include "k8s/lease.h"
 #include "k8s/time.h"
 #include "model/service.h"
 
@@ -466,13 +466,12 @@ void Controller::LeaseChanged(const k8s::Json& lease, bool deleted) {
   bool grew = false;
   {
     MutexLock lock(mu_);
-    auto it = std::lower_bound(
-        node_leases_.begin(), node_leases_.end(), node->str(),
-        [](const NodeLease& l, const std::string& name) { return l.node < name; });
+    auto it =
+        std::lower_bound(node_leases_.begin(), node_leases_.end(), node->str(),
+                         [](const NodeLease& l, const std::string& name) { return l.node < name; });
     const bool known = it != node_leases_.end() && it->node == node->str();
     const bool annotation_changed =
-        read && (!known ||
-                 it->subnets_annotation != read->subnets_annotation ||
+        read && (!known || it->subnets_annotation != read->subnets_annotation ||
                  it->issues.size() != read->issues.size());
     if (annotation_changed) {
       for (const auto& issue : read->issues) log::Warn("node lease", {{"issue", issue}});

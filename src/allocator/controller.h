@@ -1,8 +1,8 @@
 // The allocator controller: informers on Services, ServiceGroups and LoadBalancerClasses feed a
 // rate-limited work queue (an informer on the node Leases of the install namespace keeps the live
-// node subnets multi-pool allocates on, node_subnets.h); worker threads run the pure reconcile core (reconcile.h) under one
-// lock and do the API writes outside it. Only the leader processes (Lead()); a follower keeps its
-// caches warm.
+// node subnets multi-pool allocates on, node_subnets.h); worker threads run the pure reconcile core
+// (reconcile.h) under one lock and do the API writes outside it. Only the leader processes
+// (Lead()); a follower keeps its caches warm.
 //
 // Work keys: "s/<ns>/<name>" (a Service), "config" (re-validate every config object), and
 // "cs/<kind>/<ns>/<name>" (write one config object's status; delayed to batch usage changes).

@@ -13,8 +13,13 @@ bool NodeSubnets::Has(const net::Prefix& subnet) const {
 NodeLease ReadNodeLease(std::string node, std::string holder_identity,
                         std::optional<std::int64_t> lease_duration_seconds,
                         std::optional<WallTime> renew_time, std::string subnets_annotation) {
-  NodeLease l{std::move(node), std::move(holder_identity), lease_duration_seconds, renew_time,
-              std::move(subnets_annotation), {}, {}};
+  NodeLease l{std::move(node),
+              std::move(holder_identity),
+              lease_duration_seconds,
+              renew_time,
+              std::move(subnets_annotation),
+              {},
+              {}};
   election::SubnetsParse parsed = election::ParseSubnetsAnnotation(l.subnets_annotation);
   l.subnets = std::move(parsed.subnets);
   for (const std::string& issue : parsed.issues) {

@@ -555,8 +555,9 @@ struct Allocation {
 };
 
 // Builds the decision of an allocation (or its refusal): annotations, condition, events.
-Decision FinishAllocated(const model::Service& svc, const config::Group* group, const model::Selection& sel,
-                         bool purelb_branded, const std::optional<std::string>& resolution_warning,
+Decision FinishAllocated(const model::Service& svc, const config::Group* group,
+                         const model::Selection& sel, bool purelb_branded,
+                         const std::optional<std::string>& resolution_warning,
                          const ConflictState& conflicts, const Decision& cd, Allocation a,
                          const std::function<Decision(Refusal)>& refuse) {
   if (a.refusal) {
@@ -689,15 +690,14 @@ Allocation AllocateMultiPool(const MultiPoolInput& mi, const pool::ServiceKey& k
   a.released = r->assigned.released;
   a.message = "Assigned " + JoinIps(a.ingress) + " from " + mi.group_word + " (multi-pool)";
   const std::size_t added = Minus(a.ingress, mi.svc.ingress).size();
-  a.assigned_event = mi.svc.ingress.empty()
-                         ? "Multi-pool: assigned " + std::to_string(added) + " IPs from pool " +
-                               mi.name
-                         : "Incremental multi-pool: added " + std::to_string(added) +
-                               " IPs (total " + std::to_string(a.ingress.size()) +
-                               ") from pool " + mi.name;
+  a.assigned_event =
+      mi.svc.ingress.empty()
+          ? "Multi-pool: assigned " + std::to_string(added) + " IPs from pool " + mi.name
+          : "Incremental multi-pool: added " + std::to_string(added) + " IPs (total " +
+                std::to_string(a.ingress.size()) + ") from pool " + mi.name;
   for (std::size_t i : r->exhausted) {
-    a.assigned_event += (i == r->exhausted.front() ? "; no free address in " : ", ") +
-                        slot_entries[i]->written;
+    a.assigned_event +=
+        (i == r->exhausted.front() ? "; no free address in " : ", ") + slot_entries[i]->written;
   }
   return a;
 }
@@ -849,14 +849,14 @@ Decision ReconcileService(const ServiceInput& in, const config::InForceConfig& c
   // ordinary way.
   const bool multi_in_effect = MultiPoolInEffect(svc, *group);
   if (multi_in_effect && group->balance_pools) {
-    return refuse({Reason::kMultiPoolRefused,
-                   "multi-pool and balancePools allocation are mutually exclusive for pool " +
-                       sel.name});
+    return refuse(
+        {Reason::kMultiPoolRefused,
+         "multi-pool and balancePools allocation are mutually exclusive for pool " + sel.name});
   }
   if (multi_in_effect && !sharing_key.empty()) {
-    return refuse({Reason::kMultiPoolRefused,
-                   "multi-pool and allow-shared-ip (" + std::string(model::kAnnSharing) +
-                       ") are mutually exclusive for pool " + sel.name});
+    return refuse({Reason::kMultiPoolRefused, "multi-pool and allow-shared-ip (" +
+                                                  std::string(model::kAnnSharing) +
+                                                  ") are mutually exclusive for pool " + sel.name});
   }
   const bool multi = multi_in_effect && requested->empty();
   std::vector<IpAddress> held;  // what the Service holds in this group now

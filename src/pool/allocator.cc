@@ -454,9 +454,8 @@ Result<MultiAssignOutcome> Allocator::AssignMulti(const MultiAssignRequest& requ
       }
     }
     if (!inside) {
-      return Fail(ErrorCode::kInvalidArgument, "assign " + who + ": slot " +
-                                                   DescribeRanges(slot) + " is not in pool " +
-                                                   Quote(pool->key));
+      return Fail(ErrorCode::kInvalidArgument, "assign " + who + ": slot " + DescribeRanges(slot) +
+                                                   " is not in pool " + Quote(pool->key));
     }
     if (!pick) {
       out.exhausted.push_back(i);
@@ -545,8 +544,7 @@ std::vector<RebuildConflict> Allocator::Rebuild(const std::vector<ExistingRecord
       const ServiceState& st = self->second;
       auto same_family = std::find_if(st.addresses.begin(), st.addresses.end(),
                                       [&](const IpAddress& a) { return a.family() == family; });
-      if (std::find(st.addresses.begin(), st.addresses.end(), rec.address) !=
-          st.addresses.end()) {
+      if (std::find(st.addresses.begin(), st.addresses.end(), rec.address) != st.addresses.end()) {
         refuse(ErrorCode::kAlreadyExists, "duplicate record");
         continue;
       }

@@ -66,9 +66,9 @@ struct AssignOutcome {
 };
 
 struct MultiAssignOutcome {
-  AssignOutcome assigned;                   // addresses: kept ones first, then one per slot
-  std::vector<std::size_t> exhausted;       // indexes of the slots with no free address
-  std::vector<net::IpAddress> not_kept;     // `keep` entries held by another or outside the pool
+  AssignOutcome assigned;                // addresses: kept ones first, then one per slot
+  std::vector<std::size_t> exhausted;    // indexes of the slots with no free address
+  std::vector<net::IpAddress> not_kept;  // `keep` entries held by another or outside the pool
 };
 
 // An allocation that SetPools took away because its address is no longer in its pool.

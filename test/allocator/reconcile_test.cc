@@ -643,7 +643,8 @@ TEST(ReconcileTest, V2MultiPool) {
     return s;
   };
   auto in_use = [&](const char* group) {
-    return w.pool().Stats(std::string("ServiceGroup purelb-system/") + group, net::Family::kV4)
+    return w.pool()
+        .Stats(std::string("ServiceGroup purelb-system/") + group, net::Family::kV4)
         ->in_use;
   };
   Walk(w, {R("no live node subnet: refused", svc("early"), Outcome::kRefused,
@@ -685,8 +686,8 @@ TEST(ReconcileTest, V2MultiPool) {
         R("with a sharing key: refused", svc("f", "mp", {{"purelb.io/allow-shared-ip", "k"}}),
           Outcome::kRefused, Reason::kMultiPoolRefused),
         R("annotation false on a balancePools group: fine",
-          svc("e", "bal", {{"purelb.io/multi-pool", "false"}}), Outcome::kAllocated,
-          Reason::kNone, {"192.0.3.10"}),
+          svc("e", "bal", {{"purelb.io/multi-pool", "false"}}), Outcome::kAllocated, Reason::kNone,
+          {"192.0.3.10"}),
         R("remote: every range, whatever the leases", svc("g", "far"), Outcome::kAllocated,
           Reason::kNone, {"10.1.0.1", "10.2.0.1"}),
         R("turning it off keeps the first address", svc("a", "mp", {{"purelb.io/multi-pool", "x"}}),
@@ -720,8 +721,8 @@ TEST(ReconcileTest, ReEvaluateIsOneShot) {
   ASSERT_EQ(d.outcome, Outcome::kAllocated) << d.message;
   EXPECT_TRUE(d.clear_re_evaluate);
   ASSERT_TRUE(w.last_writes().annotations.has_value());
-  EXPECT_TRUE((*w.last_writes().annotations)["metadata"]["annotations"]["purelb.io/re-evaluate"]
-                  .is_null());
+  EXPECT_TRUE(
+      (*w.last_writes().annotations)["metadata"]["annotations"]["purelb.io/re-evaluate"].is_null());
   s.annotations = {{"purelb.io/re-evaluate", "later"}};
   EXPECT_FALSE(w.Run(s).clear_re_evaluate);
   s.annotations = {};

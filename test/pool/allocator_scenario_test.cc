@@ -567,8 +567,8 @@ TEST(AllocatorScenario, BalancedPoolTakesTheLeastUsedRange) {
 // one family for a multi record; a plain Assign afterwards keeps the first of each family.
 TEST(AllocatorScenario, MultiPoolSlots) {
   Allocator alloc;
-  ASSERT_TRUE(alloc.SetPools({Pool("m", "10.0.0.0-10.0.0.1,10.0.1.0-10.0.1.0,10.0.2.0-10.0.2.9",
-                                   "fd00::-fd00::9")}));
+  ASSERT_TRUE(alloc.SetPools(
+      {Pool("m", "10.0.0.0-10.0.0.1,10.0.1.0-10.0.1.0,10.0.2.0-10.0.2.9", "fd00::-fd00::9")}));
   auto multi = [&](const char* svc, const char* keep,
                    std::vector<const char*> slots) -> std::string {
     MultiAssignRequest req{Svc(svc), "m", {}, {}, Ports("TCP/80")};
