@@ -453,15 +453,16 @@ void Controller::LeaseChanged(const k8s::Json& lease, bool deleted) {
   std::optional<NodeLease> read;
   if (!deleted) {
     auto spec = k8s::ParseLeaseSpec(lease);
-    if (!spec) {
-      log::Warn("node lease unreadable; its node counts as not live",
-                {{"lease", k8s::Name(lease)}, {"error", spec.error().message()}});
-      spec = k8s::LeaseSpec{};
-    }
+    const k8s::LeaseSpec read_spec = spec ? *spec : k8s::LeaseSpec{};  // unreadable: not live
     read = ReadNodeLease(
-        node->str(), spec->holder_identity, spec->lease_duration_seconds, spec->renew_time,
+        node->str(), read_spec.holder_identity, read_spec.lease_duration_seconds,
+        read_spec.renew_time,
         k8s::FindString(lease, {"metadata", "annotations", election::kSubnetsAnnotation})
             .value_or(""));
+    if (!spec) {
+      read->issues.push_back("lease of node " + node->str() +
+                             ": spec unreadable, not live: " + spec.error().message());
+    }
   }
   bool grew = false;
   {
@@ -470,10 +471,8 @@ void Controller::LeaseChanged(const k8s::Json& lease, bool deleted) {
         std::lower_bound(node_leases_.begin(), node_leases_.end(), node->str(),
                          [](const NodeLease& l, const std::string& name) { return l.node < name; });
     const bool known = it != node_leases_.end() && it->node == node->str();
-    const bool annotation_changed =
-        read && (!known || it->subnets_annotation != read->subnets_annotation ||
-                 it->issues.size() != read->issues.size());
-    if (annotation_changed) {
+    // Problems are logged when they first appear, not on every renewal.
+    if (read && (!known || it->issues != read->issues)) {
       for (const auto& issue : read->issues) log::Warn("node lease", {{"issue", issue}});
     }
     const std::vector<net::Prefix> before = NodeSubnetsLocked(clock_.WallNow()).live;
