@@ -19,11 +19,11 @@ std::string_view NodeAgentStateName(NodeAgentState state) {
   return "default";
 }
 
-NodeAgentChoice ChooseNodeAgent(const std::vector<k8s::Json>& objects, const k8s::Json* node,
+NodeAgentChoice ChooseNodeAgent(const std::vector<Json>& objects, const Json* node,
                                 std::string_view node_name) {
   NodeAgentChoice out;
-  const k8s::Json no_node = k8s::Json::object();
-  const k8s::Json& node_obj = node != nullptr ? *node : no_node;
+  const Json no_node = Json::object();
+  const Json& node_obj = node != nullptr ? *node : no_node;
   const std::string on_node = "node " + std::string(node_name);
 
   struct Candidate {

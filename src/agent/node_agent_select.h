@@ -46,7 +46,7 @@ struct NodeAgentChoice {
 };
 
 // `objects`: the LBNodeAgents. `node`: this node's Node object (nullptr: not known; no labels).
-NodeAgentChoice ChooseNodeAgent(const std::vector<k8s::Json>& objects, const k8s::Json* node,
+NodeAgentChoice ChooseNodeAgent(const std::vector<Json>& objects, const Json* node,
                                 std::string_view node_name);
 
 }  // namespace pylon::agent

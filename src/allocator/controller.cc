@@ -7,7 +7,9 @@
 #include "common/log.h"
 #include "common/object_key.h"
 #include "common/time.h"
+#include "election/node_name.h"
 #include "k8s/field_mask.h"
+#include "k8s/lease.h"
 #include "model/service.h"
 
 namespace pylon::allocator {
@@ -80,6 +82,7 @@ Controller::Controller(k8s::Client& client, k8s::EventRecorder& recorder, Alloca
   services_ = make(k8s::resources::Services(), "", true);
   groups_ = make(resources::ServiceGroups(), opts_.install_namespace, false);
   classes_ = make(resources::LoadBalancerClasses(), "", false);
+  leases_ = make(k8s::resources::Leases(), opts_.install_namespace, false);
 
   services_->AddHandlers({
       [this](const Json& o) { EnqueueService(o); },
@@ -95,6 +98,11 @@ Controller::Controller(k8s::Client& client, k8s::EventRecorder& recorder, Alloca
   };
   groups_->AddHandlers(config_handlers);
   classes_->AddHandlers(config_handlers);
+  leases_->AddHandlers({
+      [this](const Json& o) { LeaseChanged(o, false); },
+      [this](const Json&, const Json& o) { LeaseChanged(o, false); },
+      [this](const Json& o) { LeaseChanged(o, true); },
+  });
 }
 
 Controller::~Controller() { Stop(); }
@@ -102,16 +110,18 @@ Controller::~Controller() { Stop(); }
 void Controller::StartInformers() {
   groups_->Start();
   classes_->Start();
+  leases_->Start();
   services_->Start();
 }
 
 bool Controller::Synced() const {
-  return services_->HasSynced() && groups_->HasSynced() && classes_->HasSynced();
+  return services_->HasSynced() && groups_->HasSynced() && classes_->HasSynced() &&
+         leases_->HasSynced();
 }
 
 bool Controller::WaitForSync(Duration timeout) const {
   const SteadyTime deadline = std::chrono::steady_clock::now() + timeout;
-  for (const auto* inf : {groups_.get(), classes_.get(), services_.get()}) {
+  for (const auto* inf : {groups_.get(), classes_.get(), leases_.get(), services_.get()}) {
     auto left = deadline - std::chrono::steady_clock::now();
     if (left < Duration::zero() || !inf->WaitForSync(left)) return false;
   }
@@ -191,6 +201,7 @@ void Controller::Stop() {
   if (services_) services_->Stop();
   if (groups_) groups_->Stop();
   if (classes_) classes_->Stop();
+  if (leases_) leases_->Stop();
 }
 
 Controller::Snapshot Controller::snapshot() const {
@@ -338,7 +349,9 @@ Controller::Result_ Controller::ProcessService(const std::string& ns, const std:
         return Result_::kDone;
       }
       view = std::move(*parsed);
-      ServiceInput in{&*view, CurrentCondition(*obj), &conflicts_, clock_.WallNow()};
+      const WallTime now = clock_.WallNow();
+      ServiceInput in{&*view, CurrentCondition(*obj), &conflicts_, now};
+      in.node_subnets = &NodeSubnetsLocked(now);
       d = Reconcile(in, config_, pool_, ctx_);
       // What the Service still shows but nobody holds now stays reserved until it is written
       // away.
@@ -424,6 +437,79 @@ Controller::Result_ Controller::ProcessService(const std::string& ns, const std:
     RememberWrite(key, rv_before, *r);
   }
   return Result_::kDone;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Node leases (multi-pool)
+
+void Controller::LeaseChanged(const Json& lease, bool deleted) {
+  auto node = election::NodeFromLeaseName(k8s::Name(lease));
+  if (!node) return;  // not a node lease (e.g. the allocator's own leader-election lease)
+  std::optional<NodeLease> read;
+  if (!deleted) {
+    auto spec = k8s::ParseLeaseSpec(lease);
+    const k8s::LeaseSpec read_spec = spec ? *spec : k8s::LeaseSpec{};  // unreadable: not live
+    read = ReadNodeLease(
+        node->str(), read_spec.holder_identity, read_spec.lease_duration_seconds,
+        read_spec.renew_time,
+        FindString(lease, {"metadata", "annotations", election::kSubnetsAnnotation})
+            .value_or(""));
+    if (!spec) {
+      read->issues.push_back("lease of node " + node->str() +
+                             ": spec unreadable, not live: " + spec.error().message());
+    }
+  }
+  bool grew = false;
+  {
+    MutexLock lock(mu_);
+    auto it =
+        std::lower_bound(node_leases_.begin(), node_leases_.end(), node->str(),
+                         [](const NodeLease& l, const std::string& name) { return l.node < name; });
+    const bool known = it != node_leases_.end() && it->node == node->str();
+    // Problems are logged when they first appear, not on every renewal.
+    if (read && (!known || it->issues != read->issues)) {
+      for (const auto& issue : read->issues) log::Warn("node lease", {{"issue", issue}});
+    }
+    const std::vector<net::Prefix> before = NodeSubnetsLocked(clock_.WallNow()).live;
+    if (read && known) {
+      *it = std::move(*read);
+    } else if (read) {
+      node_leases_.insert(it, std::move(*read));
+    } else if (known) {
+      node_leases_.erase(it);
+    }
+    node_subnets_dirty_ = true;
+    for (const auto& p : NodeSubnetsLocked(clock_.WallNow()).live) {
+      if (std::find(before.begin(), before.end(), p) == before.end()) grew = true;
+    }
+  }
+  if (!grew || !leading_.load()) return;
+  // A range may have become active: the multi-pool Services get their address from it.
+  const std::vector<model::Service> views = ServiceViews();
+  MutexLock lock(mu_);
+  std::size_t n = 0;
+  for (const model::Service& v : views) {
+    if (model::SelectOwner(v).owner != model::Owner::kServiceGroup) continue;
+    auto skey = pool::ServiceKey::Make(v.ns, v.name);
+    if (!skey) continue;
+    GroupResolution res =
+        ResolveServiceGroup(v, config_, opts_.install_namespace,
+                            HeldServiceGroup(*skey, pool_, config_, opts_.install_namespace));
+    const config::Group* g = config_.FindServiceGroup(opts_.install_namespace, res.name);
+    if (g == nullptr || !MultiPoolInEffect(v, *g)) continue;
+    queue_.Add("s/" + v.Key());
+    ++n;
+  }
+  log::Info("node subnets went live; multi-pool Services requeued",
+            {{"services", std::to_string(n)}});
+}
+
+const NodeSubnets& Controller::NodeSubnetsLocked(WallTime now) {
+  if (node_subnets_dirty_ || (node_subnets_.next_expiry && now >= *node_subnets_.next_expiry)) {
+    node_subnets_ = LiveNodeSubnets(node_leases_, now);
+    node_subnets_dirty_ = false;
+  }
+  return node_subnets_;
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -1,7 +1,8 @@
 // The allocator controller: informers on Services, ServiceGroups and LoadBalancerClasses feed a
-// rate-limited work queue; worker threads run the pure reconcile core (reconcile.h) under one
-// lock and do the API writes outside it. Only the leader processes (Lead()); a follower keeps its
-// caches warm.
+// rate-limited work queue (an informer on the node Leases of the install namespace keeps the live
+// node subnets multi-pool allocates on, node_subnets.h); worker threads run the pure reconcile core
+// (reconcile.h) under one lock and do the API writes outside it. Only the leader processes
+// (Lead()); a follower keeps its caches warm.
 //
 // Work keys: "s/<ns>/<name>" (a Service), "config" (re-validate every config object), and
 // "cs/<kind>/<ns>/<name>" (write one config object's status; delayed to batch usage changes).
@@ -106,6 +107,11 @@ class Controller {
   Result_ ProcessConfig();
   Result_ ProcessConfigStatus(const std::string& key);
   void Rebuild();
+  // A node lease was added, updated or deleted: re-reads it; when a subnet newly went live,
+  // requeues the multi-pool Services.
+  void LeaseChanged(const Json& lease, bool deleted);
+  // Under mu_: the live node subnets at `now` (recomputed once a lease may have expired).
+  const NodeSubnets& NodeSubnetsLocked(WallTime now) PYLON_REQUIRES(mu_);
   // Every cached Service that parses, decoded one at a time (never the whole cache as JSON).
   std::vector<model::Service> ServiceViews() const;
 
@@ -137,6 +143,7 @@ class Controller {
   std::unique_ptr<k8s::Informer> services_;
   std::unique_ptr<k8s::Informer> groups_;
   std::unique_ptr<k8s::Informer> classes_;
+  std::unique_ptr<k8s::Informer> leases_;
   std::vector<std::thread> workers_ PYLON_GUARDED_BY(life_mu_);
   std::atomic<bool> leading_{false};
   std::atomic<bool> stopping_{false};
@@ -162,6 +169,10 @@ class Controller {
   };
   std::map<std::string, Written> written_ PYLON_GUARDED_BY(mu_);
   std::size_t rebuild_conflicts_ PYLON_GUARDED_BY(mu_) = 0;
+  // Node leases, sorted by node name, and the live subnets computed from them.
+  std::vector<NodeLease> node_leases_ PYLON_GUARDED_BY(mu_);
+  NodeSubnets node_subnets_ PYLON_GUARDED_BY(mu_);
+  bool node_subnets_dirty_ PYLON_GUARDED_BY(mu_) = true;
 };
 
 }  // namespace pylon::allocator

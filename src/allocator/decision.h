@@ -36,6 +36,7 @@ enum class Reason {
   kAddressConflict,    // a requested address is used on the network by a foreign host
   kNamespaceDenied,    // purelb.io/v2 namespaces: the group or the namespace forbids the pairing
   kAmbiguousNamespaceDefault,  // several v2 groups list an enforced namespace, none the default
+  kMultiPoolRefused,  // multi-pool with balancePools or allow-shared-ip (mutually exclusive)
 };
 std::string_view ReasonName(Reason r);
 
@@ -71,8 +72,11 @@ struct Decision {
   std::string message;            // why (refusal) or what (for logs)
 
   // Desired status.loadBalancer.ingress IPs, in the Service's ipFamilies order (kAllocated only;
-  // empty otherwise).
+  // empty otherwise). Multi-pool: several per family, in the order of the group's ranges.
   std::vector<net::IpAddress> ingress;
+  // The Service carries purelb.io/re-evaluate: "true" and this reconcile was its re-run: the
+  // annotation is to be removed (kAllocated, kRefused).
+  bool clear_re_evaluate = false;
   // Desired purelb.io/allocated-by and allocated-from (kAllocated only). For the other outcomes
   // both annotations are to be removed if present.
   std::string allocated_by;

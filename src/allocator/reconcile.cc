@@ -1,6 +1,7 @@
 #include "allocator/reconcile.h"
 
 #include <algorithm>
+#include <functional>
 #include <set>
 #include <tuple>
 
@@ -56,6 +57,8 @@ std::string_view ReasonName(Reason r) {
       return "AmbiguousNamespaceDefault";
     case Reason::kAddressConflict:
       return "AddressConflict";
+    case Reason::kMultiPoolRefused:
+      return "MultiPoolRefused";
   }
   return "?";
 }
@@ -259,6 +262,21 @@ bool HasOwnTraces(const model::Service& svc, const ServiceInput& in) {
 
 std::string PoolKey(const config::ConfigKey& key) { return key.ToString(); }
 
+bool MultiPoolInEffect(const model::Service& svc, const config::Group& group) {
+  if (group.key().kind != config::ObjectKind::kServiceGroup ||
+      group.version != config::PurelbVersion::kV2) {
+    return false;
+  }
+  if (const std::string* ann = svc.Annotation(model::kAnnMultiPool)) return *ann == "true";
+  return group.multi_pool;
+}
+
+bool ActiveEntry(const config::Group& group, const config::PoolEntry& entry,
+                 const NodeSubnets* node_subnets) {
+  if (group.mode == config::AnnounceMode::kRemote) return true;
+  return entry.subnet && node_subnets != nullptr && node_subnets->Has(*entry.subnet);
+}
+
 pool::ServiceKey ReservationKey(const net::IpAddress& address) {
   return *pool::ServiceKey::Make(kReservationNs, address.ToString());
 }
@@ -351,8 +369,26 @@ std::vector<pool::ExistingRecord> RebuildRecords(const std::vector<const model::
     std::vector<pool::PortKey> ports;
     if (auto p = PortsOf(*svc)) ports = std::move(*p);
     const std::string* sharing = svc->Annotation(model::kAnnSharing);
-    bool seen_v4 = false, seen_v6 = false;
+    // A multi-pool Service holds every address it shows in the group of its first one.
+    const config::Group* multi = nullptr;
     for (const IpAddress& ip : svc->ingress) {
+      auto match = config.FindAddress(ip);
+      if (!match || match->group == nullptr) continue;
+      if (sharing == nullptr && MultiPoolInEffect(*svc, *match->group)) multi = match->group;
+      break;
+    }
+    bool seen_v4 = false, seen_v6 = false;
+    std::vector<IpAddress> taken;
+    for (const IpAddress& ip : svc->ingress) {
+      if (multi != nullptr) {
+        auto match = config.FindAddress(ip);
+        if (!match || match->group != multi) continue;
+        if (std::find(taken.begin(), taken.end(), ip) != taken.end()) continue;
+        taken.push_back(ip);
+        out.push_back(
+            pool::ExistingRecord{*key, PoolKey(multi->key()), ip, std::string(), ports, true});
+        continue;
+      }
       bool& seen = ip.is_v4() ? seen_v4 : seen_v6;
       if (seen) continue;
       seen = true;
@@ -509,8 +545,170 @@ GroupResolution ResolveServiceGroup(const model::Service& svc, const config::InF
   return r;
 }
 
-Decision Reconcile(const ServiceInput& in, const config::InForceConfig& config,
-                   pool::Allocator& pool, const ReconcileContext& ctx) {
+namespace {
+
+// What an allocation path produced, before the common decision is built from it.
+struct Allocation {
+  std::optional<Refusal> refusal;
+  std::vector<IpAddress> ingress, acquired, released;
+  std::string message;         // the condition's
+  std::string assigned_event;  // the AddressAssigned event's, when addresses were added
+};
+
+// Builds the decision of an allocation (or its refusal): annotations, condition, events.
+Decision FinishAllocated(const model::Service& svc, const config::Group* group,
+                         const model::Selection& sel, bool purelb_branded,
+                         const std::optional<std::string>& resolution_warning,
+                         const ConflictState& conflicts, const Decision& cd, Allocation a,
+                         const std::function<Decision(Refusal)>& refuse) {
+  if (a.refusal) {
+    for (const auto& c : conflicts.active) {
+      a.refusal->message += "; " + ConflictText(c) + ", kept out of the pool";
+    }
+    Decision d = refuse(std::move(*a.refusal));
+    d.conflicts_changed = cd.conflicts_changed;
+    d.recheck_after = cd.recheck_after;
+    return d;
+  }
+  Decision d;
+  d.conflicts_changed = cd.conflicts_changed;
+  d.recheck_after = cd.recheck_after;
+  d.outcome = Outcome::kAllocated;
+  d.ingress = std::move(a.ingress);
+  d.acquired = std::move(a.acquired);
+  d.released = std::move(a.released);
+  d.pool_key = PoolKey(group->key());
+  d.allocated_by = purelb_branded ? model::kAllocatedByPureLB : model::kAllocatedByPylon;
+  d.allocated_from = sel.name;
+  if (sel.owner == model::Owner::kServiceGroup && group->version == config::PurelbVersion::kV2) {
+    d.pool_type = group->mode == config::AnnounceMode::kRemote ? "remote" : "local";
+    d.skip_ipv6_dad = group->skip_ipv6_dad;
+  }
+  d.message = std::move(a.message);
+  d.condition = Condition{true, kConditionReasonAllocated, d.message};
+  const auto gone = Minus(svc.ingress, d.ingress);
+  const auto added = Minus(d.ingress, svc.ingress);
+  for (const auto& c : conflicts.active) {
+    if (std::find(gone.begin(), gone.end(), c.address) == gone.end()) continue;
+    d.events.push_back({true, kEventConflict,
+                        ConflictText(c) + "; assigned " + JoinIps(d.ingress) +
+                            " instead (the address is kept out of the pool until " +
+                            FormatTime(c.until) + ")"});
+  }
+  if (!gone.empty()) d.events.push_back({false, kEventReleased, "Released " + JoinIps(gone)});
+  if (!added.empty()) {
+    if (resolution_warning) d.events.push_back({true, kEventConfigWarning, *resolution_warning});
+    d.events.push_back({false, kEventAssigned, a.assigned_event});
+  }
+  return d;
+}
+
+struct MultiPoolInput {
+  const model::Service& svc;
+  const config::Group& group;
+  const std::string& name;        // the group's name (events)
+  const std::string& group_word;  // "ServiceGroup <name>" (condition)
+  const std::string& pool_key;
+  const std::vector<Family>& fams;
+  const std::vector<pool::PortKey>& ports;
+  const std::vector<IpAddress>& held;  // held in this group before the reconcile
+};
+
+// The group's entry holding `ip`: (family position in `fams`, entry index), or nullopt.
+std::optional<std::pair<std::size_t, std::size_t>> EntryOf(const config::Group& group,
+                                                           const std::vector<Family>& fams,
+                                                           const IpAddress& ip) {
+  auto f = std::find(fams.begin(), fams.end(), ip.family());
+  if (f == fams.end()) return std::nullopt;
+  const auto& entries = group.entries(ip.family());
+  for (std::size_t i = 0; i < entries.size(); ++i) {
+    for (const auto& r : entries[i].ranges) {
+      if (r.Contains(ip)) return std::make_pair(static_cast<std::size_t>(f - fams.begin()), i);
+    }
+  }
+  return std::nullopt;
+}
+
+// Multi-pool (PureLB v2 §9.4): keeps what the Service holds (and, after a restart, what its
+// status shows) in the group, one address per range, and adds one address from every active
+// range of each family that has none yet. Exhausted ranges are skipped (named in the event);
+// refused only when the Service would hold nothing.
+Allocation AllocateMultiPool(const MultiPoolInput& mi, const pool::ServiceKey& key,
+                             const ServiceInput& in, const ConflictState& conflicts,
+                             pool::Allocator& pool) {
+  Allocation a;
+  pool::MultiAssignRequest req{key, mi.pool_key, {}, {}, mi.ports};
+  std::set<std::pair<std::size_t, std::size_t>> represented;
+  std::vector<IpAddress> candidates = mi.held;
+  candidates.insert(candidates.end(), mi.svc.ingress.begin(), mi.svc.ingress.end());
+  for (const IpAddress& ip : candidates) {
+    if (conflicts.avoid.count(ip)) continue;
+    auto e = EntryOf(mi.group, mi.fams, ip);
+    if (!e || !represented.insert(*e).second) continue;  // another family, or range has one
+    req.keep.push_back(ip);
+  }
+  std::vector<const config::PoolEntry*> slot_entries;
+  std::size_t active = 0;
+  for (std::size_t fi = 0; fi < mi.fams.size(); ++fi) {
+    const auto& entries = mi.group.entries(mi.fams[fi]);
+    for (std::size_t i = 0; i < entries.size(); ++i) {
+      if (!ActiveEntry(mi.group, entries[i], in.node_subnets)) continue;
+      ++active;
+      if (represented.count({fi, i})) continue;
+      req.slots.push_back(entries[i].ranges);
+      slot_entries.push_back(&entries[i]);
+    }
+  }
+  auto describe_live = [&] {
+    if (in.node_subnets == nullptr || in.node_subnets->live.empty()) {
+      return std::string("no live node advertises a subnet");
+    }
+    std::string out = "live node subnets: ";
+    for (std::size_t i = 0; i < in.node_subnets->live.size(); ++i) {
+      out += (i ? ", " : "") + in.node_subnets->live[i].ToString();
+    }
+    return out;
+  };
+  if (req.keep.empty() && active == 0) {
+    a.refusal = Refusal{Reason::kPoolExhausted,
+                        "multi-pool: no range of " + mi.group_word +
+                            " is active (its subnet is advertised by no live node; " +
+                            describe_live() + ")"};
+    return a;
+  }
+  auto r = pool.AssignMulti(req);
+  if (!r) {
+    a.refusal = Refusal{r.error().code() == ErrorCode::kExhausted ? Reason::kPoolExhausted
+                                                                  : Reason::kInvalidService,
+                        "multi-pool: " + r.error().message()};
+    return a;
+  }
+  a.ingress = r->assigned.addresses;
+  std::stable_sort(a.ingress.begin(), a.ingress.end(), [&](const IpAddress& x, const IpAddress& y) {
+    return EntryOf(mi.group, mi.fams, x) < EntryOf(mi.group, mi.fams, y);
+  });
+  a.acquired = r->assigned.acquired;
+  a.released = r->assigned.released;
+  a.message = "Assigned " + JoinIps(a.ingress) + " from " + mi.group_word + " (multi-pool)";
+  const std::size_t added = Minus(a.ingress, mi.svc.ingress).size();
+  a.assigned_event =
+      mi.svc.ingress.empty()
+          ? "Multi-pool: assigned " + std::to_string(added) + " IPs from pool " + mi.name
+          : "Incremental multi-pool: added " + std::to_string(added) + " IPs (total " +
+                std::to_string(a.ingress.size()) + ") from pool " + mi.name;
+  for (std::size_t i : r->exhausted) {
+    a.assigned_event +=
+        (i == r->exhausted.front() ? "; no free address in " : ", ") + slot_entries[i]->written;
+  }
+  return a;
+}
+
+}  // namespace
+
+namespace {
+
+Decision ReconcileService(const ServiceInput& in, const config::InForceConfig& config,
+                          pool::Allocator& pool, const ReconcileContext& ctx) {
   const model::Service& svc = *in.service;
   auto key_or = pool::ServiceKey::Make(svc.ns, svc.name);
   if (!key_or) return Decision{};
@@ -648,6 +846,23 @@ Decision Reconcile(const ServiceInput& in, const config::InForceConfig& config,
     }
   }
 
+  // Multi-pool: refused with balancePools or a sharing key; pinned addresses are claimed the
+  // ordinary way.
+  const bool multi_in_effect = MultiPoolInEffect(svc, *group);
+  if (multi_in_effect && group->balance_pools) {
+    return refuse(
+        {Reason::kMultiPoolRefused,
+         "multi-pool and balancePools allocation are mutually exclusive for pool " + sel.name});
+  }
+  if (multi_in_effect && !sharing_key.empty()) {
+    return refuse({Reason::kMultiPoolRefused, "multi-pool and allow-shared-ip (" +
+                                                  std::string(model::kAnnSharing) +
+                                                  ") are mutually exclusive for pool " + sel.name});
+  }
+  const bool multi = multi_in_effect && requested->empty();
+  std::vector<IpAddress> held;  // what the Service holds in this group now
+  if (pool.PoolOf(key) == pool_key) held = pool.AddressesOf(key);
+
   // Address conflicts reported by the agents.
   ConflictState conflicts;
   Decision cd;  // carries conflicts_changed / recheck_after into whichever decision is returned
@@ -659,23 +874,33 @@ Decision Reconcile(const ServiceInput& in, const config::InForceConfig& config,
            in.conflicts->Set(key.ToString(), {pool_key, conflicts.active}, &changed)) {
         pool.Release(ReservationKey(ip));
       }
-      Decision d = refuse(
-          {Reason::kAddressConflict, "requested address " + ConflictText(*conflicts.requested) +
-                                         "; not taken (tried again after " +
-                                         FormatTime(conflicts.requested->until) + ")"});
+      Decision d = refuse({Reason::kAddressConflict,
+                           "requested address " + ConflictText(*conflicts.requested) +
+                               "; not taken (tried again after " +
+                               FormatTime(conflicts.requested->until) + ")"});
       d.conflicts_changed = changed;
       d.recheck_after = conflicts.recheck_after;
       return d;
     }
-    // The Service lets go of what it holds in conflict first, so that Assign picks another.
+    // The Service lets go of what it holds in conflict first, so that Assign picks another (a
+    // multi-pool Service keeps the rest).
     for (const IpAddress& ip : pool.AddressesOf(key)) {
-      if (conflicts.avoid.count(ip)) {
-        pool.Release(key);
-        break;
+      if (!conflicts.avoid.count(ip)) continue;
+      pool::MultiAssignRequest rest{key, pool_key, {}, {}, *ports};
+      for (const IpAddress& h : held) {
+        if (!conflicts.avoid.count(h)) rest.keep.push_back(h);
       }
+      if (!multi || !pool.AssignMulti(rest)) pool.Release(key);
+      break;
     }
     ApplyConflicts(*in.conflicts, key, pool_key, conflicts.active, pool, cd);
     cd.recheck_after = conflicts.recheck_after;
+  }
+
+  if (multi) {
+    MultiPoolInput mi{svc, *group, sel.name, group_word, pool_key, fams, *ports, held};
+    return FinishAllocated(svc, group, sel, purelb_branded, resolution_warning, conflicts, cd,
+                           AllocateMultiPool(mi, key, in, conflicts, pool), refuse);
   }
 
   pool::AssignRequest req{key, pool_key, fams, *requested, sharing_key, *ports};
@@ -698,46 +923,30 @@ Decision Reconcile(const ServiceInput& in, const config::InForceConfig& config,
     }
   }
   if (!result) result = pool.Assign(req);
+  Allocation a;
   if (!result) {
-    Reason r = ReasonForAssignError(result.error(), *requested, sharing_key, key, pool);
-    std::string msg = result.error().message();
-    for (const auto& c : conflicts.active) msg += "; " + ConflictText(c) + ", kept out of the pool";
-    Decision d = refuse({r, msg});
-    d.conflicts_changed = cd.conflicts_changed;
-    d.recheck_after = cd.recheck_after;
-    return d;
+    a.refusal = Refusal{ReasonForAssignError(result.error(), *requested, sharing_key, key, pool),
+                        result.error().message()};
+  } else {
+    a.ingress = result->addresses;
+    a.acquired = result->acquired;
+    a.released = result->released;
+    a.message = "Assigned " + JoinIps(a.ingress) + " from " + group_word;
+    a.assigned_event = "Assigned " + FormatIngressGo(a.ingress) + " from pool " + sel.name;
   }
+  return FinishAllocated(svc, group, sel, purelb_branded, resolution_warning, conflicts, cd,
+                         std::move(a), refuse);
+}
 
-  Decision d;
-  d.conflicts_changed = cd.conflicts_changed;
-  d.recheck_after = cd.recheck_after;
-  d.outcome = Outcome::kAllocated;
-  d.ingress = result->addresses;
-  d.acquired = result->acquired;
-  d.released = result->released;
-  d.pool_key = pool_key;
-  d.allocated_by = purelb_branded ? model::kAllocatedByPureLB : model::kAllocatedByPylon;
-  d.allocated_from = sel.name;
-  if (sel.owner == model::Owner::kServiceGroup && group->version == config::PurelbVersion::kV2) {
-    d.pool_type = group->mode == config::AnnounceMode::kRemote ? "remote" : "local";
-    d.skip_ipv6_dad = group->skip_ipv6_dad;
-  }
-  d.message = "Assigned " + JoinIps(d.ingress) + " from " + group_word;
-  d.condition = Condition{true, kConditionReasonAllocated, d.message};
-  const auto gone = Minus(svc.ingress, d.ingress);
-  const auto added = Minus(d.ingress, svc.ingress);
-  for (const auto& c : conflicts.active) {
-    if (std::find(gone.begin(), gone.end(), c.address) == gone.end()) continue;
-    d.events.push_back({true, kEventConflict,
-                        ConflictText(c) + "; assigned " + JoinIps(d.ingress) +
-                            " instead (the address is kept out of the pool until " +
-                            FormatTime(c.until) + ")"});
-  }
-  if (!gone.empty()) d.events.push_back({false, kEventReleased, "Released " + JoinIps(gone)});
-  if (!added.empty()) {
-    if (resolution_warning) d.events.push_back({true, kEventConfigWarning, *resolution_warning});
-    d.events.push_back({false, kEventAssigned,
-                        "Assigned " + FormatIngressGo(d.ingress) + " from pool " + sel.name});
+}  // namespace
+
+Decision Reconcile(const ServiceInput& in, const config::InForceConfig& config,
+                   pool::Allocator& pool, const ReconcileContext& ctx) {
+  Decision d = ReconcileService(in, config, pool, ctx);
+  const std::string* re = in.service->Annotation(model::kAnnReEvaluate);
+  if (re != nullptr && *re == "true" &&
+      (d.outcome == Outcome::kAllocated || d.outcome == Outcome::kRefused)) {
+    d.clear_re_evaluate = true;  // this reconcile was the re-run it asked for
   }
   return d;
 }

@@ -17,6 +17,8 @@
 //   - any refusal releases everything the Service held: no half-allocation.
 //   - events are decided against what the Service shows (status, condition), so re-running the
 //     reconcile on an unchanged Service decides no event and no write.
+//   - multi-pool (PureLB v2, MultiPoolInEffect): one address per active range of each family
+//     (ActiveEntry); held addresses are kept, newly active ranges add one on a later reconcile.
 //   - an address the agents report in conflict (annotations conflict.purelb.io/<address>, a
 //     foreign host answered the duplicate-address probe) is kept out of the pool for
 //     ReconcileContext::conflict_hold and the Service gets another one; a Service that requested
@@ -30,6 +32,7 @@
 #include <vector>
 
 #include "allocator/decision.h"
+#include "allocator/node_subnets.h"
 #include "common/clock.h"
 #include "config/validate.h"
 #include "model/service.h"
@@ -95,7 +98,21 @@ struct ServiceInput {
   // Address conflicts: null = the annotation is ignored. `now` judges their hold.
   ConflictBook* conflicts = nullptr;
   WallTime now{};
+  // The live node subnets, for multi-pool on local ServiceGroups; null = none live.
+  const NodeSubnets* node_subnets = nullptr;
 };
+
+// Whether multi-pool is in effect for the Service in `group`: purelb.io/v2 ServiceGroups only;
+// the purelb.io/multi-pool annotation ("true" on, any other value off), absent the group's
+// multiPool. Requested addresses (purelb.io/addresses, spec.loadBalancerIP) are then still
+// claimed the ordinary way.
+bool MultiPoolInEffect(const model::Service& svc, const config::Group& group);
+
+// Whether multi-pool allocates from the pool entry (a `v4pools[i]` / `v6pool` item): every entry
+// of a remote group; for a local group one whose subnet a live node advertises (masked
+// prefixes compared, so a subnet written with host bits matches too).
+bool ActiveEntry(const config::Group& group, const config::PoolEntry& entry,
+                 const NodeSubnets* node_subnets);
 
 // Reconciles one existing Service. Mutates `pool` (the caller's single pool state).
 Decision Reconcile(const ServiceInput& in, const config::InForceConfig& config,
@@ -154,7 +171,8 @@ bool IsPylons(const model::Service& svc);
 std::vector<const model::Service*> StartupOrder(std::vector<const model::Service*> services);
 
 // The records to rebuild the pool state from, in `ordered` order: for every Pylon Service, the
-// first status ingress IP of each family that lies in a group or class in force (under that
+// first status ingress IP of each family (a multi-pool Service: every one in the group of its
+// first) that lies in a group or class in force (under that
 // group's pool, whichever the Service now selects, so that the address stays held until the
 // Service's own reconcile moves it). The status is the source of truth; annotations are not read.
 std::vector<pool::ExistingRecord> RebuildRecords(const std::vector<const model::Service*>& ordered,

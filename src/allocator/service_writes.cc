@@ -146,6 +146,7 @@ ServiceWrites PlanServiceWrites(const Json& current, const Decision& d, const st
     want(model::kAnnPoolType, std::nullopt);
     want(model::kAnnSkipIPv6DAD, std::nullopt);
   }
+  if (d.clear_re_evaluate) want(model::kAnnReEvaluate, std::nullopt);
   if (!patch.empty()) w.annotations = Json{{"metadata", {{"annotations", std::move(patch)}}}};
   return w;
 }

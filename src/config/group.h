@@ -68,9 +68,9 @@ struct Group {
   std::vector<PoolEntry> v4;
   std::vector<PoolEntry> v6;
   PurelbVersion version = PurelbVersion::kV1;
-  // purelb.io/v2 only (all false/empty for v1 groups and classes). multi_pool is read and kept;
-  // the allocator does not act on it yet (see `warnings`). balance_pools: a new address comes
-  // from the entry (range) with the fewest addresses in use.
+  // purelb.io/v2 only (all false/empty for v1 groups and classes). multi_pool: a Service gets an
+  // address from every active entry (allocator/reconcile.h, MultiPoolInEffect); balance_pools: a
+  // new address comes from the entry (range) with the fewest addresses in use.
   bool skip_ipv6_dad = false;
   bool multi_pool = false;
   bool balance_pools = false;

@@ -217,9 +217,11 @@ Status ParseServiceGroupV2Spec(const Json& spec, Group& g) {
   auto balance = ReadFlag(p, "balancePools", Child(base, "balancePools"));
   if (!balance) return Fail(balance.error());
   g.balance_pools = *balance;
-  if (g.multi_pool) {
+  if (g.multi_pool && g.balance_pools) {
     g.warnings.push_back(Child(base, "multiPool") +
-                         ": not implemented by Pylon yet; a Service gets one address per family");
+                         ": multiPool and balancePools are mutually exclusive; a Service with "
+                         "multi-pool in effect is refused (annotate it purelb.io/multi-pool: "
+                         "\"false\" to get one balanced address)");
   }
 
   auto nss = detail::OptionalArray(spec, "namespaces", "spec.namespaces");

@@ -34,7 +34,7 @@ namespace pylon::config {
 // rejected; other v2 fields are ignored.
 // v2: exactly one of spec.local (mode kLocal), spec.remote (kRemote) or spec.external (rejected:
 // "not supported"); per family `v4pools[]` then the single `v4pool` (PureLB's order); the flat
-// form is rejected; local.skipIPv6DAD, multiPool (kept with a warning: not acted on yet),
+// form is rejected; local.skipIPv6DAD, multiPool,
 // balancePools; spec.namespaces (DNS labels, de-duplicated, sorted), enforceNamespaces and
 // namespaceDefault (both need a non-empty namespaces).
 // Both: each entry needs `pool` (CIDR, "a-b" inclusive range, or one address) inside `subnet`

@@ -31,6 +31,12 @@ inline constexpr const char* kAnnSkipIPv6DAD = "purelb.io/skip-ipv6-dad";  // "t
 // host an endpoint of the Service, when one can take it.
 inline constexpr const char* kAnnNodeAffinity = "purelb.io/node-affinity";
 inline constexpr const char* kNodeAffinityServiceEndpoints = "service-endpoints";
+// Set by the user (PureLB 0.15): "true" turns multi-pool on for the Service, any other value off;
+// absent, the ServiceGroup's multiPool decides (purelb.io/v2 groups only).
+inline constexpr const char* kAnnMultiPool = "purelb.io/multi-pool";
+// Set by the user (PureLB 0.15): "true" asks the allocator to re-run the Service once; the
+// allocator removes it.
+inline constexpr const char* kAnnReEvaluate = "purelb.io/re-evaluate";
 inline constexpr const char* kClassPureLB = "purelb.io/purelb";      // PureLB v1 (0.13)
 inline constexpr const char* kClassPureLBv2 = "purelb.io/purelbv2";  // PureLB v2 (0.15-0.17)
 inline constexpr const char* kLacePrefix = "lace-cni.io/";

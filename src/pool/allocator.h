@@ -11,7 +11,8 @@
 //     Rebuild returns every record it could not honour.
 // Invariants: an address is held either by exactly one Service, or by several Services that all
 // use the same non-empty sharing key with pairwise disjoint (protocol, port) sets; a Service holds
-// at most one address per family, all from one pool; every held address lies in its pool's ranges.
+// at most one address per family (a multi-pool Service, see AssignMulti: any number, exclusive),
+// all from one pool; every held address lies in its pool's ranges.
 // Threading: not thread-safe; the owner serialises calls.
 #pragma once
 
@@ -44,11 +45,30 @@ struct AssignRequest {
   std::vector<PortKey> ports;         // any order, duplicates ignored
 };
 
+// PureLB v2 multi-pool: the Service holds exactly `keep` (those it may hold) plus one new address
+// from each slot that has a free one. Never shared (no sharing key).
+struct MultiAssignRequest {
+  ServiceKey service;
+  std::string pool;
+  // Kept when inside the pool and free or held by this Service already; the others are
+  // reported in MultiAssignOutcome::not_kept.
+  std::vector<net::IpAddress> keep;
+  // Each slot: the ranges (of one family, inside the pool) one new address is taken from.
+  std::vector<std::vector<net::AddressRange>> slots;
+  std::vector<PortKey> ports;
+};
+
 struct AssignOutcome {
   std::vector<net::IpAddress> addresses;  // one per requested family, in request order
   std::vector<net::IpAddress> acquired;   // in `addresses` but not held before the call
   std::vector<net::IpAddress> released;   // held before the call, no longer held by this Service
   bool changed() const { return !acquired.empty() || !released.empty(); }
+};
+
+struct MultiAssignOutcome {
+  AssignOutcome assigned;                // addresses: kept ones first, then one per slot
+  std::vector<std::size_t> exhausted;    // indexes of the slots with no free address
+  std::vector<net::IpAddress> not_kept;  // `keep` entries held by another or outside the pool
 };
 
 // An allocation that SetPools took away because its address is no longer in its pool.
@@ -66,6 +86,8 @@ struct ExistingRecord {
   net::IpAddress address;
   std::string sharing_key;
   std::vector<PortKey> ports;
+  // A multi-pool Service's address: several of one family are accepted (no sharing key).
+  bool multi = false;
 };
 
 struct RebuildConflict {
@@ -122,6 +144,11 @@ class Allocator {
   // released. On error the Service keeps exactly what it held before. kNotFound for an unknown
   // pool; kInvalidArgument for a malformed request or a family the pool has no range for.
   Result<AssignOutcome> Assign(const AssignRequest& request);
+
+  // Multi-pool (PureLB v2): see MultiAssignRequest. Whatever the Service held before and is not
+  // kept is released. kExhausted (state unchanged) when the Service would hold nothing;
+  // kNotFound for an unknown pool; kInvalidArgument for an empty key or a slot outside the pool.
+  Result<MultiAssignOutcome> AssignMulti(const MultiAssignRequest& request);
 
   // Frees every address the Service holds (a shared address stays held by its other holders).
   // Returns the addresses the Service held; empty if it held none.

@@ -6,7 +6,7 @@
 
 #include <string>
 
-#include "k8s/fake_client.h"
+#include "support/k8s/fake_client.h"
 #include "k8s/object.h"
 #include "k8s/resource.h"
 
@@ -47,7 +47,7 @@ TEST(LeaseKeeperInstance, DeleteScenarioTable) {
     auto lease = client.Get(leases, "purelb-system", "purelb-node-node1");
     ASSERT_TRUE(lease);
     if (row.annotation == nullptr) {
-      EXPECT_FALSE(k8s::Find(*lease, {"metadata", "annotations", "purelb.io/instance"}));
+      EXPECT_FALSE(Find(*lease, {"metadata", "annotations", "purelb.io/instance"}));
     } else {
       EXPECT_EQ(k8s::Annotation(*lease, "purelb.io/instance"), row.annotation);
     }

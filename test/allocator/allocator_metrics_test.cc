@@ -28,7 +28,8 @@ std::map<std::string, std::set<std::string>> Samples(const std::string& text) {
 const char* const kReasons[] = {
     "AddressInUse",      "OutsidePools",    "NoSuchClass",     "NoSuchServiceGroup",
     "FamilyUnavailable", "PoolExhausted",   "SharingConflict", "InvalidAnnotation",
-    "InvalidService",    "AddressConflict", "NamespaceDenied", "AmbiguousNamespaceDefault"};
+    "InvalidService",    "AddressConflict", "NamespaceDenied", "AmbiguousNamespaceDefault",
+    "MultiPoolRefused"};
 // Every ErrorCode but Conflict (purelb_allocator_conflicts_total counts those).
 const char* const kCodes[] = {"InvalidArgument", "NotFound",    "AlreadyExists", "OutOfRange",
                               "Exhausted",       "Unavailable", "Gone",          "Permission",

@@ -40,15 +40,38 @@ class World {
     auto view = model::ParseService(obj);
     EXPECT_TRUE(view.has_value());
     ServiceInput in{&*view, CurrentCondition(obj)};
+    in.node_subnets = &subnets_;
     Decision d = Reconcile(in, config_, pool_, ctx_);
     ServiceWrites w = PlanServiceWrites(obj, d, "2024-06-01T00:00:00Z");
     if (w.status) shown_[key] = (*w.status)["status"];
+    last_writes_ = std::move(w);
     return d;
   }
   Decision Delete(const std::string& ns, const std::string& name) {
     shown_.erase(ns + "/" + name);
     return ReconcileGone(*pool::ServiceKey::Make(ns, name), pool_);
   }
+
+  // The live node subnets multi-pool sees, e.g. {"192.0.2.0/24"}.
+  void SetLiveSubnets(const std::vector<std::string>& prefixes) {
+    subnets_ = {};
+    for (const auto& p : prefixes) subnets_.live.push_back(*net::Prefix::Parse(p));
+  }
+  // Forgets the pool state and rebuilds it from what the Services show, as a restart does.
+  std::size_t Restart(const std::vector<SvcSpec>& services) {
+    std::vector<model::Service> views;
+    for (const SvcSpec& s : services) {
+      json obj = testing::ServiceJson(s);
+      if (shown_.count(s.ns + "/" + s.name)) obj["status"] = shown_[s.ns + "/" + s.name];
+      views.push_back(*model::ParseService(obj));
+    }
+    std::vector<const model::Service*> ptrs;
+    for (const auto& v : views) ptrs.push_back(&v);
+    auto records = RebuildRecords(StartupOrder(ptrs), config_);
+    EXPECT_TRUE(pool_.Rebuild(records).empty());
+    return records.size();
+  }
+  const ServiceWrites& last_writes() const { return last_writes_; }
 
   pool::Allocator& pool() { return pool_; }
   const config::InForceConfig& config() const { return config_; }
@@ -60,6 +83,8 @@ class World {
   pool::Allocator pool_;
   ReconcileContext ctx_;
   std::map<std::string, json> shown_;
+  NodeSubnets subnets_;
+  ServiceWrites last_writes_;
 };
 
 std::vector<std::string> Ips(const Decision& d) {
@@ -592,6 +617,116 @@ TEST(ReconcileTest, V2RequestedAddressPicksItsGroup) {
                 Outcome::kAllocated, Reason::kNone, {"192.0.2.51"}),
           });
   EXPECT_EQ(w.Run(svc("a", "192.0.2.25")).allocated_from, "v2");
+}
+
+// Multi-pool (PureLB v2): one address from every range whose subnet a live node advertises;
+// exhausted ranges skipped; newly live ranges add an address on a later reconcile and none is
+// ever taken away; the annotation overrides the group; refused with balancePools or a sharing
+// key; a restart keeps every address.
+TEST(ReconcileTest, V2MultiPool) {
+  World w({testing::V2GroupJson("mp", json::parse(R"({"local":{"multiPool":true,
+      "v4pools":[{"pool":"192.0.2.10-192.0.2.19","subnet":"192.0.2.0/24"},
+                 {"pool":"198.51.100.10-198.51.100.11","subnet":"198.51.100.0/24"},
+                 {"pool":"203.0.113.10-203.0.113.19","subnet":"203.0.113.0/24"}],
+      "v6pools":[{"pool":"fd00::10-fd00::19","subnet":"fd00::/64"}]}})")),
+           testing::V2GroupJson("bal", json::parse(R"({"local":{"balancePools":true,
+      "v4pools":[{"pool":"192.0.3.10-192.0.3.19","subnet":"192.0.3.0/24"}]}})")),
+           testing::V2GroupJson("far", json::parse(R"({"remote":{"multiPool":true,
+      "v4pools":[{"pool":"10.1.0.1-10.1.0.2","subnet":"10.1.0.0/24"},
+                 {"pool":"10.2.0.1-10.2.0.2","subnet":"10.2.0.0/24"}]}})"))});
+  auto svc = [](std::string name, std::string group = "mp",
+                std::map<std::string, std::string> more = {}) {
+    SvcSpec s;
+    s.name = std::move(name);
+    s.annotations = {{"purelb.io/service-group", group}};
+    for (auto& [k, v] : more) s.annotations[k] = v;
+    return s;
+  };
+  auto in_use = [&](const char* group) {
+    return w.pool()
+        .Stats(std::string("ServiceGroup purelb-system/") + group, net::Family::kV4)
+        ->in_use;
+  };
+  Walk(w, {R("no live node subnet: refused", svc("early"), Outcome::kRefused,
+             Reason::kPoolExhausted)});
+  w.SetLiveSubnets({"192.0.2.0/24", "198.51.100.0/24"});
+  Decision d = w.Run(svc("a"));
+  EXPECT_EQ(Ips(d), (std::vector<std::string>{"192.0.2.10", "198.51.100.10"}));
+  ASSERT_EQ(EventReasons(d), (std::vector<std::string>{"AddressAssigned"}));
+  EXPECT_EQ(d.events[0].message, "Multi-pool: assigned 2 IPs from pool mp");
+  EXPECT_EQ(d.pool_type, "local");
+  Walk(w, {R("b: one from each live range", svc("b"), Outcome::kAllocated, Reason::kNone,
+             {"192.0.2.11", "198.51.100.11"})});
+  d = w.Run(svc("c"));
+  EXPECT_EQ(Ips(d), (std::vector<std::string>{"192.0.2.12"}));
+  ASSERT_EQ(d.events.size(), 1u);
+  EXPECT_EQ(d.events[0].message,
+            "Multi-pool: assigned 1 IPs from pool mp; no free address in "
+            "198.51.100.10-198.51.100.11");
+  EXPECT_EQ(in_use("mp"), 5u);
+  // A third subnet goes live: a re-run adds its address and keeps the others.
+  w.SetLiveSubnets({"192.0.2.0/24", "198.51.100.0/24", "203.0.113.0/24"});
+  d = w.Run(svc("a"));
+  EXPECT_EQ(Ips(d), (std::vector<std::string>{"192.0.2.10", "198.51.100.10", "203.0.113.10"}));
+  ASSERT_EQ(d.events.size(), 1u);
+  EXPECT_EQ(d.events[0].message, "Incremental multi-pool: added 1 IPs (total 3) from pool mp");
+  // The 198.51.100.0/24 node dies: nothing is taken away, nothing is written.
+  w.SetLiveSubnets({"192.0.2.0/24", "203.0.113.0/24"});
+  d = w.Run(svc("a"));
+  EXPECT_EQ(Ips(d), (std::vector<std::string>{"192.0.2.10", "198.51.100.10", "203.0.113.10"}));
+  EXPECT_TRUE(d.events.empty());
+  EXPECT_FALSE(w.last_writes().status.has_value());
+  EXPECT_EQ(in_use("mp"), 6u);
+  Walk(w,
+       {R("annotation false: one address", svc("d", "mp", {{"purelb.io/multi-pool", "no"}}),
+          Outcome::kAllocated, Reason::kNone, {"192.0.2.13"}),
+        R("annotation true on a balancePools group: refused",
+          svc("e", "bal", {{"purelb.io/multi-pool", "true"}}), Outcome::kRefused,
+          Reason::kMultiPoolRefused),
+        R("with a sharing key: refused", svc("f", "mp", {{"purelb.io/allow-shared-ip", "k"}}),
+          Outcome::kRefused, Reason::kMultiPoolRefused),
+        R("annotation false on a balancePools group: fine",
+          svc("e", "bal", {{"purelb.io/multi-pool", "false"}}), Outcome::kAllocated, Reason::kNone,
+          {"192.0.3.10"}),
+        R("remote: every range, whatever the leases", svc("g", "far"), Outcome::kAllocated,
+          Reason::kNone, {"10.1.0.1", "10.2.0.1"}),
+        R("turning it off keeps the first address", svc("a", "mp", {{"purelb.io/multi-pool", "x"}}),
+          Outcome::kAllocated, Reason::kNone, {"192.0.2.10"})});
+  d = w.Run(svc("e", "bal", {{"purelb.io/multi-pool", "true"}}));
+  EXPECT_EQ(d.condition->message,
+            "multi-pool and balancePools allocation are mutually exclusive for pool bal");
+  EXPECT_EQ(in_use("mp"), 5u);  // a: 2 freed; b 2, c 1, d 1
+  // Dual stack once fd00::/64 is live: the IPv6 range joins.
+  w.SetLiveSubnets({"192.0.2.0/24", "fd00::/64"});
+  SvcSpec dual = svc("h");
+  dual.families = {"IPv4", "IPv6"};
+  dual.policy = "RequireDualStack";
+  Walk(w, {R("dual", dual, Outcome::kAllocated, Reason::kNone, {"192.0.2.14", "fd00::10"})});
+  // A restart rebuilds every address of the multi-pool Services from their status.
+  EXPECT_EQ(w.Restart({svc("b"), svc("c"), svc("g", "far"), dual}), 7u);
+  EXPECT_EQ(in_use("mp"), 4u);
+  d = w.Run(svc("b"));
+  EXPECT_EQ(Ips(d), (std::vector<std::string>{"192.0.2.11", "198.51.100.11"}));
+  EXPECT_TRUE(d.events.empty());
+  EXPECT_FALSE(w.last_writes().status.has_value());
+}
+
+// purelb.io/re-evaluate: "true" is removed by the reconcile it triggered; other values stay.
+TEST(ReconcileTest, ReEvaluateIsOneShot) {
+  World w({testing::V2LocalGroup("default", "192.0.2.20-192.0.2.29")});
+  SvcSpec s;
+  s.name = "a";
+  s.annotations = {{"purelb.io/re-evaluate", "true"}};
+  Decision d = w.Run(s);
+  ASSERT_EQ(d.outcome, Outcome::kAllocated) << d.message;
+  EXPECT_TRUE(d.clear_re_evaluate);
+  ASSERT_TRUE(w.last_writes().annotations.has_value());
+  EXPECT_TRUE(
+      (*w.last_writes().annotations)["metadata"]["annotations"]["purelb.io/re-evaluate"].is_null());
+  s.annotations = {{"purelb.io/re-evaluate", "later"}};
+  EXPECT_FALSE(w.Run(s).clear_re_evaluate);
+  s.annotations = {};
+  EXPECT_FALSE(w.Run(s).clear_re_evaluate);
 }
 
 }  // namespace

@@ -90,7 +90,7 @@ TEST(ServiceGroupV2, AcceptedSpecsTable) {
        false,
        false,
        0},
-      {"multiPool and balancePools are kept; multiPool with a warning",
+      {"multiPool and balancePools are kept; both: a warning",
        R"({"remote":{"v4pools":[{"pool":"198.51.100.0/29","subnet":"198.51.100.0/24"}],
                      "multiPool":true,"balancePools":true}})",
        AnnounceMode::kRemote,

@@ -512,6 +512,8 @@ TEST_F(DeployTest, KubectlGetShowsTheWorkloads) {
            {"allocator", "update", "services", "default", "no"},
            {"allocator", "update", "leases.coordination.k8s.io", "purelb-system", "yes"},
            {"allocator", "update", "leases.coordination.k8s.io", "default", "no"},
+           {"allocator", "watch", "leases.coordination.k8s.io", "purelb-system", "yes"},
+           {"allocator", "watch", "leases.coordination.k8s.io", "default", "no"},
            {"agent", "create", "l2advertisements.lace-cni.io", "", "yes"},
            {"agent", "update", "services --subresource=status", "default", "no"},
            {"agent", "delete", "leases.coordination.k8s.io", "purelb-system", "yes"},

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include "allocator_harness.h"
+#include "k8s/lease.h"
 
 namespace pylon::allocator::e2e {
 namespace {
@@ -539,6 +540,47 @@ spec:
   auto old_v2 = c().client().Get(v2res, "purelb-system", "v2e-old");
   ASSERT_TRUE(old_v2.has_value());
   EXPECT_EQ((*old_v2)["spec"]["writtenAs"], "v1");
+}
+
+// Multi-pool: a v2 local group gives a Service an address from each range whose subnet a live
+// node lease advertises; a subnet that goes live adds one (the node Lease informer requeues the
+// Service); purelb.io/re-evaluate is removed.
+TEST_F(AllocatorE2E, MultiPoolFollowsNodeLeases) {
+  ASSERT_TRUE(c().Apply(R"(apiVersion: purelb.io/v2
+kind: ServiceGroup
+metadata: {name: mpe, namespace: purelb-system}
+spec:
+  local:
+    multiPool: true
+    v4pools:
+      - {subnet: 10.15.1.0/24, pool: 10.15.1.10-10.15.1.19}
+      - {subnet: 10.15.2.0/24, pool: 10.15.2.10-10.15.2.19}
+)")
+                  .has_value());
+  k8s::LeaseSpec spec;
+  spec.holder_identity = "mpe-n1";
+  spec.lease_duration_seconds = 3600;
+  spec.renew_time = std::chrono::system_clock::now();
+  json lease = k8s::MakeLease("purelb-system", "purelb-node-mpe-n1", spec);
+  lease["metadata"]["annotations"] = {{"purelb.io/subnets", "10.15.1.0/24"}};
+  auto created = c().client().Create(k8s::resources::Leases(), lease);
+  ASSERT_TRUE(created.has_value()) << created.error().message();
+
+  Create(Svc{"mpe-a", "default", std::nullopt, {{"purelb.io/service-group", "mpe"}}});
+  EXPECT_TRUE(c().WaitIngress("mpe-a", {"10.15.1.10"})) << c().Condition("mpe-a").dump();
+
+  // The node now also advertises 10.15.2.0/24.
+  auto patched = c().client().Patch(
+      k8s::resources::Leases(), "purelb-system", "purelb-node-mpe-n1", k8s::PatchType::kMerge,
+      json{{"metadata", {{"annotations", {{"purelb.io/subnets", "10.15.1.0/24,10.15.2.0/24"}}}}}},
+      "");
+  ASSERT_TRUE(patched.has_value()) << patched.error().message();
+  EXPECT_TRUE(c().WaitIngress("mpe-a", {"10.15.1.10", "10.15.2.10"}))
+      << c().Condition("mpe-a").dump();
+
+  MergePatch("mpe-a", {{"metadata", {{"annotations", {{"purelb.io/re-evaluate", "true"}}}}}});
+  EXPECT_TRUE(Eventually([&] { return c().Annotation("mpe-a", "purelb.io/re-evaluate").empty(); }));
+  EXPECT_EQ(c().Ingress("mpe-a"), (std::vector<std::string>{"10.15.1.10", "10.15.2.10"}));
 }
 
 }  // namespace
