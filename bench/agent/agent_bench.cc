@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "support/packet/fake_announcer.h"
 #include "agent/address_sync.h"
 #include "agent/garp.h"
 #include "agent/ownership.h"

@@ -34,7 +34,10 @@ class Formatter : public CLI::Formatter {
 std::unique_ptr<App> NewCommand(const std::string& name, const std::string& description) {
   auto app = std::make_unique<App>(description, name);
   app->formatter(std::make_shared<Formatter>());
-  app->option_defaults()->always_capture_default()->group("flags");
+  // A flag given twice takes its last value, as Go's flag package does (scripts and harnesses
+  // append overrides to a default command line).
+  app->option_defaults()->always_capture_default()->group("flags")->multi_option_policy(
+      CLI::MultiOptionPolicy::TakeLast);
   app->set_help_flag("-h,--help", "show this help and exit");
   app->allow_windows_style_options(false);
   return app;

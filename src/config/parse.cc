@@ -454,7 +454,7 @@ Result<GarpTimings> ReadGarpTimings(const Json& g, std::vector<std::string>& war
   if (!interval) return Fail(interval.error());
   t.interval = *interval;
   const std::string count_path = "spec.local.garpConfig.count";
-  if (const Json* count = detail::Find(g, "count"); count != nullptr) {
+  if (const Json* count = Find(g, {"count"}); count != nullptr) {
     if (!count->is_number_integer()) {
       return FieldError(count_path,
                         "must be an integer, got " + std::string(detail::TypeName(*count)));

@@ -1,6 +1,7 @@
 // The whole agent runtime in process, without root: informers, lease keeper and writer against
 // k8s::FakeClient, the kernel as FakeNetlink, announcements into FakeAnnouncer. Real threads run,
 // so conditions are polled with deadlines.
+#include "support/packet/fake_announcer.h"
 #include "agent/agent.h"
 
 #include <gtest/gtest.h>

@@ -16,6 +16,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "support/packet/fake_announcer.h"
 #include "agent/address_sync.h"
 #include "agent/claim_monitor.h"
 #include "agent/garp.h"

@@ -3,6 +3,7 @@
 // over FakeNetlink, packet::FakeAnnouncer and an inline prober.
 #include <gtest/gtest.h>
 
+#include "support/packet/fake_announcer.h"
 #include "agent/agent_metrics.h"
 #include "agent/conflicts.h"
 #include "agent/reconciler.h"

@@ -109,6 +109,7 @@ struct CommandCase {
   std::string binary;
   std::string command;
   std::string prefix;  // of the error line
+  std::string sub;     // a subcommand the bad flag is given to ("" for none)
 };
 
 // `<binary> <command> --help`: usage on stdout, exit 0. `--no-such-flag`: one line on stderr
@@ -119,7 +120,10 @@ void ExpectHelpAndOneLineError(const CommandCase& c) {
   EXPECT_EQ(help.code, 0) << help.err;
   EXPECT_EQ(help.out.rfind("usage: ", 0), 0u) << help.out;
 
-  Outcome bad = RunBinary({c.binary, c.command, "--no-such-flag"});
+  std::vector<std::string> bad_args = {c.binary, c.command};
+  if (!c.sub.empty()) bad_args.push_back(c.sub);
+  bad_args.push_back("--no-such-flag");
+  Outcome bad = RunBinary(bad_args);
   EXPECT_EQ(bad.code, 2);
   EXPECT_EQ(std::count(bad.err.begin(), bad.err.end(), '\n'), 1) << bad.err;
   EXPECT_EQ(bad.err.rfind(c.prefix, 0), 0u) << bad.err;
@@ -129,16 +133,16 @@ void ExpectHelpAndOneLineError(const CommandCase& c) {
 
 TEST(WhatShipsTest, EveryCommandHasHelpAndRejectsABadFlag) {
   const CommandCase cases[] = {
-      {ProductBinary(), "allocator", "pylon allocator: "},
-      {ProductBinary(), "agent", "pylon agent: "},
-      {DevBinary(), "fault-proxy", "pylon-dev fault-proxy: "},
+      {ProductBinary(), "allocator", "pylon allocator: ", ""},
+      {ProductBinary(), "agent", "pylon agent: ", ""},
+      {DevBinary(), "fault-proxy", "pylon-dev fault-proxy: ", ""},
   };
   for (const auto& c : cases) ExpectHelpAndOneLineError(c);
 }
 
 // Apart from the others: the lab's command line is src/lab's own (LabCommand).
 TEST(WhatShipsTest, LabHasHelpAndRejectsABadFlag) {
-  ExpectHelpAndOneLineError({DevBinary(), "lab", "pylon-dev lab: "});
+  ExpectHelpAndOneLineError({DevBinary(), "lab", "pylon-dev lab: ", "up"});
 }
 
 // The symbols `pylon` defines (the build is not stripped): none from the lab, the fault proxy,

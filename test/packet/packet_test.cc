@@ -7,6 +7,7 @@
 #include <array>
 #include <functional>
 
+#include "support/packet/fake_announcer.h"
 #include "packet/announcer.h"
 #include "packet/arp.h"
 #include "packet/claims.h"
