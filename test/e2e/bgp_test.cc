@@ -22,12 +22,19 @@ std::string RoutedService(const std::string& name, bool local) {
 }
 
 // The EndpointSlice of Service "local": one ready endpoint on `node`.
-std::string LocalEndpointOn(const std::string& node, const std::string& ip) {
-  return "apiVersion: discovery.k8s.io/v1\nkind: EndpointSlice\nmetadata:\n  name: local-1\n"
-         "  namespace: default\n  labels:\n    kubernetes.io/service-name: local\n"
-         "addressType: IPv4\nendpoints:\n- addresses: [\"" +
-         ip + "\"]\n  conditions: {ready: true}\n  nodeName: " + node +
-         "\nports:\n- port: 8080\n  protocol: TCP\n";
+// One ready endpoint on `node`, in a slice of each family: the agent follows each family's slices
+// (addressType), as kube-proxy does, so the IPv6 address needs an IPv6 slice.
+std::string LocalEndpointOn(const std::string& node, const std::string& ipv4,
+                            const std::string& ipv6) {
+  auto slice = [&](const char* name, const char* family, const std::string& ip) {
+    return std::string(
+               "apiVersion: discovery.k8s.io/v1\nkind: EndpointSlice\nmetadata:\n  name: ") +
+           name + "\n  namespace: default\n  labels:\n    kubernetes.io/service-name: local\n" +
+           "addressType: " + family + "\nendpoints:\n- addresses: [\"" + ip +
+           "\"]\n  conditions: {ready: true}\n  nodeName: " + node +
+           "\nports:\n- port: 8080\n  protocol: TCP\n";
+  };
+  return slice("local-1", "IPv4", ipv4) + "---\n" + slice("local-2", "IPv6", ipv6);
 }
 
 std::string HostPrefix(const std::string& ip) { return ip + (IsV6(ip) ? "/128" : "/32"); }
@@ -182,7 +189,7 @@ TEST_F(BgpTest, EcmpAcrossEveryNodeAndEtpLocalOnlyEndpointNodes) {
 
   // ETP Local: only nodes with a ready endpoint hold the address, so only they are next hops.
   Apply(RoutedService("local", true));
-  Apply(LocalEndpointOn("node2", "10.244.2.5"));
+  Apply(LocalEndpointOn("node2", "10.244.2.5", "fd00:10:244:2::5"));
   auto local_ips = WaitIngress("local", 2);
   ASSERT_EQ(local_ips.size(), 2u);
   for (const auto& ip : local_ips) {
@@ -190,7 +197,7 @@ TEST_F(BgpTest, EcmpAcrossEveryNodeAndEtpLocalOnlyEndpointNodes) {
         << ip << ": " << testing::PrintToString(Nexthops(ip));
   }
   // The endpoint moves to node3: so does the route.
-  Apply(LocalEndpointOn("node3", "10.244.3.5"));
+  Apply(LocalEndpointOn("node3", "10.244.3.5", "fd00:10:244:3::5"));
   for (const auto& ip : local_ips) {
     EXPECT_TRUE(WaitNexthops(ip, {NodeIp("node3", IsV6(ip))}))
         << ip << ": " << testing::PrintToString(Nexthops(ip));
