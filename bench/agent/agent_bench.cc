@@ -13,7 +13,6 @@
 #include <string>
 #include <vector>
 
-#include "support/packet/fake_announcer.h"
 #include "agent/address_sync.h"
 #include "agent/garp.h"
 #include "agent/ownership.h"
@@ -25,6 +24,7 @@
 #include "metrics/registry.h"
 #include "packet/announcer.h"
 #include "support/netlink/fake_netlink.h"
+#include "support/packet/fake_announcer.h"
 
 namespace pylon::agent {
 namespace {

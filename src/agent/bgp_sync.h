@@ -101,8 +101,8 @@ class BgpSync {
   std::atomic<bool> reachable_{true};
   bool reachable_reported_ = true;
   SteadyTime next_poll_{};
-  std::map<std::string, Json> written_;       // peer -> this node's status entry last written
-  std::map<std::string, bool> established_;   // peer -> last seen
+  std::map<std::string, Json> written_;      // peer -> this node's status entry last written
+  std::map<std::string, bool> established_;  // peer -> last seen
 };
 
 }  // namespace pylon::agent

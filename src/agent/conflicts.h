@@ -39,8 +39,8 @@ struct ProbeTarget {
 
 struct ProbeResult {
   ProbeTarget target;
-  std::optional<net::MacAddress> owner;     // a foreign host answered
-  std::optional<std::string> error;         // the probe could not run
+  std::optional<net::MacAddress> owner;  // a foreign host answered
+  std::optional<std::string> error;      // the probe could not run
 };
 
 struct FoundConflict {

@@ -452,8 +452,7 @@ void Controller::LeaseChanged(const Json& lease, bool deleted) {
     read = ReadNodeLease(
         node->str(), read_spec.holder_identity, read_spec.lease_duration_seconds,
         read_spec.renew_time,
-        FindString(lease, {"metadata", "annotations", election::kSubnetsAnnotation})
-            .value_or(""));
+        FindString(lease, {"metadata", "annotations", election::kSubnetsAnnotation}).value_or(""));
     if (!spec) {
       read->issues.push_back("lease of node " + node->str() +
                              ": spec unreadable, not live: " + spec.error().message());

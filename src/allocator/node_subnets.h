@@ -7,8 +7,9 @@
 //     now < renewTime + leaseDurationSeconds
 // with `now` the allocator's wall clock, and only while holderIdentity is non-empty (an agent
 // that shut down released it). A lease without renewTime or with a non-positive duration is not
-// live. The agent's own election judges liveness by observed change instead (election/membership.h); the
-// allocator reads each lease once per reconcile, so it uses the timestamps as PureLB does.
+// live. The agent's own election judges liveness by observed change instead
+// (election/membership.h); the allocator reads each lease once per reconcile, so it uses the
+// timestamps as PureLB does.
 #pragma once
 
 #include <cstdint>
