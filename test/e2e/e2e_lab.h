@@ -24,6 +24,7 @@
 #include "lab/netns.h"
 #include "lab/process.h"
 #include "lab/responder.h"
+#include "lab/service_state.h"
 #include "support/binaries.h"
 
 namespace pylon::e2e {
@@ -31,23 +32,9 @@ namespace pylon::e2e {
 using Ms = std::chrono::milliseconds;
 using Json = nlohmann::json;
 
-// Seed 000's example in the lab's documentation ranges (local addresses on LAN A).
-inline constexpr const char* kLocalDual = R"(apiVersion: purelb.io/v1
-kind: ServiceGroup
-metadata:
-  name: localdual
-  namespace: purelb-system
-spec:
-  local:
-    v4pools:
-    - aggregation: default
-      pool: 192.0.2.225-192.0.2.229
-      subnet: 192.0.2.0/24
-    v6pools:
-    - aggregation: default
-      pool: 2001:db8:1:0:8000::4/126
-      subnet: 2001:db8:1::/64
-)";
+// Seed 000's example in the lab's documentation ranges (local addresses on LAN A): the demo's
+// ServiceGroup, one text for the lab and the tests.
+inline const char* const kLocalDual = lab::kDemoGroup;
 
 // A Lace class with small pools on LAN B (documentation ranges).
 inline constexpr const char* kPublicClass = R"(apiVersion: lace-cni.io/v1alpha1
