@@ -122,6 +122,13 @@ Result<WallTime> ParseTime(std::string_view text) {
   if (pos != text.size()) return Bad(text, "trailing characters");
   int64_t secs = DaysFromCivil(y, static_cast<unsigned>(mo), static_cast<unsigned>(d)) * 86400 +
                  h * 3600 + mi * 60 + se - offset_secs;
+  // WallTime counts nanoseconds in 64 bits: about 1677-09-22 to 2262-04-11. Anything outside
+  // (a year 4048 creationTimestamp, say) is an error, never a wrapped-around time.
+  constexpr int64_t kMaxSecs = duration_cast<seconds>(WallTime::duration::max()).count() - 1;
+  constexpr int64_t kMinSecs = duration_cast<seconds>(WallTime::duration::min()).count() + 1;
+  if (secs > kMaxSecs || secs < kMinSecs) {
+    return Bad(text, "outside the representable range (years 1678 to 2261)");
+  }
   return WallTime(duration_cast<WallTime::duration>(seconds(secs) + microseconds(micros)));
 }
 
