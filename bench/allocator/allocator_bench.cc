@@ -31,6 +31,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "common/cli.h"
 #include "common/json.h"
 #include "k8s/canceller.h"
 #include "k8s/client_impl.h"
@@ -177,15 +178,27 @@ Figures Percentiles(std::vector<double> ms) {
 int main(int argc, char** argv) {
   std::string pylon = PYLON_BINARY;
   int burst = 10000, single = 100, creators = 8, restart = 1, backlog = 0;
-  for (int i = 1; i + 1 < argc; i += 2) {
-    std::string a = argv[i];
-    if (a == "--pylon") pylon = argv[i + 1];
-    if (a == "--burst") burst = std::atoi(argv[i + 1]);
-    if (a == "--single") single = std::atoi(argv[i + 1]);
-    if (a == "--creators") creators = std::atoi(argv[i + 1]);
-    if (a == "--restart") restart = std::atoi(argv[i + 1]);
-    if (a == "--backlog") backlog = std::atoi(argv[i + 1]);
-  }
+  auto app = pylon::cli::NewCommand(
+      "pylon_allocator_bench",
+      "pylon allocator on kube-apiserver + etcd: allocation latency, burst, restart, backlog");
+  app->add_option("--pylon", pylon, "the pylon binary")->capture_default_str();
+  app->add_option("--burst", burst, "Services created at once by the creators")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
+  app->add_option("--single", single, "Services created one at a time")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
+  app->add_option("--creators", creators, "threads creating the burst")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  app->add_option("--restart", restart, "1: time a second allocator next to every Service")
+      ->check(CLI::Range(0, 1))
+      ->capture_default_str();
+  app->add_option("--backlog", backlog,
+                  "Services created with no allocator running, then allocated by one")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
+  if (auto code = pylon::cli::Parse(*app, argc, argv)) return *code;
   char templ[] = "/tmp/pylon-alloc-bench-XXXXXX";
   const std::string dir = mkdtemp(templ);
   pylon::lab::ControlPlaneConfig cpc;

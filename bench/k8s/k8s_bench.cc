@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "apiserver_process.h"
+#include "common/cli.h"
 #include "k8s/informer.h"
 
 namespace pylon::k8s {
@@ -54,23 +55,19 @@ int Main(int argc, char** argv) {
   int updates = 20000;
   int writers = 4;
   bool proxy = false;
-  for (int i = 1; i < argc; ++i) {
-    std::string a = argv[i];
-    auto next = [&] { return i + 1 < argc ? std::string(argv[++i]) : std::string(); };
-    if (a == "--services") {
-      services = std::stoi(next());
-    } else if (a == "--updates") {
-      updates = std::stoi(next());
-    } else if (a == "--writers") {
-      writers = std::stoi(next());
-    } else if (a == "--proxy") {
-      proxy = true;
-    } else {
-      std::fprintf(stderr, "usage: %s [--services N] [--updates N] [--writers N] [--proxy]\n",
-                   argv[0]);
-      return 2;
-    }
-  }
+  auto app = cli::NewCommand("pylon_k8s_bench",
+                             "Pylon's Kubernetes client on kube-apiserver: informer and writes");
+  app->add_option("--services", services, "Services in the informer's cache")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  app->add_option("--updates", updates, "status updates written")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
+  app->add_option("--writers", writers, "threads writing")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  app->add_flag("--proxy", proxy, "go through pylon-dev fault-proxy (no faults)");
+  if (auto code = cli::Parse(*app, argc, argv)) return *code;
   std::string why;
   if (!RealApiServer::Available(&why)) {
     std::fprintf(stderr, "pylon_k8s_bench: %s\n", why.c_str());

@@ -8,19 +8,13 @@
 #include <cstring>
 #include <sstream>
 
+#include "common/text.h"
+
 namespace pylon::bgp {
 
 namespace {
 
 bool IsDigit(char c) { return c >= '0' && c <= '9'; }
-
-std::string Trim(std::string_view s) {
-  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
-  while (!s.empty() && (s.back() == ' ' || s.back() == '\t' || s.back() == '\r')) {
-    s.remove_suffix(1);
-  }
-  return std::string(s);
-}
 
 std::vector<std::string> Words(std::string_view s) {
   std::vector<std::string> out;
@@ -167,10 +161,10 @@ std::vector<ProtocolStatus> ParseProtocols(const BirdReply& reply) {
       out.push_back(std::move(p));
     } else if (l.code == 1006 && !out.empty()) {
       ProtocolStatus& p = out.back();
-      std::string t = Trim(l.text);
+      std::string t(Trim(l.text, " \t\r"));
       auto value = [&](std::string_view key) -> std::optional<std::string> {
         if (!t.starts_with(key)) return std::nullopt;
-        return Trim(std::string_view(t).substr(key.size()));
+        return std::string(Trim(std::string_view(t).substr(key.size()), " \t\r"));
       };
       if (auto v = value("BGP state:")) p.bgp_state = *v;
       if (auto v = value("Last error:")) p.last_error = *v;

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <charconv>
 
+#include "common/text.h"
 #include "config/json_util.h"
 
 namespace pylon::config {
@@ -18,12 +19,6 @@ namespace {
 Uint128 SaturatingAdd(Uint128 a, Uint128 b) {
   Uint128 s = a + b;
   return s < a ? ~Uint128{0} : s;
-}
-
-std::string_view Trim(std::string_view s) {
-  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
-  while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) s.remove_suffix(1);
-  return s;
 }
 
 std::string FamilyWord(Family f) { return std::string(net::FamilyName(f)); }

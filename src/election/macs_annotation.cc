@@ -2,19 +2,12 @@
 
 #include <algorithm>
 
+#include "common/text.h"
 #include "net/mac.h"
 
 namespace pylon::election {
 
-namespace {
-
-std::string_view Trim(std::string_view s) {
-  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
-  while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) s.remove_suffix(1);
-  return s;
-}
-
-}  // namespace
+namespace {}  // namespace
 
 MacsParse ParseMacsAnnotation(std::string_view value) {
   MacsParse out;

@@ -3,15 +3,11 @@
 #include <algorithm>
 #include <charconv>
 
+#include "common/text.h"
+
 namespace pylon::heartbeat {
 
 namespace {
-
-std::string_view Trim(std::string_view s) {
-  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
-  while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) s.remove_suffix(1);
-  return s;
-}
 
 bool ParsePort(std::string_view text, std::uint16_t& port) {
   if (text.empty() || text.size() > 5) return false;

@@ -4,6 +4,8 @@
 #include <cctype>
 #include <charconv>
 
+#include "common/text.h"
+
 namespace pylon::http {
 namespace {
 
@@ -11,13 +13,6 @@ std::string Lower(std::string_view s) {
   std::string r(s);
   for (char& c : r) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
   return r;
-}
-
-std::string_view Trim(std::string_view s) {
-  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
-  while (!s.empty() && (s.back() == ' ' || s.back() == '\t' || s.back() == '\r'))
-    s.remove_suffix(1);
-  return s;
 }
 
 bool IsTokenChar(char c) {
@@ -241,7 +236,7 @@ ParseOutcome ParseRequest(std::string_view buf, const Limits& limits, Request* o
     std::string_view name = line.substr(0, colon);
     if (!std::all_of(name.begin(), name.end(), IsTokenChar))
       return Error(400, "malformed header name");
-    req.headers.emplace_back(Lower(name), std::string(Trim(line.substr(colon + 1))));
+    req.headers.emplace_back(Lower(name), std::string(Trim(line.substr(colon + 1), " \t\r")));
   }
 
   std::string te = Lower(req.Header("transfer-encoding"));
@@ -259,7 +254,7 @@ ParseOutcome ParseRequest(std::string_view buf, const Limits& limits, Request* o
       }
       std::string_view size_text = buf.substr(body_pos, line_end - body_pos);
       size_text = size_text.substr(0, size_text.find(';'));  // chunk extensions
-      size_text = Trim(size_text);
+      size_text = Trim(size_text, " \t\r");
       std::size_t size = 0;
       auto [p, ec] =
           std::from_chars(size_text.data(), size_text.data() + size_text.size(), size, 16);

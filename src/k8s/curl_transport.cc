@@ -5,6 +5,8 @@
 #include <cstring>
 #include <mutex>
 
+#include "common/text.h"
+
 namespace pylon::k8s {
 namespace {
 
@@ -13,13 +15,6 @@ constexpr size_t kMaxPool = 16;
 void GlobalInit() {
   static std::once_flag once;
   std::call_once(once, [] { curl_global_init(CURL_GLOBAL_DEFAULT); });
-}
-
-std::string Trim(std::string s) {
-  while (!s.empty() && (s.back() == '\r' || s.back() == '\n' || s.back() == ' ')) s.pop_back();
-  size_t i = 0;
-  while (i < s.size() && s[i] == ' ') ++i;
-  return s.substr(i);
 }
 
 bool IEquals(std::string_view a, std::string_view b) {
@@ -98,7 +93,7 @@ struct CurlTransport::Xfer {
     auto colon = line.find(':');
     if (colon == std::string_view::npos) return len;
     std::string_view name = line.substr(0, colon);
-    std::string value = Trim(std::string(line.substr(colon + 1)));
+    std::string value(Trim(line.substr(colon + 1), " \r\n"));
     if (IEquals(name, "Content-Type")) {
       x->resp.content_type = value;
     } else if (IEquals(name, "Retry-After")) {

@@ -2,6 +2,7 @@
 
 #include <thread>
 
+#include "common/json.h"
 #include "lab/command.h"
 #include "lab/netns.h"
 
@@ -54,11 +55,7 @@ Result<nlohmann::json> GetJson(const Lab& lab, const std::vector<std::string>& a
   a.push_back("json");
   auto out = lab.Kubectl(a);
   if (!out) return Fail(out.error());
-  try {
-    return nlohmann::json::parse(*out);
-  } catch (const std::exception& e) {
-    return Fail(ErrorCode::kInvalidArgument, std::string("kubectl output: ") + e.what());
-  }
+  return ParseJson(*out, "kubectl output");
 }
 
 Result<nlohmann::json> WaitService(const Lab& lab, const std::string& ns, const std::string& name,
@@ -99,13 +96,14 @@ bool WaitEvents(const Lab& lab, const std::string& ns, const std::string& name,
     auto ev = GetJson(lab, {"get", "events", "-n", ns});
     size_t n = 0;
     if (ev) {
-      try {
-        for (const auto& e : ev->at("items")) {
-          if (e.value("reason", "") == reason && e.at("involvedObject").value("name", "") == name) {
+      const Json* items = Find(*ev, {"items"});
+      if (items != nullptr && items->is_array()) {
+        for (const auto& e : *items) {
+          if (FindString(e, {"reason"}) == reason &&
+              FindString(e, {"involvedObject", "name"}) == name) {
             ++n;
           }
         }
-      } catch (const std::exception&) {
       }
     }
     if (n >= count) return true;
@@ -115,21 +113,15 @@ bool WaitEvents(const Lab& lab, const std::string& ns, const std::string& name,
 }
 
 std::string Annotation(const nlohmann::json& obj, const std::string& key) {
-  auto meta = obj.find("metadata");
-  if (meta == obj.end()) return "";
-  auto ann = meta->find("annotations");
-  if (ann == meta->end() || !ann->is_object()) return "";
-  auto it = ann->find(key);
-  return it != ann->end() && it->is_string() ? it->get<std::string>() : "";
+  return FindString(obj, {"metadata", "annotations", key}).value_or("");
 }
 
 std::vector<std::string> IngressIps(const nlohmann::json& svc) {
   std::vector<std::string> out;
-  try {
-    for (const auto& i : svc.at("status").at("loadBalancer").at("ingress")) {
-      out.push_back(i.at("ip").get<std::string>());
-    }
-  } catch (const std::exception&) {
+  const Json* ingress = Find(svc, {"status", "loadBalancer", "ingress"});
+  if (ingress == nullptr || !ingress->is_array()) return out;
+  for (const auto& i : *ingress) {
+    if (auto ip = FindString(i, {"ip"})) out.push_back(*ip);
   }
   return out;
 }

@@ -2,18 +2,13 @@
 
 #include <algorithm>
 
+#include "common/text.h"
 #include "common/time.h"
 #include "net/mac.h"
 
 namespace pylon::model {
 
 namespace {
-
-std::string_view Trim(std::string_view s) {
-  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
-  while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) s.remove_suffix(1);
-  return s;
-}
 
 std::vector<std::string_view> Split(std::string_view s, char sep) {
   std::vector<std::string_view> out;

@@ -5,14 +5,10 @@
 #include <algorithm>
 #include <charconv>
 
+#include "common/text.h"
+
 namespace pylon::net {
 namespace {
-
-std::string_view Trim(std::string_view s) {
-  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
-  while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) s.remove_suffix(1);
-  return s;
-}
 
 Uint128 HostMask(Family f, int length) {
   int host_bits = FamilyBits(f) - length;

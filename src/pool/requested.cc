@@ -3,16 +3,10 @@
 #include <algorithm>
 #include <string>
 
+#include "common/text.h"
+
 namespace pylon::pool {
-namespace {
-
-std::string_view Trim(std::string_view s) {
-  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
-  while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) s.remove_suffix(1);
-  return s;
-}
-
-}  // namespace
+namespace {}  // namespace
 
 Result<RequestedAddresses> ParseRequestedAddresses(std::string_view value) {
   RequestedAddresses out;

@@ -696,7 +696,8 @@ TEST_F(DeployTest, PrinterColumnsShowTheStatusTheAllocatorWrites) {
     CompareSubset(status, back.value("status", Json()), ".status", &diffs);
     for (const auto& d : diffs) ADD_FAILURE() << what << " " << name << " " << d;
   }
-  Output sg = Kubectl("get servicegroups -n purelb-system default");
+  // v1 shows Pylon's columns; v2 (kubectl's preferred version) shows PureLB 0.17's by default.
+  Output sg = Kubectl("get servicegroups.v1.purelb.io -n purelb-system default");
   EXPECT_EQ(sg.code, 0) << sg.out;
   for (const char* s : {"VALID", "IPV4 SIZE", "IPV4 IN USE", "IPV6 SIZE", "IPV6 IN USE", "AGE",
                         "true", "11", "65536"}) {
@@ -905,9 +906,14 @@ TEST_F(DeployTest, PurelbV1AndV2ServedTogetherNothingLost) {
   full["status"] = R"({"valid": true, "announce": "Remote", "allocatedIPv4": "3",
                        "availableIPv4": "5"})"_json;
   ASSERT_EQ(Kubectl("replace --subresource=status -f " + Quote(WriteTemp(full.dump()))).code, 0);
+  Output narrow = Kubectl("get -n purelb-system sg rt-v2");
+  for (const char* col : {"ANNOUNCE", "IPAM", "ALLOCATED-V4", "ALLOCATED-V6", "VALID", "Remote"}) {
+    EXPECT_NE(narrow.out.find(col), std::string::npos) << col << "\n" << narrow.out;
+  }
+  EXPECT_EQ(narrow.out.find("AVAILABLE-V4"), std::string::npos) << narrow.out;
   Output wide = Kubectl("get -n purelb-system sg rt-v2 -o wide");
-  for (const char* col :
-       {"ANNOUNCE", "ALLOCATED-V4", "AVAILABLE-V4", "NAMESPACES", "ENFORCED", "Remote", "team-a"}) {
+  for (const char* col : {"ANNOUNCE", "ALLOCATED-V4", "AVAILABLE-V4", "NAMESPACES", "ENFORCED",
+                          "BOUND", "IPV4 SIZE", "Remote", "team-a"}) {
     EXPECT_NE(wide.out.find(col), std::string::npos) << col << "\n" << wide.out;
   }
   // Both versions list every object.
