@@ -583,5 +583,84 @@ spec:
   EXPECT_EQ(c().Ingress("mpe-a"), (std::vector<std::string>{"10.15.1.10", "10.15.2.10"}));
 }
 
+// purelb.io/v2 ServiceGroup allocation rules on the real API server, one row per behaviour: each
+// row applies its own v2 group (remote, so every range is active without node leases), creates
+// its Services in order and expects each one's addresses or refusal reason.
+TEST_F(AllocatorE2E, PurelbV2AllocationTable) {
+  struct Expect {
+    Svc svc;
+    std::vector<std::string> ingress;  // empty: refused with `reason`
+    std::string reason;
+  };
+  struct Row {
+    std::string what;
+    std::string spec;  // under spec.remote
+    std::vector<Expect> services;
+  };
+  auto in = [](const std::string& group, std::vector<std::pair<std::string, std::string>> more = {},
+               std::string name = "") {
+    more.insert(more.begin(), {"purelb.io/service-group", group});
+    return Svc{std::move(name), "default", std::string("purelb.io/purelbv2"), std::move(more)};
+  };
+  const std::vector<Row> rows = {
+      {"balancePools: each new address from the range with the fewest in use",
+       "    balancePools: true\n"
+       "    v4pools:\n"
+       "      - {subnet: 10.16.1.0/24, pool: 10.16.1.10-10.16.1.19}\n"
+       "      - {subnet: 10.16.2.0/24, pool: 10.16.2.10-10.16.2.19}\n",
+       {{in("v2t-bal", {}, "v2t-bal-a"), {"10.16.1.10"}, ""},
+        {in("v2t-bal", {}, "v2t-bal-b"), {"10.16.2.10"}, ""},
+        {in("v2t-bal", {}, "v2t-bal-c"), {"10.16.1.11"}, ""}}},
+      {"without balancePools: the first range until it is full",
+       "    v4pools:\n"
+       "      - {subnet: 10.16.3.0/24, pool: 10.16.3.10-10.16.3.11}\n"
+       "      - {subnet: 10.16.4.0/24, pool: 10.16.4.10-10.16.4.19}\n",
+       {{in("v2t-seq", {}, "v2t-seq-a"), {"10.16.3.10"}, ""},
+        {in("v2t-seq", {}, "v2t-seq-b"), {"10.16.3.11"}, ""},
+        {in("v2t-seq", {}, "v2t-seq-c"), {"10.16.4.10"}, ""}}},
+      {"v2 order: the v4pools list before the single v4pool entry",
+       "    v4pool: {subnet: 10.16.5.0/24, pool: 10.16.5.10-10.16.5.19}\n"
+       "    v4pools:\n"
+       "      - {subnet: 10.16.6.0/24, pool: 10.16.6.10-10.16.6.19}\n",
+       {{in("v2t-ord", {}, "v2t-ord-a"), {"10.16.6.10"}, ""}}},
+      {"multiPool on a remote group: one address from every range",
+       "    multiPool: true\n"
+       "    v4pools:\n"
+       "      - {subnet: 10.16.7.0/24, pool: 10.16.7.10-10.16.7.19}\n"
+       "      - {subnet: 10.16.8.0/24, pool: 10.16.8.10-10.16.8.19}\n",
+       {{in("v2t-mp", {}, "v2t-mp-a"), {"10.16.7.10", "10.16.8.10"}, ""},
+        // the Service's own annotation turns it off
+        {in("v2t-mp", {{"purelb.io/multi-pool", "false"}}, "v2t-mp-b"), {"10.16.7.11"}, ""},
+        // refused with a sharing key
+        {in("v2t-mp", {{"purelb.io/allow-shared-ip", "k"}}, "v2t-mp-c"), {}, "MultiPoolRefused"}}},
+      {"multiPool with balancePools: refused",
+       "    multiPool: true\n"
+       "    balancePools: true\n"
+       "    v4pools:\n"
+       "      - {subnet: 10.16.9.0/24, pool: 10.16.9.10-10.16.9.19}\n",
+       {{in("v2t-mpb", {}, "v2t-mpb-a"), {}, "MultiPoolRefused"},
+        {in("v2t-mpb", {{"purelb.io/multi-pool", "false"}}, "v2t-mpb-b"), {"10.16.9.10"}, ""}}},
+  };
+  for (const auto& row : rows) {
+    SCOPED_TRACE(row.what);
+    const std::string group = row.services.front().svc.annotations.front().second;
+    auto applied =
+        c().Apply("apiVersion: purelb.io/v2\nkind: ServiceGroup\nmetadata: {name: " + group +
+                  ", namespace: purelb-system}\nspec:\n  remote:\n" + row.spec);
+    ASSERT_TRUE(applied.has_value()) << applied.error().message();
+    for (const auto& e : row.services) {
+      Create(e.svc);
+      if (e.reason.empty()) {
+        EXPECT_TRUE(c().WaitIngress(e.svc.name, e.ingress))
+            << e.svc.name << " " << c().Condition(e.svc.name).dump();
+      } else {
+        EXPECT_TRUE(c().WaitReason(e.svc.name, e.reason))
+            << e.svc.name << " " << c().Condition(e.svc.name).dump();
+        EXPECT_TRUE(c().Ingress(e.svc.name).empty()) << e.svc.name;
+      }
+    }
+  }
+}
+
 }  // namespace
 }  // namespace pylon::allocator::e2e
