@@ -7,6 +7,7 @@
 #include <map>
 #include <set>
 
+#include "common/json.h"
 #include "e2e_lab.h"
 
 namespace pylon::e2e {
@@ -96,6 +97,50 @@ TEST_F(LabTest, VirtualAddressesOnEveryNodeKubeLb0) {
     auto rc = lab::RunCommand({"ip", "-d", "link", "show", "kube-lb0"}, &out, n.netns);
     ASSERT_TRUE(rc && *rc == 0) << out;
     EXPECT_NE(out.find("\n    bridge "), std::string::npos) << n.name << ": " << out;
+  }
+}
+
+// Where an address on no node's subnet goes depends on its ServiceGroup's version and kind: a v1
+// `local` group and a v2 `remote` group put it on kube-lb0 of every node; a v2 `local` group never
+// announces it anywhere and says so with a Warning event on the Service.
+TEST_F(LabTest, AddressOnNoNodeSubnetPerGroupVersion) {
+  struct Row {
+    std::string group;
+    std::string api;
+    std::string kind;  // spec.<kind>
+    std::string pool;  // in 203.0.113.0/24, on no node's subnet
+    size_t on_kube_lb0;
+  };
+  const Row rows[] = {
+      {"nsv1", "v1", "local", "203.0.113.30-203.0.113.31", 3},
+      {"nsv2r", "v2", "remote", "203.0.113.40-203.0.113.41", 3},
+      {"nsv2l", "v2", "local", "203.0.113.50-203.0.113.51", 0},
+  };
+  for (const auto& r : rows) {
+    Apply("apiVersion: purelb.io/" + r.api + "\nkind: ServiceGroup\nmetadata:\n  name: " + r.group +
+          "\n  namespace: purelb-system\nspec:\n  " + r.kind +
+          ":\n    v4pools:\n    - pool: " + r.pool + "\n      subnet: 203.0.113.0/24\n");
+    Apply(ServiceYaml("web-" + r.group, "    purelb.io/service-group: " + r.group + "\n", ""));
+  }
+  for (const auto& r : rows) {
+    SCOPED_TRACE(r.group);
+    const std::string svc = "web-" + r.group;
+    auto ips = WaitIngress(svc, 1);
+    ASSERT_EQ(ips.size(), 1u);
+    if (r.on_kube_lb0 > 0) {
+      EXPECT_TRUE(Eventually([&] { return NodesWith("kube-lb0", ips[0]).size() == r.on_kube_lb0; }))
+          << ips[0] << " on " << NodesWith("kube-lb0", ips[0]).size() << " nodes";
+    } else {
+      EXPECT_TRUE(Eventually([&] {
+        Json ev = GetJson({"get", "events", "-n", "default", "--field-selector",
+                           "involvedObject.name=" + svc + ",reason=NoNodeOnSubnet"});
+        const Json* items = Find(ev, {"items"});
+        return items != nullptr && items->is_array() && !items->empty();
+      })) << "no NoNodeOnSubnet event for "
+          << svc;
+      EXPECT_TRUE(NodesWith("kube-lb0", ips[0]).empty()) << ips[0];
+    }
+    EXPECT_TRUE(NodesWith("eth0", ips[0]).empty()) << ips[0];
   }
 }
 
