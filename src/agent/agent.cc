@@ -218,7 +218,9 @@ Status Agent::Start(Duration sync_timeout) {
   leases_ = add(k8s::resources::Leases(), options_.ns, true);
   groups_ = add(crd::ServiceGroups(), options_.ns, false);
   classes_ = add(crd::LoadBalancerClasses(), "", false);
-  node_agents_ = add(crd::LBNodeAgents(), options_.ns, false);
+  // Every namespace, as PureLB (the install namespace's objects take precedence on a tie:
+  // node_agent_select.h).
+  node_agents_ = add(crd::LBNodeAgents(), "", false);
   l2advs_ = add(crd::L2Advertisements(), "", false);
   nodes_ = add(k8s::resources::Nodes(), "", false);
   if (options_.bgp.enabled()) {
@@ -344,6 +346,7 @@ bool Agent::EnsureVirtual(const std::string& name) {
                {{"interface", name}, {"error", vl.error().message()}});
     return false;
   }
+  if (vl->created) created_virtual_[name] = vl->link.index;
   if (!vl->note.empty()) {
     const std::string kind(netlink::VirtualLinkKindName(vl->kind));
     log::Warn("virtual interface fallback",
@@ -461,7 +464,14 @@ void Agent::RefreshInputs() {
 void Agent::RefreshNodeAgent() {
   const auto agents = node_agents_->store().List();
   const auto node = nodes_->store().Get("", options_.node_name);
-  NodeAgentChoice choice = ChooseNodeAgent(agents, node ? &*node : nullptr, options_.node_name);
+  NodeAgentChoice choice =
+      ChooseNodeAgent(agents, node ? &*node : nullptr, options_.node_name, options_.ns);
+  if (d_.metrics) {
+    for (auto st : kNodeAgentStates) {
+      d_.metrics->Set(kMetricSelectorState, {{"state", std::string(NodeAgentStateName(st))}},
+                      st == choice.state ? 1 : 0);
+    }
+  }
 
   // Report once per distinct set of notes and verdict (this runs on every input change).
   std::vector<std::string> reported;
@@ -486,6 +496,9 @@ void Agent::RefreshNodeAgent() {
     if (choice.state == NodeAgentState::kDeselected) {
       log::Warn("node deselected", {{"why", choice.why}});
       writer_->NodeEvent(true, "LBNodeAgentDeselected", choice.why);
+    } else if (choice.state == NodeAgentState::kInvalid) {
+      log::Warn("no usable LBNodeAgent", {{"why", choice.why}});
+      writer_->NodeEvent(true, "LBNodeAgentInvalid", choice.why);
     } else {
       log::Info("LBNodeAgent", {{"state", std::string(NodeAgentStateName(choice.state))},
                                 {"lbnodeagent", choice.config ? choice.config->meta.key.ToString()
@@ -652,6 +665,7 @@ void Agent::Shutdown() {
   } else if (*deleted == LeaseDeleteOutcome::kDeleted) {
     log::Info("node lease deleted", {{"lease", lease_->LeaseName()}});
   }
+  DeleteCreatedVirtual();
   if (hb_) hb_->Stop();
   if (kube_proxy_) kube_proxy_->Stop();
   if (claim_monitor_) claim_monitor_->Stop();
@@ -659,6 +673,32 @@ void Agent::Shutdown() {
   if (link_thread_.joinable()) link_thread_.join();
   for (auto& i : informers_) i->Stop();
   writer_->Stop(std::chrono::seconds(2));
+}
+
+void Agent::DeleteCreatedVirtual() {
+  for (const auto& [name, index] : created_virtual_) {
+    auto link = d_.netlink->GetLink(name);
+    if (!link) {
+      if (link.error().code() != ErrorCode::kNotFound) {
+        log::Warn("virtual interface left in place: cannot read it",
+                  {{"interface", name}, {"error", link.error().message()}});
+      }
+      continue;
+    }
+    if (link->index != index) {
+      // Deleted and created again by someone else since: not ours.
+      log::Info("virtual interface left in place: not the one this agent created",
+                {{"interface", name}});
+      continue;
+    }
+    if (auto st = d_.netlink->DeleteLink(index); !st) {
+      log::Warn("could not delete the virtual interface",
+                {{"interface", name}, {"error", st.error().message()}});
+    } else {
+      log::Info("virtual interface deleted", {{"interface", name}});
+    }
+  }
+  created_virtual_.clear();
 }
 
 }  // namespace pylon::agent

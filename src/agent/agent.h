@@ -11,12 +11,15 @@
 // Shutdown (RequestStop, e.g. on SIGTERM): a last pass withdraws every address of ours, then the
 // lease keeper stops and the lease is deleted (only if it still names this pod, with
 // $PURELB_POD_UID: LeaseKeeper::Delete), so peers take over at once without ever seeing two
-// holders.
+// holders. Last, as PureLB, the virtual interface (kube-lb0) is deleted -- only a link this run
+// of the agent created, still there under the same name and index; one that existed before it
+// started (created by someone else, or left by an agent that did not shut down) stays.
 #pragma once
 
 #include <atomic>
 #include <condition_variable>
 #include <functional>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -100,6 +103,8 @@ class Agent {
   void RefreshNetwork();
   // Creates (or adopts) the virtual interface `name`; false when that failed (logged once).
   bool EnsureVirtual(const std::string& name);
+  // Shutdown: deletes the virtual interfaces this run created (created_virtual_).
+  void DeleteCreatedVirtual();
   void OnePass(bool shutting_down);
   // With BGP on: hands the BGP objects and this node to BgpSync (loop thread).
   void SyncBgp();
@@ -159,9 +164,10 @@ class Agent {
   std::vector<ServiceInput> services_in_;
   std::vector<L2Advertisement> l2_in_;
   std::vector<NodeName> excluded_nodes_;
-  std::set<std::string> virtual_tried_;      // virtual interface names that could not be created
-  std::optional<SteadyTime> first_healthy_;  // start of the hold-off (planner.h)
-  bool last_healthy_ = true;                 // for logging health transitions
+  std::set<std::string> virtual_tried_;         // virtual interface names that could not be created
+  std::map<std::string, int> created_virtual_;  // virtual interfaces this run created: ifindex
+  std::optional<SteadyTime> first_healthy_;     // start of the hold-off (planner.h)
+  bool last_healthy_ = true;                    // for logging health transitions
 
   // Shared with informer threads.
   mutable std::mutex mu_;

@@ -48,6 +48,12 @@ void DescribeAgentMetrics(metrics::Registry& r) {
   r.Describe(kMetricKubeProxyTransitions,
              "Changes of the kube-proxy health verdict, by new state (healthy|unhealthy)",
              Type::kCounter, {{"to", {"healthy", "unhealthy"}}});
+  // The agent sets all four (node_agent_select.h: kNodeAgentStates) each time it reads the
+  // LBNodeAgents: no series before, never all 0 after, as PureLB.
+  r.Describe(kMetricSelectorState,
+             "LBNodeAgent state of this node, 1 for the current one "
+             "(default|configured|deselected|invalid)",
+             Type::kGauge, {{"state", {}}}, Start::kWhenSet);
   // Heartbeats on only: set from the first pass when they are (a 0 without heartbeats would
   // read as "unfit to announce").
   std::vector<std::string> states;

@@ -21,13 +21,17 @@ inline constexpr char kMetricLeaseRenewals[] = "purelb_election_lease_renewals_t
 // This node's kube-proxy health check (kube_proxy_health.h; docs/agent.md "kube-proxy health").
 inline constexpr char kMetricKubeProxyHealthy[] = "purelb_kube_proxy_healthy";
 inline constexpr char kMetricKubeProxyTransitions[] = "purelb_kube_proxy_transitions_total";
+// Which LBNodeAgent state this node is in (node_agent_select.h), PureLB 0.17's name: state =
+// default|configured|deselected|invalid, the current one 1, the others 0.
+inline constexpr char kMetricSelectorState[] = "purelb_lbnodeagent_selector_state";
 // Heartbeats on only (docs/failover.md).
 inline constexpr char kMetricHeartbeatPeers[] = "purelb_heartbeat_peers";
 inline constexpr char kMetricHeartbeatHealthy[] = "purelb_heartbeat_self_healthy";
 
 // Declares every family above (idempotent: a second call keeps every value). Each series known up
 // front exists at 0 from then on (metrics/registry.h); the heartbeat families appear on the first
-// pass with heartbeats on; purelb_election_lease_renewals_total has no series.
+// pass with heartbeats on, the selector state once the LBNodeAgents were first read;
+// purelb_election_lease_renewals_total has no series.
 void DescribeAgentMetrics(metrics::Registry& r);
 
 }  // namespace pylon::agent

@@ -15,12 +15,14 @@ std::string_view NodeAgentStateName(NodeAgentState state) {
       return "configured";
     case NodeAgentState::kDeselected:
       return "deselected";
+    case NodeAgentState::kInvalid:
+      return "invalid";
   }
   return "default";
 }
 
 NodeAgentChoice ChooseNodeAgent(const std::vector<Json>& objects, const Json* node,
-                                std::string_view node_name) {
+                                std::string_view node_name, std::string_view install_ns) {
   NodeAgentChoice out;
   const Json no_node = Json::object();
   const Json& node_obj = node != nullptr ? *node : no_node;
@@ -34,10 +36,12 @@ NodeAgentChoice ChooseNodeAgent(const std::vector<Json>& objects, const Json* no
   std::vector<Candidate> candidates;
   std::size_t parsed_count = 0;
   std::vector<std::string> not_matching;  // selective objects that do not select this node
+  std::vector<std::string> unparsed;      // the errors of the objects that do not parse
   for (std::size_t i = 0; i < objects.size(); ++i) {
     auto parsed = config::ParseNodeAgent(objects[i]);
     if (!parsed) {
       out.notes.push_back({i, "ConfigError", parsed.error().message() + "; ignored"});
+      unparsed.push_back(parsed.error().message());
       continue;
     }
     ++parsed_count;
@@ -58,10 +62,12 @@ NodeAgentChoice ChooseNodeAgent(const std::vector<Json>& objects, const Json* no
     candidates.push_back({parsed->node_selector.has_value(), i, std::move(*parsed)});
   }
   std::stable_sort(
-      candidates.begin(), candidates.end(), [](const Candidate& a, const Candidate& b) {
-        auto rank = [](const Candidate& c) {
-          return std::make_tuple(!c.selective, !c.selective && c.config.meta.key.name != "default",
-                                 c.config.meta.key.namespace_, c.config.meta.key.name);
+      candidates.begin(), candidates.end(), [install_ns](const Candidate& a, const Candidate& b) {
+        auto rank = [install_ns](const Candidate& c) {
+          const auto& key = c.config.meta.key;
+          return std::make_tuple(!c.selective, key.namespace_ != install_ns,
+                                 std::string_view(key.namespace_),
+                                 !c.selective && key.name != "default", std::string_view(key.name));
         };
         return rank(a) < rank(b);
       });
@@ -89,7 +95,15 @@ NodeAgentChoice ChooseNodeAgent(const std::vector<Json>& objects, const Json* no
     out.config = governing->config;
     return out;
   }
-  if (parsed_count == 0) return out;  // kDefault
+  if (parsed_count == 0) {
+    if (unparsed.empty()) return out;  // kDefault
+    out.state = NodeAgentState::kInvalid;
+    std::string list;
+    for (const auto& e : unparsed) list += (list.empty() ? "" : "; ") + e;
+    out.why = "no LBNodeAgent can be used on " + on_node + " (" + list +
+              "): the agent's flags and defaults apply until one is fixed";
+    return out;
+  }
   out.state = NodeAgentState::kDeselected;
   std::string list;
   for (const auto& k : not_matching) list += (list.empty() ? "" : ", ") + k;

@@ -51,6 +51,8 @@ const Family kFamilies[] = {
     {kMetricKubeProxyTransitions, "counter", {"{to=\"healthy\"} 0", "{to=\"unhealthy\"} 0"}},
     // Declared but counted nowhere yet: no result values, no series.
     {kMetricLeaseRenewals, "counter", {}},
+    // Set by the agent when it reads the LBNodeAgents (all four states).
+    {kMetricSelectorState, "gauge", {}},
     // Heartbeats on only: set by the first pass that runs them.
     {kMetricHeartbeatPeers, "gauge", {}},
     {kMetricHeartbeatHealthy, "gauge", {}},

@@ -282,6 +282,10 @@ TEST_F(AgentNetnsTest, ElectsAnnouncesAndFailsOver) {
       << metrics;
   EXPECT_NE(metrics.find("purelb_election_lease_healthy 1"), std::string::npos) << metrics;
   EXPECT_NE(metrics.find("purelb_garp_sent_total{family=\"IPv4\"}"), std::string::npos) << metrics;
+  // No LBNodeAgent: PureLB's selector state "default".
+  EXPECT_NE(metrics.find("purelb_lbnodeagent_selector_state{state=\"default\"} 1"),
+            std::string::npos)
+      << metrics;
   EXPECT_NE(Output({"curl", "-sf", "http://127.0.0.1:7473/readyz"},
                    topo_->nodes()[static_cast<std::size_t>(w4)].netns),
             "");
@@ -294,6 +298,15 @@ TEST_F(AgentNetnsTest, ElectsAnnouncesAndFailsOver) {
       seconds(10)));
   ExpectHostAddressesIntact();
 
+  // kube-lb0 of a node: present (the agent made it in the fresh namespace) or not.
+  auto has_kube_lb0 = [&](int node) {
+    std::string out;
+    auto rc = lab::RunCommand({"ip", "link", "show", "kube-lb0"}, &out,
+                              topo_->nodes()[static_cast<std::size_t>(node)].netns);
+    return rc && *rc == 0;
+  };
+  for (int i = 0; i < 3; ++i) EXPECT_TRUE(has_kube_lb0(i)) << i;
+
   // SIGTERM: the winner withdraws, deletes its lease; another node takes over, the client's
   // neighbour entry follows the gratuitous ARP / unsolicited NA without the client asking.
   const int first = w4;
@@ -305,6 +318,7 @@ TEST_F(AgentNetnsTest, ElectsAnnouncesAndFailsOver) {
   auto exited = agents_[static_cast<std::size_t>(first)]->Wait(milliseconds(10000));
   ASSERT_TRUE(exited) << "agent did not stop on SIGTERM";
   EXPECT_TRUE(WIFEXITED(*exited) && WEXITSTATUS(*exited) == 0);
+  EXPECT_FALSE(has_kube_lb0(first)) << "the agent created kube-lb0: it deletes it on shutdown";
   {
     const auto holders = Holders(kV4);
     EXPECT_TRUE(holders.empty() || holders[0] != first);
@@ -329,6 +343,7 @@ TEST_F(AgentNetnsTest, ElectsAnnouncesAndFailsOver) {
   }
   ASSERT_TRUE(agents_[static_cast<std::size_t>(second)]->Signal(SIGKILL));
   (void)agents_[static_cast<std::size_t>(second)]->Wait(milliseconds(5000));
+  EXPECT_TRUE(has_kube_lb0(second)) << "killed: nothing is cleaned up";
   const int third = SoleHolder(kV4, last);
   ASSERT_GE(third, 0) << "holders: " << Holders(kV4).size();
   EXPECT_TRUE(Eventually([&] { return ClientNeighbour(kV4) == Mac(third); }, seconds(5)));

@@ -1,14 +1,15 @@
 // The whole agent runtime in process, without root: informers, lease keeper and writer against
 // k8s::FakeClient, the kernel as FakeNetlink, announcements into FakeAnnouncer. Real threads run,
 // so conditions are polled with deadlines.
-#include "support/packet/fake_announcer.h"
 #include "agent/agent.h"
+#include "support/packet/fake_announcer.h"
 
 #include <gtest/gtest.h>
 
 #include <atomic>
 #include <chrono>
 #include <mutex>
+#include <optional>
 #include <thread>
 
 #include "agent/agent_metrics.h"
@@ -133,6 +134,8 @@ class ObservingClient final : public k8s::Client {
 
 class AgentRuntimeTest : public ::testing::Test {
  protected:
+  // Runs before the agent starts (the kernel and the API server as the test wants them).
+  virtual void BeforeStart() {}
   void SetUp() override {
     eth0_ = fake_.AddTestLink("eth0", "veth");
     netlink::AddressSpec host;
@@ -184,6 +187,7 @@ class AgentRuntimeTest : public ::testing::Test {
     d.ownership = &store_;
     d.metrics = &metrics_;
     d.clock = &SystemClock::Instance();
+    BeforeStart();
     auto agent = Agent::Create(o, d);
     ASSERT_TRUE(agent);
     agent_ = std::move(*agent);
@@ -206,6 +210,22 @@ class AgentRuntimeTest : public ::testing::Test {
       }
       return false;
     });
+  }
+  std::optional<int> LinkIndex(const std::string& name) {
+    return nl_.With([&](netlink::FakeNetlink& f) -> std::optional<int> {
+      auto l = f.GetLink(name);
+      if (!l) return std::nullopt;
+      return l->index;
+    });
+  }
+  bool HasEvent(const std::string& a, const std::string& b) {
+    for (const auto& e : recorder_.Events()) {
+      if (e.find(a) != std::string::npos && e.find(b) != std::string::npos) return true;
+    }
+    return false;
+  }
+  double SelectorState(const std::string& state) {
+    return metrics_.Get(kMetricSelectorState, {{"state", state}});
   }
   std::string ServiceAnnotation(const std::string& key) {
     auto s = client_.Get(k8s::resources::Services(), "default", "web");
@@ -244,6 +264,77 @@ TEST_F(AgentRuntimeTest, AnnouncesThenShutsDownWithdrawingBeforeDeletingTheLease
   EXPECT_TRUE(Holds("192.0.2.11/24"));  // the host's own
   EXPECT_EQ(observing_.held_at_lease_delete.load(), 0) << "lease deleted before withdrawal";
   EXPECT_FALSE(client_.Get(k8s::resources::Leases(), "purelb-system", "purelb-node-node1"));
+}
+
+// The agent created kube-lb0 (it was not there): it deletes it last on shutdown, as PureLB.
+TEST_F(AgentRuntimeTest, ShutdownDeletesTheVirtualInterfaceItCreated) {
+  ASSERT_TRUE(Eventually([&] { return LinkIndex("kube-lb0").has_value(); }));
+  EXPECT_TRUE(Eventually([&] { return agent_->Ready(); }));
+  agent_->RequestStop();
+  loop_.join();
+  EXPECT_FALSE(LinkIndex("kube-lb0").has_value());
+  EXPECT_TRUE(LinkIndex("eth0").has_value());
+}
+
+// kube-lb0 existed before the agent started (someone else's, or left by an agent that did not
+// shut down): the agent uses it and leaves it in place.
+class AgentWithOwnDummyTest : public AgentRuntimeTest {
+ protected:
+  void BeforeStart() override { dummy_ = fake_.AddTestLink("kube-lb0", "dummy"); }
+  int dummy_ = 0;
+};
+
+TEST_F(AgentWithOwnDummyTest, ShutdownKeepsAVirtualInterfaceItDidNotCreate) {
+  ASSERT_TRUE(Eventually([&] { return Holds("192.0.2.100/24"); }));
+  EXPECT_TRUE(Eventually([&] { return agent_->Ready(); }));
+  agent_->RequestStop();
+  loop_.join();
+  EXPECT_EQ(LinkIndex("kube-lb0"), dummy_);
+}
+
+// LBNodeAgents are read from every namespace; purelb_lbnodeagent_selector_state says which state
+// the node is in. An object that does not parse is skipped with a ConfigError event naming it;
+// when none is left the state is "invalid" and the agent's flags apply (it keeps announcing).
+TEST_F(AgentRuntimeTest, LbNodeAgentsOfEveryNamespaceAndTheSelectorState) {
+  ASSERT_TRUE(Eventually([&] { return Holds("192.0.2.100/24"); }));
+  EXPECT_TRUE(Eventually([&] { return SelectorState("default") == 1; }));
+  EXPECT_EQ(SelectorState("configured") + SelectorState("deselected") + SelectorState("invalid"),
+            0);
+
+  // An object in another namespace selecting nobody: it governs, so the node is deselected.
+  ASSERT_TRUE(client_.Create(k8s::resources::Namespaces(), {{"metadata", {{"name", "team-a"}}}}));
+  json other = {{"apiVersion", "purelb.io/v2"},
+                {"kind", "LBNodeAgent"},
+                {"metadata", {{"name", "edge"}, {"namespace", "team-a"}}},
+                {"spec",
+                 {{"writtenAs", "v2"},
+                  {"nodeSelector", {{"matchLabels", {{"pool", "edge"}}}}},
+                  {"local", {{"localInterface", "default"}}}}}};
+  auto created = client_.Create(crd::LBNodeAgents(), other);
+  ASSERT_TRUE(created);
+  EXPECT_TRUE(Eventually([&] { return SelectorState("deselected") == 1; }));
+  EXPECT_TRUE(Eventually([&] { return !Holds("192.0.2.100/24"); }));
+  EXPECT_EQ(SelectorState("default"), 0);
+  EXPECT_TRUE(Eventually([&] { return HasEvent("LBNodeAgentDeselected", "team-a/edge"); }));
+
+  // Selecting every node: configured.
+  json catch_all = *created;
+  catch_all["spec"].erase("nodeSelector");
+  auto updated = client_.Update(crd::LBNodeAgents(), catch_all);
+  ASSERT_TRUE(updated);
+  EXPECT_TRUE(Eventually([&] { return SelectorState("configured") == 1; }));
+  EXPECT_TRUE(Eventually([&] { return Holds("192.0.2.100/24"); }));
+  EXPECT_EQ(SelectorState("deselected"), 0);
+
+  // Broken (a purelb.io/v1 field name in a v2 object): skipped, reported; nothing left: invalid.
+  json broken = *updated;
+  broken["spec"]["local"] = {{"localint", "eth0"}};
+  ASSERT_TRUE(client_.Update(crd::LBNodeAgents(), broken));
+  EXPECT_TRUE(Eventually([&] { return SelectorState("invalid") == 1; }));
+  EXPECT_EQ(SelectorState("configured"), 0);
+  EXPECT_TRUE(Eventually([&] { return HasEvent("ConfigError", "LBNodeAgent team-a/edge"); }));
+  EXPECT_TRUE(Eventually([&] { return HasEvent("LBNodeAgentInvalid", "spec.local.localint"); }));
+  EXPECT_TRUE(Holds("192.0.2.100/24"));
 }
 
 TEST_F(AgentRuntimeTest, LeaseRenewalsFailingForTheDeadlineWithdrawLocalAddresses) {
