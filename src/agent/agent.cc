@@ -410,7 +410,8 @@ void Agent::RefreshInputs() {
 
   RefreshNodeAgent();
 
-  // EndpointSlices by Service, read only for Services that need them (ETP Local).
+  // EndpointSlices by Service, read only for Services that need them: ETP Local, and
+  // purelb.io/node-affinity: service-endpoints.
   std::map<std::string, std::vector<model::EndpointSlice>> slices;
   bool slices_loaded = false;
   services_in_.clear();
@@ -424,7 +425,9 @@ void Agent::RefreshInputs() {
     in.owner = model::SelectOwner(*svc);
     if (in.owner.owner == model::Owner::kNone) continue;
     in.service = std::move(*svc);
-    if (in.service.external_traffic_policy == "Local") {
+    const std::string* affinity = in.service.Annotation(model::kAnnNodeAffinity);
+    if (in.service.external_traffic_policy == "Local" ||
+        (affinity && *affinity == model::kNodeAffinityServiceEndpoints)) {
       if (!slices_loaded) {
         for (const auto& so : slices_->store().List()) {
           auto es = model::ParseEndpointSlice(so);

@@ -172,6 +172,34 @@ ports:
       << NodesWith("kube-lb0", ips[0]).size();
 }
 
+// purelb.io/node-affinity: service-endpoints (PureLB 0.17): a local address is announced by a
+// node hosting one of the Service's endpoints, and follows the endpoints when they move.
+TEST_F(LabTest, NodeAffinityServiceEndpointsFollowsTheEndpoints) {
+  Apply(kLocalDual);
+  Apply(ServiceYaml("web",
+                    "    purelb.io/service-group: localdual\n"
+                    "    purelb.io/node-affinity: service-endpoints\n",
+                    ""));
+  auto ips = WaitIngress("web", 1);
+  ASSERT_EQ(ips.size(), 1u);
+  auto slice_on = [](const std::string& node) {
+    return "apiVersion: discovery.k8s.io/v1\nkind: EndpointSlice\nmetadata:\n  name: web-abc\n"
+           "  namespace: default\n  labels:\n    kubernetes.io/service-name: web\n"
+           "addressType: IPv4\nendpoints:\n- addresses: [\"10.244.9.5\"]\n"
+           "  conditions: {ready: true, serving: true, terminating: false}\n  nodeName: " +
+           node + "\nports:\n- port: 8080\n  protocol: TCP\n";
+  };
+  for (const std::string node : {"node3", "node1", "node2"}) {
+    SCOPED_TRACE(node);
+    Apply(slice_on(node));
+    EXPECT_TRUE(Eventually([&] {
+      return NodesWith("eth0", ips[0]) == std::vector<std::string>{node} &&
+             Announcer(Service("web"), false) == node;
+    })) << "holders: "
+        << NodesWith("eth0", ips[0]).size() << ", announcing " << Announcer(Service("web"), false);
+  }
+}
+
 // The seed's default (--etp-local=reset): externalTrafficPolicy Local on a local address is reset
 // to Cluster by the winner, with a Normal event, and the address is announced.
 TEST_F(LabTest, EtpLocalOnLocalAddressIsResetToClusterWithAnEvent) {
