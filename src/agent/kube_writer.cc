@@ -97,13 +97,16 @@ std::int64_t KubeWriter::failures() const {
 }
 
 void KubeWriter::Enqueue(const std::string& target, std::string fingerprint,
-                         std::function<Status()> run) {
+                         std::function<Status()> run, std::string observed) {
   std::lock_guard<std::mutex> lock(mu_);
   const SteadyTime now = clock_.Now();
   auto d = done_.find(target);
   if (d != done_.end() && d->second.fingerprint == fingerprint &&
       now < d->second.at + options_.rewrite_after) {
-    return;
+    // The same write again: the cache still lags behind it (same version observed), or it is
+    // too soon to write it again; else the target changed after our write and lost our value.
+    const bool changed_since = !observed.empty() && observed != d->second.observed;
+    if (!changed_since || now < d->second.at + options_.min_identical_rewrite) return;
   }
   // Entries past the dedup window no longer matter (targets include event messages: keep the
   // map bounded by what was written within one window).
@@ -113,7 +116,7 @@ void KubeWriter::Enqueue(const std::string& target, std::string fingerprint,
   }
   auto p = pending_.find(target);
   if (p == pending_.end()) order_.push_back(target);
-  pending_[target] = Op{std::move(fingerprint), std::move(run)};
+  pending_[target] = Op{std::move(fingerprint), std::move(run), std::move(observed)};
   cv_.notify_all();
 }
 
@@ -135,7 +138,7 @@ void KubeWriter::Run() {
     busy_ = false;
     if (st) {
       ++writes_;
-      done_[target] = Done{op.fingerprint, clock_.Now()};
+      done_[target] = Done{op.fingerprint, clock_.Now(), op.observed};
     } else {
       ++failures_;
       done_.erase(target);  // the next pass asks again
@@ -154,12 +157,15 @@ void KubeWriter::PatchAnnotations(const AnnotationPatch& patch) {
   }
   Json body = {{"metadata", {{"annotations", annotations}}}};
   ServiceRef svc = patch.service;
-  Enqueue(target, body.dump(), [this, svc, body]() -> Status {
-    auto r = client_.Patch(k8s::resources::Services(), svc.ns, svc.name, k8s::PatchType::kMerge,
-                           body, "");
-    if (!r && r.error().code() != ErrorCode::kNotFound) return Fail(r.error());
-    return Ok();
-  });
+  Enqueue(
+      target, body.dump(),
+      [this, svc, body]() -> Status {
+        auto r = client_.Patch(k8s::resources::Services(), svc.ns, svc.name, k8s::PatchType::kMerge,
+                               body, "");
+        if (!r && r.error().code() != ErrorCode::kNotFound) return Fail(r.error());
+        return Ok();
+      },
+      patch.observed_version);
 }
 
 void KubeWriter::ResetTrafficPolicy(const ServiceRef& service) {

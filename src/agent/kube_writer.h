@@ -4,7 +4,11 @@
 // write identical to one that succeeded less than `rewrite_after` ago is dropped, because the
 // informer cache that the planner compares against may still lag behind our own write. This
 // bounds the agent to one write per target per `rewrite_after` even if it were confused (the
-// peers' write storms: docs/references.md, Operations).
+// peers' write storms: docs/references.md, Operations). Annotation patches carry the
+// resourceVersion the planner compared against: an identical patch asked for on a *different*
+// version means the Service changed after our write and still lacks our value (another node
+// overwrote it, e.g. after an address moved away and back), so it is written again -- at most
+// once per `min_identical_rewrite`, which still bounds two confused writers.
 //
 // Events go through k8s::EventRecorder (source component purelb-lbnodeagent).
 #pragma once
@@ -41,6 +45,7 @@ struct KubeWriterOptions {
   std::string ns;  // install namespace (the node lease lives there)
   std::string node;
   Duration rewrite_after = std::chrono::seconds(30);
+  Duration min_identical_rewrite = std::chrono::seconds(1);
 };
 
 class KubeWriter final : public ClusterWriter {
@@ -66,8 +71,10 @@ class KubeWriter final : public ClusterWriter {
   struct Op {
     std::string fingerprint;  // what is written; equal fingerprints are the same write
     std::function<Status()> run;
+    std::string observed;  // the target's resourceVersion the write was decided on ("": unknown)
   };
-  void Enqueue(const std::string& target, std::string fingerprint, std::function<Status()> run);
+  void Enqueue(const std::string& target, std::string fingerprint, std::function<Status()> run,
+               std::string observed = "");
   void Run();
 
   k8s::Client& client_;
@@ -82,6 +89,7 @@ class KubeWriter final : public ClusterWriter {
   struct Done {
     std::string fingerprint;
     SteadyTime at;
+    std::string observed;
   };
   std::map<std::string, Done> done_;
   bool stopping_ = false;

@@ -345,6 +345,7 @@ Plan Planner::Compute(const PlanInputs& in, const election::Membership& membersh
       }
       if (!cur || *cur != announcing) {
         patches[ref].service = ref;
+        patches[ref].observed_version = s.resource_version;
         patches[ref].annotations[AnnouncingKey(ip.family())] = announcing;
       }
       if (IsEtpLocal(s) && options_.etp_mode == EtpLocalMode::kReset) {
@@ -390,6 +391,7 @@ Plan Planner::Compute(const PlanInputs& in, const election::Membership& membersh
         if (has) continue;
         ServiceRef ref{si.service.ns, si.service.name};
         patches[ref].service = ref;
+        patches[ref].observed_version = si.service.resource_version;
         patches[ref].annotations[AnnouncingKey(f)] = std::nullopt;
       }
     }

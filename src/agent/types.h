@@ -106,6 +106,8 @@ struct ServiceRef {
 struct AnnotationPatch {
   ServiceRef service;
   std::map<std::string, std::optional<std::string>> annotations;
+  // The Service's resourceVersion the patch was decided on (the writer's dedup, kube_writer.h).
+  std::string observed_version;
   friend bool operator==(const AnnotationPatch&, const AnnotationPatch&) = default;
 };
 

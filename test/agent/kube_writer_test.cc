@@ -51,7 +51,7 @@ class KubeWriterTest : public ::testing::Test {
 };
 
 TEST_F(KubeWriterTest, AnnotationPatchIsSentOnceForTheSameValue) {
-  AnnotationPatch p{{"default", "web"}, {{"purelb.io/announcing-IPv4", "node1,eth0"}}};
+  AnnotationPatch p{{"default", "web"}, {{"purelb.io/announcing-IPv4", "node1,eth0"}}, "1"};
   writer_.PatchAnnotations(p);
   Drain();
   const int patches = client_.calls(k8s::Verb::kPatch);
@@ -69,15 +69,48 @@ TEST_F(KubeWriterTest, AnnotationPatchIsSentOnceForTheSameValue) {
   Drain();
   EXPECT_EQ(client_.calls(k8s::Verb::kPatch), patches + 1);
   // Removal.
-  writer_.PatchAnnotations({{"default", "web"}, {{"purelb.io/announcing-IPv4", std::nullopt}}});
+  writer_.PatchAnnotations(
+      {{"default", "web"}, {{"purelb.io/announcing-IPv4", std::nullopt}}, "2"});
   Drain();
   svc = client_.Get(k8s::resources::Services(), "default", "web");
   EXPECT_EQ(k8s::Annotation(*svc, "purelb.io/announcing-IPv4"), "");
 }
 
+// An identical patch asked for on another version of the Service than the one the last write was
+// decided on: the Service changed after our write and lost our value (another node overwrote the
+// annotation), so it is written again -- not waiting out the dedup window -- but never more
+// than once per min_identical_rewrite.
+TEST_F(KubeWriterTest, IdenticalPatchOnANewerVersionIsWrittenAgain) {
+  struct Step {
+    const char* observed;  // the resourceVersion the planner decided on
+    int advance_ms;        // clock step before asking
+    bool sent;             // the patch is sent
+  };
+  const Step steps[] = {
+      {"10", 0, true},      // first write
+      {"10", 100, false},   // the cache lags behind it: same version
+      {"12", 100, false},   // another version, but within min_identical_rewrite of the write
+      {"12", 1000, true},   // the value was lost after our write: written again
+      {"12", 100, false},   // and not again on the version it was decided on
+      {"", 5000, false},    // no version known: the plain dedup window
+      {"15", 25000, true},  // past the dedup window anyway
+  };
+  AnnotationPatch p{{"default", "web"}, {{"purelb.io/announcing-IPv4", "node2,eth0"}}, ""};
+  int sent = 0;
+  for (const auto& step : steps) {
+    SCOPED_TRACE(std::string("observed ") + step.observed);
+    clock_.Advance(std::chrono::milliseconds(step.advance_ms));
+    p.observed_version = step.observed;
+    writer_.PatchAnnotations(p);
+    Drain();
+    sent += step.sent ? 1 : 0;
+    EXPECT_EQ(client_.calls(k8s::Verb::kPatch), sent);
+  }
+}
+
 TEST_F(KubeWriterTest, FailedWriteIsRetriedOnTheNextRequest) {
   client_.FailNext(k8s::Verb::kPatch, Error(ErrorCode::kUnavailable, "injected"));
-  AnnotationPatch p{{"default", "web"}, {{"purelb.io/announcing-IPv6", "node1,eth0"}}};
+  AnnotationPatch p{{"default", "web"}, {{"purelb.io/announcing-IPv6", "node1,eth0"}}, "1"};
   writer_.PatchAnnotations(p);
   Drain();
   EXPECT_EQ(writer_.failures(), 1);
