@@ -485,7 +485,10 @@ void Agent::RefreshNodeAgent() {
     }
     if (choice.state == NodeAgentState::kDeselected) {
       log::Warn("node deselected", {{"why", choice.why}});
-      writer_->NodeEvent(true, "LBNodeAgentDeselected", choice.why);
+      // On the Node (kubectl describe node), as documented; its uid once the cache has it.
+      k8s::ObjectReference ref{"Node", "", options_.node_name, "", "v1"};
+      if (node) ref = k8s::ObjectReference::For(k8s::resources::Nodes(), *node);
+      d_.recorder->Event(ref, k8s::EventLevel::kWarning, "LBNodeAgentDeselected", choice.why);
     } else {
       log::Info("LBNodeAgent", {{"state", std::string(NodeAgentStateName(choice.state))},
                                 {"lbnodeagent", choice.config ? choice.config->meta.key.ToString()

@@ -1,8 +1,8 @@
 // The whole agent runtime in process, without root: informers, lease keeper and writer against
 // k8s::FakeClient, the kernel as FakeNetlink, announcements into FakeAnnouncer. Real threads run,
 // so conditions are polled with deadlines.
-#include "support/packet/fake_announcer.h"
 #include "agent/agent.h"
+#include "support/packet/fake_announcer.h"
 
 #include <gtest/gtest.h>
 
@@ -286,8 +286,10 @@ TEST_F(AgentRuntimeTest, NodeSelectorDeselectsThenSelectsTheNode) {
   EXPECT_TRUE(Eventually([&] { return lease_subnets().empty(); }));
   EXPECT_TRUE(Eventually([&] {
     for (const auto& e : recorder_.Events()) {
+      // On the Node (cluster-scoped: no namespace), not on the node's Lease.
       if (e.find("LBNodeAgentDeselected") != std::string::npos &&
-          e.find("purelb-system/edge does not match") != std::string::npos) {
+          e.find("purelb-system/edge does not match") != std::string::npos &&
+          e.find("(Node /node1)") != std::string::npos) {
         return true;
       }
     }
