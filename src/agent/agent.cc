@@ -464,6 +464,13 @@ void Agent::RefreshInputs() {
   }
 }
 
+void Agent::NodeObjectWarning(const std::optional<Json>& node, const std::string& reason,
+                              const std::string& message) {
+  k8s::ObjectReference ref{"Node", "", options_.node_name, "", "v1"};
+  if (node) ref = k8s::ObjectReference::For(k8s::resources::Nodes(), *node);
+  d_.recorder->Event(ref, k8s::EventLevel::kWarning, reason, message);
+}
+
 void Agent::RefreshNodeAgent() {
   const auto agents = node_agents_->store().List();
   const auto node = nodes_->store().Get("", options_.node_name);
@@ -498,10 +505,10 @@ void Agent::RefreshNodeAgent() {
     }
     if (choice.state == NodeAgentState::kDeselected) {
       log::Warn("node deselected", {{"why", choice.why}});
-      writer_->NodeEvent(true, "LBNodeAgentDeselected", choice.why);
+      NodeObjectWarning(node, "LBNodeAgentDeselected", choice.why);
     } else if (choice.state == NodeAgentState::kInvalid) {
       log::Warn("no usable LBNodeAgent", {{"why", choice.why}});
-      writer_->NodeEvent(true, "LBNodeAgentInvalid", choice.why);
+      NodeObjectWarning(node, "LBNodeAgentInvalid", choice.why);
     } else {
       log::Info("LBNodeAgent", {{"state", std::string(NodeAgentStateName(choice.state))},
                                 {"lbnodeagent", choice.config ? choice.config->meta.key.ToString()

@@ -100,6 +100,10 @@ class Agent {
   // Chooses the governing LBNodeAgent (node_agent_select.h), reports what changed and applies its
   // GARP and address settings.
   void RefreshNodeAgent();
+  // A Warning on this node's Node object (kubectl describe node): the LBNodeAgent verdicts, as
+  // documented. `node` is the cached Node, if any (its uid goes into the reference).
+  void NodeObjectWarning(const std::optional<Json>& node, const std::string& reason,
+                         const std::string& message);
   void RefreshNetwork();
   // Creates (or adopts) the virtual interface `name`; false when that failed (logged once).
   bool EnsureVirtual(const std::string& name);

@@ -231,8 +231,21 @@ Status Lab::StartAgent(const std::string& node) {
   o.argv.insert(o.argv.end(), config_.agent_args.begin(), config_.agent_args.end());
   o.env = {"PURELB_LEASE_DURATION=" + config_.lease_duration,
            "PURELB_RENEW_DEADLINE=" + config_.renew_deadline,
-           "PURELB_RETRY_PERIOD=" + config_.retry_period};
+           "PURELB_RETRY_PERIOD=" + config_.retry_period, "PURELB_POD_UID=" + AgentPodUid(node)};
   return Spawn("agent-" + node, o);
+}
+
+std::string Lab::AgentPodUid(const std::string& node) {
+  // UUID-shaped: "1ab00000-0000-4000-8000-" and the last 12 hex digits of the node name's bytes
+  // (distinct for the lab's names, node1 .. node99).
+  std::string hex;
+  for (unsigned char c : node) {
+    static constexpr char kDigits[] = "0123456789abcdef";
+    hex += kDigits[c >> 4];
+    hex += kDigits[c & 0xf];
+  }
+  if (hex.size() < 12) hex.insert(0, 12 - hex.size(), '0');
+  return "1ab00000-0000-4000-8000-" + hex.substr(hex.size() - 12);
 }
 
 const LabNode* Lab::FindNode(const std::string& name) const {

@@ -115,7 +115,12 @@ class Lab {
   // Runs config().helm_binary against the lab's API server (its caches in the lab directory).
   Result<std::string> Helm(const std::vector<std::string>& args) const;
 
+  // Starts the agent of `node` as its DaemonSet pod would run: with PURELB_POD_UID set to
+  // AgentPodUid(node).
   Status StartAgent(const std::string& node);
+  // The fake pod uid the lab gives the agent of `node` (PURELB_POD_UID, which the manifests set
+  // from metadata.uid): one per node, the same across restarts of that agent, distinct per node.
+  static std::string AgentPodUid(const std::string& node);
   Status SignalAgent(const std::string& node, int sig);
   // Waits for a stopped agent to exit; returns false if it is still running after `timeout_ms`.
   bool WaitAgentExit(const std::string& node, int timeout_ms);

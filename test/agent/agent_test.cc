@@ -406,8 +406,10 @@ TEST_F(AgentRuntimeTest, NodeSelectorDeselectsThenSelectsTheNode) {
   EXPECT_TRUE(Eventually([&] { return lease_subnets().empty(); }));
   EXPECT_TRUE(Eventually([&] {
     for (const auto& e : recorder_.Events()) {
+      // On the Node (cluster-scoped: no namespace), not on the node's Lease.
       if (e.find("LBNodeAgentDeselected") != std::string::npos &&
-          e.find("purelb-system/edge does not match") != std::string::npos) {
+          e.find("purelb-system/edge does not match") != std::string::npos &&
+          e.find("(Node /node1)") != std::string::npos) {
         return true;
       }
     }
