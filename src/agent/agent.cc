@@ -123,6 +123,9 @@ Agent::~Agent() {
   if (link_thread_.joinable()) link_thread_.join();
   if (hb_) hb_->Stop();
   for (auto& i : informers_) i->Stop();
+  // Start failed or Run never reached Shutdown: a kube-lb0 this run created must not be left
+  // behind (the next run would take it for someone else's and keep it). Empty after Shutdown.
+  DeleteCreatedVirtual();
   lease_->Stop();
   writer_->Stop(std::chrono::seconds(0));
 }

@@ -106,7 +106,9 @@ void KubeWriter::Enqueue(const std::string& target, std::string fingerprint,
     // The same write again: the cache still lags behind it (same version observed), or it is
     // too soon to write it again; else the target changed after our write and lost our value.
     const bool changed_since = !observed.empty() && observed != d->second.observed;
-    if (!changed_since || now < d->second.at + options_.min_identical_rewrite) return;
+    Duration wait = options_.min_identical_rewrite;
+    for (int i = 0; i < d->second.rewrites && wait < options_.rewrite_after; ++i) wait *= 2;
+    if (!changed_since || now < d->second.at + wait) return;
   }
   // Entries past the dedup window no longer matter (targets include event messages: keep the
   // map bounded by what was written within one window).
@@ -138,7 +140,11 @@ void KubeWriter::Run() {
     busy_ = false;
     if (st) {
       ++writes_;
-      done_[target] = Done{op.fingerprint, clock_.Now(), op.observed};
+      const SteadyTime now = clock_.Now();
+      auto prev = done_.find(target);
+      const bool again = prev != done_.end() && prev->second.fingerprint == op.fingerprint &&
+                         now < prev->second.at + options_.rewrite_after;
+      done_[target] = Done{op.fingerprint, now, op.observed, again ? prev->second.rewrites + 1 : 0};
     } else {
       ++failures_;
       done_.erase(target);  // the next pass asks again

@@ -7,8 +7,9 @@
 // peers' write storms: docs/references.md, Operations). Annotation patches carry the
 // resourceVersion the planner compared against: an identical patch asked for on a *different*
 // version means the Service changed after our write and still lacks our value (another node
-// overwrote it, e.g. after an address moved away and back), so it is written again -- at most
-// once per `min_identical_rewrite`, which still bounds two confused writers.
+// overwrote it, e.g. after an address moved away and back), so it is written again: after
+// `min_identical_rewrite`, doubled on each consecutive such rewrite up to `rewrite_after`, which
+// still bounds two confused writers to a few writes.
 //
 // Events go through k8s::EventRecorder (source component purelb-lbnodeagent).
 #pragma once
@@ -90,6 +91,7 @@ class KubeWriter final : public ClusterWriter {
     std::string fingerprint;
     SteadyTime at;
     std::string observed;
+    int rewrites = 0;  // consecutive identical writes after the target changed (the backoff)
   };
   std::map<std::string, Done> done_;
   bool stopping_ = false;

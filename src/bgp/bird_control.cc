@@ -161,10 +161,10 @@ std::vector<ProtocolStatus> ParseProtocols(const BirdReply& reply) {
       out.push_back(std::move(p));
     } else if (l.code == 1006 && !out.empty()) {
       ProtocolStatus& p = out.back();
-      std::string t(Trim(l.text, " \t\r"));
+      std::string t(Trim(l.text, " \t", " \t\r"));
       auto value = [&](std::string_view key) -> std::optional<std::string> {
         if (!t.starts_with(key)) return std::nullopt;
-        return std::string(Trim(std::string_view(t).substr(key.size()), " \t\r"));
+        return std::string(Trim(std::string_view(t).substr(key.size()), " \t", " \t\r"));
       };
       if (auto v = value("BGP state:")) p.bgp_state = *v;
       if (auto v = value("Last error:")) p.last_error = *v;

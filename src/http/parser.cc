@@ -236,7 +236,8 @@ ParseOutcome ParseRequest(std::string_view buf, const Limits& limits, Request* o
     std::string_view name = line.substr(0, colon);
     if (!std::all_of(name.begin(), name.end(), IsTokenChar))
       return Error(400, "malformed header name");
-    req.headers.emplace_back(Lower(name), std::string(Trim(line.substr(colon + 1), " \t\r")));
+    req.headers.emplace_back(Lower(name),
+                             std::string(Trim(line.substr(colon + 1), " \t", " \t\r")));
   }
 
   std::string te = Lower(req.Header("transfer-encoding"));
@@ -254,7 +255,7 @@ ParseOutcome ParseRequest(std::string_view buf, const Limits& limits, Request* o
       }
       std::string_view size_text = buf.substr(body_pos, line_end - body_pos);
       size_text = size_text.substr(0, size_text.find(';'));  // chunk extensions
-      size_text = Trim(size_text, " \t\r");
+      size_text = Trim(size_text, " \t", " \t\r");
       std::size_t size = 0;
       auto [p, ec] =
           std::from_chars(size_text.data(), size_text.data() + size_text.size(), size, 16);

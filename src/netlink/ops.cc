@@ -95,7 +95,10 @@ Result<VirtualLink> EnsureVirtualLink(Netlink& nl, std::string_view name) {
     out.created = true;
   }
   if (!out.link.admin_up()) {
-    if (auto st = nl.SetLinkUp(out.link.index, true); !st) return tl::unexpected(st.error());
+    if (auto st = nl.SetLinkUp(out.link.index, true); !st) {
+      if (out.created) (void)nl.DeleteLink(out.link.index);  // not left behind, half made
+      return tl::unexpected(st.error());
+    }
     auto refreshed = nl.GetLink(name);
     if (!refreshed) return tl::unexpected(refreshed.error());
     out.link = std::move(*refreshed);

@@ -353,35 +353,6 @@ TEST_F(AgentRuntimeTest, DepartedServiceIsWithdrawn) {
   EXPECT_TRUE(Eventually([&] { return !Holds("192.0.2.100/24"); }));
 }
 
-// purelb.io/node-affinity: service-endpoints makes the agent read the Service's EndpointSlices
-// (as ETP Local does): with a ready endpoint on this node the election is the affinity one, not
-// the fallback the metric counts.
-TEST_F(AgentRuntimeTest, NodeAffinityReadsTheEndpointSlices) {
-  json slice = {{"apiVersion", "discovery.k8s.io/v1"},
-                {"kind", "EndpointSlice"},
-                {"metadata",
-                 {{"name", "web-abc"},
-                  {"namespace", "default"},
-                  {"labels", {{"kubernetes.io/service-name", "web"}}}}},
-                {"addressType", "IPv4"},
-                {"endpoints", json::array({{{"addresses", json::array({"10.244.1.5"})},
-                                            {"conditions", {{"ready", true}}},
-                                            {"nodeName", "node1"}}})}};
-  ASSERT_TRUE(client_.Create(k8s::resources::EndpointSlices(), slice));
-  auto svc = client_.Get(k8s::resources::Services(), "default", "web");
-  ASSERT_TRUE(svc);
-  (*svc)["metadata"]["annotations"]["purelb.io/node-affinity"] = "service-endpoints";
-  ASSERT_TRUE(client_.Update(k8s::resources::Services(), *svc));
-  ASSERT_TRUE(Eventually([&] { return Holds("192.0.2.100/24"); }));
-  // Another pass after the annotation and the slice were both seen: still no fallback.
-  svc = client_.Get(k8s::resources::Services(), "default", "web");
-  ASSERT_TRUE(svc);
-  (*svc)["metadata"]["labels"]["touched"] = "1";
-  ASSERT_TRUE(client_.Update(k8s::resources::Services(), *svc));
-  std::this_thread::sleep_for(milliseconds(300));
-  EXPECT_EQ(metrics_.Get(kMetricAffinityFallbacks, {}), 0);
-}
-
 // purelb.io/v2 LBNodeAgent nodeSelector: a node no LBNodeAgent selects withdraws everything and
 // advertises no subnets, and says why; labelled to match, it announces again -- without a
 // gratuitous ARP, as the governing object has no garpConfig.

@@ -78,8 +78,9 @@ TEST_F(KubeWriterTest, AnnotationPatchIsSentOnceForTheSameValue) {
 
 // An identical patch asked for on another version of the Service than the one the last write was
 // decided on: the Service changed after our write and lost our value (another node overwrote the
-// annotation), so it is written again -- not waiting out the dedup window -- but never more
-// than once per min_identical_rewrite.
+// annotation), so it is written again -- not waiting out the dedup window -- after 1 s, then 2 s,
+// 4 s ... for consecutive such rewrites (two confused writers stay bounded), reset once the
+// window has passed.
 TEST_F(KubeWriterTest, IdenticalPatchOnANewerVersionIsWrittenAgain) {
   struct Step {
     const char* observed;  // the resourceVersion the planner decided on
@@ -87,13 +88,18 @@ TEST_F(KubeWriterTest, IdenticalPatchOnANewerVersionIsWrittenAgain) {
     bool sent;             // the patch is sent
   };
   const Step steps[] = {
-      {"10", 0, true},      // first write
+      {"10", 0, true},      // t=0: first write
       {"10", 100, false},   // the cache lags behind it: same version
-      {"12", 100, false},   // another version, but within min_identical_rewrite of the write
-      {"12", 1000, true},   // the value was lost after our write: written again
-      {"12", 100, false},   // and not again on the version it was decided on
+      {"12", 100, false},   // another version, but within 1 s of the write
+      {"12", 1000, true},   // t=1.2: the value was lost after our write: written again
+      {"12", 100, false},   // not again on the version it was decided on
+      {"14", 1000, false},  // lost again, but the second rewrite waits 2 s
+      {"14", 1000, true},   // t=3.3
+      {"16", 3000, false},  // the third waits 4 s
+      {"16", 1100, true},   // t=7.4
       {"", 5000, false},    // no version known: the plain dedup window
-      {"15", 25000, true},  // past the dedup window anyway
+      {"18", 31000, true},  // t=43.4: past the window; the backoff starts over
+      {"20", 1000, true},   // 1 s later, a first rewrite again
   };
   AnnotationPatch p{{"default", "web"}, {{"purelb.io/announcing-IPv4", "node2,eth0"}}, ""};
   int sent = 0;

@@ -37,6 +37,12 @@ TEST(ParseRequest, Table) {
        ParseState::kError, 400, ""},
       {"gzip te", "POST /a HTTP/1.1\r\nTransfer-Encoding: gzip\r\n\r\n", ParseState::kError, 501,
        ""},
+      // A bare CR before a value or a chunk size is not whitespace (RFC 9112 section 2.2).
+      {"bare cr before te", "POST /a HTTP/1.1\r\nTransfer-Encoding:\rchunked\r\n\r\n",
+       ParseState::kError, 501, ""},
+      {"bare cr before chunk size",
+       "POST /a HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n\r5\r\nhello\r\n0\r\n\r\n",
+       ParseState::kError, 400, ""},
       {"bad content-length", "POST /a HTTP/1.1\r\nContent-Length: -1\r\n\r\n", ParseState::kError,
        400, ""},
       {"huge body", "POST /a HTTP/1.1\r\nContent-Length: 999999999999\r\n\r\n", ParseState::kError,
