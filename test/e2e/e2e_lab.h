@@ -102,6 +102,22 @@ class LabTest : public ::testing::Test {
     ASSERT_TRUE(up) << up.error().message();
   }
   void TearDown() override {
+    if (lab_ && HasFailure()) {
+      // What the components said, for a failure seen only in CI (the lab's directory goes).
+      for (const auto& n : lab_->topology().nodes()) {
+        std::ifstream f(lab_->config().dir + "/agent-" + n.name + ".log");
+        std::string line, tail;
+        std::vector<std::string> lines;
+        while (std::getline(f, line)) {
+          if (line.find("level=debug") == std::string::npos) lines.push_back(line);
+        }
+        for (size_t i = lines.size() > 40 ? lines.size() - 40 : 0; i < lines.size(); ++i) {
+          tail += lines[i] + "\n";
+        }
+        std::fprintf(stderr, "---- agent %s (last %zu lines) ----\n%s", n.name.c_str(),
+                     lines.size() > 40 ? size_t{40} : lines.size(), tail.c_str());
+      }
+    }
     if (lab_) {
       auto s = lab_->Down();
       EXPECT_TRUE(s) << s.error().message();

@@ -77,6 +77,13 @@ spec:
   // --- Migration step 3: Pylon's CRDs over PureLB's, then its allocator and agents.
   auto crds = lab().Kubectl({"apply", "-f", std::string(PYLON_SOURCE_DIR) + "/deploy/crds/"});
   ASSERT_TRUE(crds) << crds.error().message();
+  // As the migration steps say: v1 served again before the components start (they read v1).
+  ASSERT_TRUE(lab().Kubectl({"wait", "--for=condition=Established", "--timeout=60s", "crd",
+                             "servicegroups.purelb.io", "lbnodeagents.purelb.io"}));
+  ASSERT_TRUE(Eventually([&] {
+    return lab().Kubectl({"get", "-A", "servicegroups.v1.purelb.io"}).has_value() &&
+           lab().Kubectl({"get", "-A", "lbnodeagents.v1.purelb.io"}).has_value();
+  }));
   ASSERT_TRUE(lab().StartAllocator());
   for (const auto& n : lab().topology().nodes()) ASSERT_TRUE(lab().StartAgent(n.name)) << n.name;
 
