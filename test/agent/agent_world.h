@@ -16,7 +16,6 @@
 
 #include <nlohmann/json.hpp>
 
-#include "support/packet/fake_announcer.h"
 #include "agent/address_sync.h"
 #include "agent/claim_monitor.h"
 #include "agent/garp.h"
@@ -33,6 +32,7 @@
 #include "netlink/message.h"
 #include "packet/announcer.h"
 #include "support/netlink/fake_netlink.h"
+#include "support/packet/fake_announcer.h"
 
 namespace pylon::agent::testing {
 

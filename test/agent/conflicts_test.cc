@@ -3,12 +3,12 @@
 // over FakeNetlink, packet::FakeAnnouncer and an inline prober.
 #include <gtest/gtest.h>
 
-#include "support/packet/fake_announcer.h"
 #include "agent/agent_metrics.h"
 #include "agent/conflicts.h"
 #include "agent/reconciler.h"
 #include "agent_world.h"
 #include "model/conflicts.h"
+#include "support/packet/fake_announcer.h"
 
 #pragma GCC diagnostic ignored "-Wmissing-field-initializers"
 

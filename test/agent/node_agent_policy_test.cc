@@ -1,8 +1,8 @@
 // What the governing LBNodeAgent changes on this node: GARP / NA bursts (garpConfig, sendgarp)
 // and the lifetimes and flags of added addresses (addressConfig), walked through the reconciler
 // against FakeNetlink and FakeAnnouncer.
-#include "support/packet/fake_announcer.h"
 #include "agent/node_agent_policy.h"
+#include "support/packet/fake_announcer.h"
 
 #include <gtest/gtest.h>
 

@@ -7,12 +7,12 @@
 #include <array>
 #include <functional>
 
-#include "support/packet/fake_announcer.h"
 #include "packet/announcer.h"
 #include "packet/arp.h"
 #include "packet/claims.h"
 #include "packet/mac.h"
 #include "packet/ndp.h"
+#include "support/packet/fake_announcer.h"
 
 namespace pylon::packet {
 namespace {
