@@ -224,6 +224,17 @@ class AgentRuntimeTest : public ::testing::Test {
     }
     return false;
   }
+  // A purelb.io/v2 LBNodeAgent "edge" in `ns` governing only nodes labelled pool=edge. writtenAs:
+  // the v2 CRD's default (the fake API server applies none).
+  static json EdgeNodeAgent(const std::string& ns) {
+    return {{"apiVersion", "purelb.io/v2"},
+            {"kind", "LBNodeAgent"},
+            {"metadata", {{"name", "edge"}, {"namespace", ns}}},
+            {"spec",
+             {{"writtenAs", "v2"},
+              {"nodeSelector", {{"matchLabels", {{"pool", "edge"}}}}},
+              {"local", {{"localInterface", "default"}}}}}};
+  }
   double SelectorState(const std::string& state) {
     return metrics_.Get(kMetricSelectorState, {{"state", state}});
   }
@@ -303,13 +314,7 @@ TEST_F(AgentRuntimeTest, LbNodeAgentsOfEveryNamespaceAndTheSelectorState) {
 
   // An object in another namespace selecting nobody: it governs, so the node is deselected.
   ASSERT_TRUE(client_.Create(k8s::resources::Namespaces(), {{"metadata", {{"name", "team-a"}}}}));
-  json other = {{"apiVersion", "purelb.io/v2"},
-                {"kind", "LBNodeAgent"},
-                {"metadata", {{"name", "edge"}, {"namespace", "team-a"}}},
-                {"spec",
-                 {{"writtenAs", "v2"},
-                  {"nodeSelector", {{"matchLabels", {{"pool", "edge"}}}}},
-                  {"local", {{"localInterface", "default"}}}}}};
+  json other = EdgeNodeAgent("team-a");
   auto created = client_.Create(crd::LBNodeAgents(), other);
   ASSERT_TRUE(created);
   EXPECT_TRUE(Eventually([&] { return SelectorState("deselected") == 1; }));
@@ -364,14 +369,7 @@ TEST_F(AgentRuntimeTest, NodeSelectorDeselectsThenSelectsTheNode) {
   };
   ASSERT_TRUE(client_.Create(k8s::resources::Nodes(),
                              {{"metadata", {{"name", "node1"}, {"labels", {{"pool", "core"}}}}}}));
-  json edge = {{"apiVersion", "purelb.io/v2"},
-               {"kind", "LBNodeAgent"},
-               {"metadata", {{"name", "edge"}, {"namespace", "purelb-system"}}},
-               // writtenAs: the v2 CRD's default (the fake API server applies none).
-               {"spec",
-                {{"writtenAs", "v2"},
-                 {"nodeSelector", {{"matchLabels", {{"pool", "edge"}}}}},
-                 {"local", {{"localInterface", "default"}}}}}};
+  json edge = EdgeNodeAgent("purelb-system");
   ASSERT_TRUE(client_.Create(crd::LBNodeAgents(), edge));
   EXPECT_TRUE(Eventually([&] { return !Holds("192.0.2.100/24"); }));
   EXPECT_TRUE(Eventually([&] { return lease_subnets().empty(); }));

@@ -4,13 +4,15 @@
 
 namespace pylon::packet {
 
+std::optional<Error> FakeAnnouncer::TakeFailureLocked() {
+  std::optional<Error> e = std::move(fail_next_);
+  fail_next_.reset();
+  return e;
+}
+
 Status FakeAnnouncer::Announce(const Interface& iface, const net::IpAddress& address) {
   std::lock_guard<std::mutex> lock(mu_);
-  if (fail_next_) {
-    Error e = *fail_next_;
-    fail_next_.reset();
-    return tl::unexpected(std::move(e));
-  }
+  if (auto e = TakeFailureLocked()) return tl::unexpected(std::move(*e));
   sent_.push_back({iface, address});
   return Ok();
 }
@@ -19,11 +21,7 @@ Result<std::optional<MacAddress>> FakeAnnouncer::Probe(const Interface& iface,
                                                        const net::IpAddress& address,
                                                        const ProbeOptions& options) {
   std::lock_guard<std::mutex> lock(mu_);
-  if (fail_next_) {
-    Error e = *fail_next_;
-    fail_next_.reset();
-    return tl::unexpected(std::move(e));
-  }
+  if (auto e = TakeFailureLocked()) return tl::unexpected(std::move(*e));
   probes_.push_back({iface, address});
   for (const auto& [a, mac] : owners_) {
     if (a != address || mac == iface.mac) continue;

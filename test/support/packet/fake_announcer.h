@@ -44,6 +44,8 @@ class FakeAnnouncer final : public Announcer {
   std::vector<Sent> probes_;
   std::vector<std::pair<net::IpAddress, MacAddress>> owners_;
   std::optional<Error> fail_next_;
+  // The failure FailNext armed, once (mu_ held).
+  std::optional<Error> TakeFailureLocked();
 };
 
 }  // namespace pylon::packet
