@@ -428,9 +428,7 @@ void Agent::RefreshInputs() {
     in.owner = model::SelectOwner(*svc);
     if (in.owner.owner == model::Owner::kNone) continue;
     in.service = std::move(*svc);
-    const std::string* affinity = in.service.Annotation(model::kAnnNodeAffinity);
-    if (in.service.external_traffic_policy == "Local" ||
-        (affinity && *affinity == model::kNodeAffinityServiceEndpoints)) {
+    if (in.service.external_traffic_policy == "Local" || in.service.EndpointAffinity()) {
       if (!slices_loaded) {
         for (const auto& so : slices_->store().List()) {
           auto es = model::ParseEndpointSlice(so);
@@ -479,7 +477,8 @@ void Agent::RefreshNodeAgent() {
   const auto node = nodes_->store().Get("", options_.node_name);
   NodeAgentChoice choice =
       ChooseNodeAgent(agents, node ? &*node : nullptr, options_.node_name, options_.ns);
-  if (d_.metrics) {
+  if (d_.metrics && choice.state != selector_state_reported_) {
+    selector_state_reported_ = choice.state;
     for (auto st : kNodeAgentStates) {
       d_.metrics->Set(kMetricSelectorState, {{"state", std::string(NodeAgentStateName(st))}},
                       st == choice.state ? 1 : 0);

@@ -168,7 +168,10 @@ class Agent {
   std::vector<ServiceInput> services_in_;
   std::vector<L2Advertisement> l2_in_;
   std::vector<NodeName> excluded_nodes_;
-  std::set<std::string> virtual_tried_;         // virtual interface names that could not be created
+  std::set<std::string> virtual_tried_;  // virtual interface names that could not be created
+  // The state purelb_lbnodeagent_selector_state shows (set when it changes; none before the
+  // first read of the LBNodeAgents).
+  std::optional<NodeAgentState> selector_state_reported_;
   std::map<std::string, int> created_virtual_;  // virtual interfaces this run created: ifindex
   std::optional<SteadyTime> first_healthy_;     // start of the hold-off (planner.h)
   bool last_healthy_ = true;                    // for logging health transitions

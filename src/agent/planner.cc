@@ -202,9 +202,7 @@ Plan Planner::Compute(const PlanInputs& in, const election::Membership& membersh
       }
       if (!spec.allowed_nodes && g.services.size() == 1) {
         const ServiceInput& si = *g.services.front();
-        const std::string* affinity = si.service.Annotation(model::kAnnNodeAffinity);
-        if (affinity && *affinity == model::kNodeAffinityServiceEndpoints &&
-            !si.service.Annotation(model::kAnnSharing)) {
+        if (si.service.EndpointAffinity() && !si.service.Annotation(model::kAnnSharing)) {
           std::vector<NodeName> preferred;
           for (const auto& n : NodesWithServingEndpoint(si, ip.family())) {
             const NodeName name(n);

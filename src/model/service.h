@@ -74,6 +74,11 @@ struct Service {
     auto it = annotations.find(k);
     return it == annotations.end() ? nullptr : &it->second;
   }
+  // purelb.io/node-affinity: service-endpoints (any other value: no affinity).
+  bool EndpointAffinity() const {
+    const std::string* a = Annotation(kAnnNodeAffinity);
+    return a != nullptr && *a == kNodeAffinityServiceEndpoints;
+  }
 };
 
 Result<Service> ParseService(const Json& obj);
