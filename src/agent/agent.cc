@@ -5,6 +5,7 @@
 #include <utility>
 
 #include "agent/agent_metrics.h"
+#include "agent/heartbeat_key.h"
 #include "agent/network.h"
 #include "agent/node_agent_policy.h"
 #include "common/log.h"
@@ -256,8 +257,22 @@ std::string Agent::HeartbeatInterface() const {
 
 Status Agent::StartHeartbeat() {
   const heartbeat::HeartbeatConfig& cfg = options_.heartbeat;
-  auto keys = heartbeat::LoadKeyRingFile(cfg.key_file);
-  if (!keys) return Fail(keys.error().Wrap("--heartbeat-key-file " + cfg.key_file));
+  Result<heartbeat::KeyRing> keys = Fail(ErrorCode::kInternal, "no key source");
+  std::string key_source;
+  if (!cfg.key_file.empty()) {
+    keys = heartbeat::LoadKeyRingFile(cfg.key_file);
+    if (!keys) return Fail(keys.error().Wrap("--heartbeat-key-file " + cfg.key_file));
+    key_source = "file " + cfg.key_file;
+  } else {
+    if (d_.client == nullptr) return Fail(ErrorCode::kInternal, "heartbeats: no API client");
+    auto text = EnsureHeartbeatKey(*d_.client, options_.ns, cfg.key_secret,
+                                   [] { return NewHeartbeatKeyText(SystemRandomBytes); });
+    if (!text) return Fail(text.error().Wrap("heartbeats"));
+    const std::string where = "Secret " + options_.ns + "/" + cfg.key_secret;
+    keys = heartbeat::KeyRing::Parse(*text, where);
+    if (!keys) return Fail(keys.error().Wrap("heartbeats"));
+    key_source = where;
+  }
   hb_interface_ = HeartbeatInterface();
   if (hb_interface_.empty()) {
     return Fail(ErrorCode::kUnavailable,
@@ -278,7 +293,8 @@ Status Agent::StartHeartbeat() {
   hb_ = std::move(*hb);
   PublishHeartbeatEndpoints();
   log::Info("heartbeats on",
-            {{"interface", hb_interface_},
+            {{"key", key_source},
+             {"interface", hb_interface_},
              {"port", std::to_string(hb_->port())},
              {"interval_ms",
               std::to_string(

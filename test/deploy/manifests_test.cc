@@ -564,7 +564,8 @@ TEST_F(DeployTest, ChangedInstallReappliesAsAStrategicMerge) {
       "{.spec.template.spec.volumes[*].name}'");
   EXPECT_EQ(c.out,
             "--log-level=debug|NODE_NAME POD_NAMESPACE PURELB_POD_UID PURELB_LEASE_DURATION "
-            "PURELB_RENEW_DEADLINE PURELB_RETRY_PERIOD PYLON_HEARTBEAT_KEY_FILE|run heartbeat-key|"
+            "PURELB_RENEW_DEADLINE PURELB_RETRY_PERIOD PYLON_HEARTBEAT_KEY_FILE "
+            "PYLON_HEARTBEAT_KEY_SECRET|run heartbeat-key|"
             "run heartbeat-key");
   // A template change is a new template generation.
   const std::string after = Kubectl(get_ds).out;
