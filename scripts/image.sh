@@ -25,17 +25,16 @@
 # tree), so an unchanged input returns at once. Root; installs its packages (scripts/deps.sh
 # image). One run at a time per cache (a lock).
 set -euo pipefail
-cd "$(dirname "$0")/.."
-repo=$(pwd)
+repo=$(cd "$(dirname "$0")/.." && pwd)
 
 from_source=0
-binary=build/pylon
-tag=$(sed -nE 's/^project\(pylon VERSION ([0-9.]+).*/\1/p' CMakeLists.txt)
+binary=$repo/build/pylon
+tag=$(sed -nE 's/^project\(pylon VERSION ([0-9.]+).*/\1/p' "$repo/CMakeLists.txt")
 targets=()
 while (($#)); do
   case $1 in
     --from-source) from_source=1 ;;
-    --binary) binary=${2:?--binary PATH}; shift ;;
+    --binary) binary=$(realpath -m -- "${2:?--binary PATH}"); shift ;;
     --tag) tag=${2:?--tag TAG}; shift ;;
     pylon | bird) targets+=("$1") ;;
     *) echo "usage: scripts/image.sh [--from-source] [--binary PATH] [--tag TAG] [pylon|bird]..." >&2
@@ -44,6 +43,7 @@ while (($#)); do
   shift
 done
 ((${#targets[@]})) || targets=(pylon bird)
+cd "$repo"
 [[ $(id -u) -eq 0 ]] || { echo "pylon: scripts/image.sh needs root" >&2; exit 1; }
 bash scripts/deps.sh image >&2
 
@@ -127,7 +127,9 @@ EOF
 make_base docker.io/library/debian:bookworm-slim 1
 if ((from_source)); then
   make_base docker.io/library/debian:bookworm 0
-  input="source $( (git ls-files -z -co --exclude-standard | sort -z | xargs -0 sha256sum) | sha)"
+  # The build context as git sees it (tracked and untracked files, not the ignored ones).
+  input="source $( (git ls-files -z -co --exclude-standard | sort -z |
+    xargs -0 sha256sum 2>/dev/null || true) | sha)"
 elif [[ " ${targets[*]} " == *" pylon "* ]]; then
   [[ -x $binary ]] || { echo "pylon: no $binary (bash scripts/build.sh builds it)" >&2; exit 1; }
   # The replacement of the `build` stage: DIR/build/pylon, stripped as that stage does.
@@ -152,33 +154,40 @@ for target in "${targets[@]}"; do
     if ((from_source)); then image_id docker.io/library/debian:bookworm; fi
     if [[ $target == pylon ]]; then echo "$input"; fi
   } | sha)
-  archive="$CACHE/$name-$tag-${key:0:16}.tar"
+  archive="$CACHE/$name/$tag-${key:0:16}.tar"
+  mkdir -p "$CACHE/$name"
   if [[ ! -f $archive ]]; then
     echo "pylon: building $name:$tag (${args[*]:-the default target})" >&2
     ref="localhost/pylon-image/$name:${key:0:16}"
     bah bud --pull=never --isolation chroot --layers -q "${args[@]}" -f Dockerfile -t "$ref" \
       "$repo" >&2
     if [[ $target == pylon && $from_source -eq 0 ]]; then
-      # The layer cache must not have kept another binary.
+      # The image holds this binary: the default target is the product, and the layer cache kept
+      # no other binary.
       ctr=$(bah from --pull=never "$ref")
       mnt=$(bah mount "$ctr")
-      if ! cmp -s "$mnt/usr/local/bin/pylon" "$work/stage/build/pylon"; then
-        bah rm "$ctr" >/dev/null
-        echo "pylon: $ref does not hold the binary $binary" >&2
+      same=0
+      cmp -s "$mnt/usr/local/bin/pylon" "$work/stage/build/pylon" && same=1
+      bah rm "$ctr" >/dev/null
+      if ((!same)); then
+        echo "pylon: the image of the Dockerfile's default target does not hold $binary as" \
+          "/usr/local/bin/pylon (its entrypoint:" \
+          "$(bah inspect --type image --format '{{.OCIv1.Config.Entrypoint}}' "$ref"))" >&2
         exit 1
       fi
-      bah rm "$ctr" >/dev/null
     fi
     bah push -q "$ref" "oci-archive:$archive.tmp:$tag" >&2
     mv "$archive.tmp" "$archive"
-    # Keep the two newest archives of each image, and in the storage only their images (and the
-    # layers they are built on).
-    ls -t "$CACHE/$name"-*.tar 2>/dev/null | tail -n +3 | xargs -r rm -f
+    # Keep the two newest archives of each image (and older ones used in the last hour: another
+    # checkout may be reading one), and in the storage only their images and the layers below.
+    ls -t "$CACHE/$name"/*.tar 2>/dev/null | tail -n +3 |
+      xargs -r -I{} find {} -maxdepth 0 -mmin +60 -delete
     for old in $(bah images --format '{{.Name}}:{{.Tag}}' --filter "reference=localhost/pylon-image/$name"); do
-      compgen -G "$CACHE/$name-*-${old##*:}.tar" >/dev/null || bah rmi -f "$old" >/dev/null 2>&1 || true
+      compgen -G "$CACHE/$name/*-${old##*:}.tar" >/dev/null || bah rmi -f "$old" >/dev/null 2>&1 || true
     done
     bah rmi --prune >/dev/null 2>&1 || true
   fi
+  touch "$archive"
   out+=("$archive")
 done
 echo "${out[*]}"
