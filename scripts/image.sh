@@ -54,11 +54,12 @@ mkdir -p "$CACHE/bases"
 exec 9>"$CACHE/.lock"
 flock -w 3600 9 || { echo "pylon: $CACHE/.lock is held by another image build" >&2; exit 1; }
 
-# buildah on a storage of its own (not the machine's /var/lib/containers).
-bah() {
-  buildah --root "$CACHE/storage" --runroot /run/pylon-image-storage --storage-driver overlay "$@"
-}
 sha() { sha256sum | cut -c1-64; }
+# buildah on a storage of its own (not the machine's /var/lib/containers), one per cache.
+runroot=/run/pylon-images-$(echo "$CACHE" | sha | cut -c1-12)
+bah() {
+  buildah --root "$CACHE/storage" --runroot "$runroot" --storage-driver overlay "$@"
+}
 image_id() { bah inspect --type image --format '{{.FromImageID}}' "$1" 2>/dev/null; }
 
 work=$(mktemp -d)
