@@ -16,6 +16,7 @@
 #include "heartbeat/local_endpoints.h"
 #include "k8s/object.h"
 #include "k8s/resource.h"
+#include "k8s/retry.h"
 #include "model/endpoints.h"
 #include "model/service.h"
 #include "netlink/ops.h"
@@ -188,7 +189,7 @@ Status Agent::Start(Duration sync_timeout) {
 
   RefreshNetwork();
   if (options_.heartbeat.enabled()) {
-    if (auto st = StartHeartbeat(); !st) return st;
+    if (auto st = StartHeartbeat(sync_timeout); !st) return st;
   }
   if (auto ev = d_.netlink->Subscribe(); ev && (*ev)->fd() >= 0) {
     link_events_ = std::move(*ev);
@@ -255,7 +256,7 @@ std::string Agent::HeartbeatInterface() const {
   return network_.interfaces.empty() ? std::string() : network_.interfaces.front().name;
 }
 
-Status Agent::StartHeartbeat() {
+Status Agent::StartHeartbeat(Duration api_timeout) {
   const heartbeat::HeartbeatConfig& cfg = options_.heartbeat;
   Result<heartbeat::KeyRing> keys = Fail(ErrorCode::kInternal, "no key source");
   std::string key_source;
@@ -265,8 +266,23 @@ Status Agent::StartHeartbeat() {
     key_source = "file " + cfg.key_file;
   } else {
     if (d_.client == nullptr) return Fail(ErrorCode::kInternal, "heartbeats: no API client");
-    auto text = EnsureHeartbeatKey(*d_.client, options_.ns, cfg.key_secret,
-                                   [] { return NewHeartbeatKeyText(SystemRandomBytes); });
+    // The API may be down while the agent (re)starts: wait for it as long as the informers
+    // would (an error for what waiting cannot fix: RBAC, a malformed Secret).
+    Result<std::string> text = Fail(ErrorCode::kInternal, "not read");
+    k8s::RetryOptions ro;
+    ro.initial = std::chrono::milliseconds(250);
+    ro.factor = 2.0;
+    ro.cap = std::chrono::seconds(5);
+    ro.steps = std::max(1, static_cast<int>(api_timeout / ro.cap) + 5);
+    (void)k8s::RetryOnError(
+        ro, [](const Error& e) { return e.code() == ErrorCode::kUnavailable; },
+        [&]() -> Status {
+          text = EnsureHeartbeatKey(*d_.client, options_.ns, cfg.key_secret,
+                                    [] { return NewHeartbeatKeyText(SystemRandomBytes); });
+          if (text) return Ok();
+          log::Warn("heartbeat key not read yet", {{"error", text.error().message()}});
+          return Fail(text.error());
+        });
     if (!text) return Fail(text.error().Wrap("heartbeats"));
     const std::string where = "Secret " + options_.ns + "/" + cfg.key_secret;
     keys = heartbeat::KeyRing::Parse(*text, where);

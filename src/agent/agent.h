@@ -117,7 +117,8 @@ class Agent {
   // With BGP on: hands the BGP objects and this node to BgpSync (loop thread).
   void SyncBgp();
   void Shutdown();
-  Status StartHeartbeat();
+  // `api_timeout`: how long to wait for the API when the key comes from the Secret.
+  Status StartHeartbeat(Duration api_timeout);
   // --kube-proxy-check=on: starts the checker (kube_proxy_check.h).
   Status StartKubeProxyCheck();
   // Drains the checker's verdict changes: log, node event, transition counter (loop thread).
