@@ -12,7 +12,7 @@
 namespace pylon::e2e {
 namespace {
 
-constexpr const char* kEchoDeployment = R"(apiVersion: apps/v1
+constexpr const char* kEchoDeployment = R"yaml(apiVersion: apps/v1
 kind: Deployment
 metadata:
   name: echo
@@ -56,7 +56,7 @@ spec:
             path: /
             port: 8080
           periodSeconds: 1
-)";
+)yaml";
 
 struct EchoPod {
   std::string name;
@@ -73,6 +73,25 @@ class KubeletLabTest : public LabTest {
     cfg->start_allocator = false;
     cfg->start_agents = false;
     cfg->dev_binary = test_support::DevBinary();
+  }
+
+  void TearDown() override {
+    if (lab_ && HasFailure()) {
+      // What the runtime said, for a failure seen only in CI (the lab's directory stays, but CI's
+      // machine does not).
+      for (const auto& n : lab().topology().nodes()) {
+        for (const std::string log : {"kubelet-", "containerd-"}) {
+          std::ifstream f(lab().Path(log + n.name + ".log"));
+          std::vector<std::string> lines;
+          for (std::string line; std::getline(f, line);) lines.push_back(line);
+          std::fprintf(stderr, "---- %s%s (last lines) ----\n", log.c_str(), n.name.c_str());
+          for (size_t i = lines.size() > 30 ? lines.size() - 30 : 0; i < lines.size(); ++i) {
+            std::fprintf(stderr, "%s\n", lines[i].c_str());
+          }
+        }
+      }
+    }
+    LabTest::TearDown();
   }
 
   // The echo Deployment's pods that run, are Ready and not being deleted.
