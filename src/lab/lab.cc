@@ -866,7 +866,8 @@ Status Lab::TearDownKubelets() {
           restored.error().Wrap("kernel settings (kept in " + Path(kKernelSettingsFile) + ")"));
     }
   }
-  if (!nodes.empty()) (void)WriteState();
+  // No WriteState here: in `lab down` from another process this object's procs_ is empty, and the
+  // state file still names the processes Down stops next.
   return first;
 }
 
