@@ -10,6 +10,9 @@ PKGS=(
   clang clang-14 libclang-rt-14-dev clang-format
   iproute2 iputils-ping iputils-arping ndisc6 tcpdump curl procps psmisc openssl socat
   iptables nftables conntrack bird2
+  # The kubelet lab (docs/lab.md): a containerd per node, runc, the CNI bridge and host-local
+  # plugins in /usr/lib/cni.
+  containerd runc containernetworking-plugins
 )
 if [[ ${1:-} == image ]]; then
   PKGS=(buildah debootstrap umoci binutils git)

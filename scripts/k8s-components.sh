@@ -1,21 +1,26 @@
 #!/usr/bin/env bash
 # Builds the real Kubernetes components the lab and the end-to-end tests run against:
 # kube-apiserver, kube-proxy and kubectl of one pinned release, etcd of
-# one pinned release. They are built from their published Go modules (a small wrapper module per
+# one pinned release, and for the kubelet lab (docs/lab.md) kubelet, kube-controller-manager and
+# kube-scheduler of the same release. They are built from their published Go modules (a small wrapper module per
 # project, as envtest does for Go controllers), cached outside the checkout and reused when
 # present. Prints the directory that holds the binaries on its last line.
 #
 #   PYLON_K8S_CACHE   cache root (default /var/cache/pylon)
 #
-# First build on 2 cores: about 15 minutes (module download ~1 min, compile the rest); later runs
-# find the cache and return at once.
+# First build on 2 cores: about 15 minutes (module download ~1 min, compile the rest) for the
+# first four, and a few more for the kubelet lab's three (they share most packages with
+# kube-apiserver); later runs find the cache and return at once. A cache made before the kubelet
+# lab's binaries were added keeps its binaries: only the missing ones are built.
 set -euo pipefail
 
 K8S_VERSION=v1.35.4           # k8s.io/kubernetes; staging modules are v0.35.4
 ETCD_VERSION=v3.6.16          # go.etcd.io/etcd/server/v3 and its sibling modules
 CACHE=${PYLON_K8S_CACHE:-/var/cache/pylon}
 BIN="$CACHE/k8s-$K8S_VERSION-etcd-$ETCD_VERSION/bin"
-COMPONENTS=(kube-apiserver kube-proxy kubectl etcd)
+COMPONENTS=(kube-apiserver kube-proxy kubectl etcd kubelet kube-controller-manager kube-scheduler)
+# Built from k8s.io/kubernetes/cmd/<name>.
+KUBE_COMMANDS=(kube-apiserver kube-proxy kubectl kubelet kube-controller-manager kube-scheduler)
 
 have_all() {
   local c
@@ -54,18 +59,23 @@ package tools
 
 import (
 	_ "k8s.io/kubernetes/cmd/kube-apiserver"
+	_ "k8s.io/kubernetes/cmd/kube-controller-manager"
 	_ "k8s.io/kubernetes/cmd/kube-proxy"
+	_ "k8s.io/kubernetes/cmd/kube-scheduler"
 	_ "k8s.io/kubernetes/cmd/kubectl"
+	_ "k8s.io/kubernetes/cmd/kubelet"
 )
 GO
 go mod tidy -e >/dev/null 2>&1 || true
 ldflags="-s -w -X k8s.io/component-base/version.gitVersion=$K8S_VERSION -X k8s.io/component-base/version.gitMajor=1 -X k8s.io/component-base/version.gitMinor=$(echo "$K8S_VERSION" | cut -d. -f2)"
 ldflags+=" -X k8s.io/client-go/pkg/version.gitVersion=$K8S_VERSION -X k8s.io/client-go/pkg/version.gitMajor=1 -X k8s.io/client-go/pkg/version.gitMinor=$(echo "$K8S_VERSION" | cut -d. -f2)"
-for c in kube-apiserver kube-proxy kubectl; do
+for c in "${KUBE_COMMANDS[@]}"; do
   [[ -x "$BIN/$c" ]] && continue
   echo "pylon: building $c $K8S_VERSION (first time only)" >&2
+  start=$SECONDS
   go build -trimpath -ldflags "$ldflags" -o "$BIN/$c.tmp" "k8s.io/kubernetes/cmd/$c"
   mv "$BIN/$c.tmp" "$BIN/$c"
+  echo "pylon: built $c in $((SECONDS - start)) s" >&2
 done
 
 # --- etcd: the server module's main package.

@@ -20,6 +20,9 @@ Subcommand AddServe(cli::App& lab) {
   sub->add_flag("--report-peer", f->report_peer,
                 "the answer followed by \" client=<source address>\"");
   auto run = [f] {
+    // One line at start: what `kubectl logs` shows of a pod running the responder.
+    std::fprintf(stderr, "pylon-dev lab serve: answering on port %d with \"%s\"\n", f->port,
+                 f->text.c_str());
     auto s = ServeText(f->port, f->text, StopFlag(), f->report_peer);
     if (!s) {
       std::fprintf(stderr, "pylon-dev lab serve: %s\n", s.error().message().c_str());

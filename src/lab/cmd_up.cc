@@ -27,6 +27,12 @@ int Up(const UpFlags& f) {
             : "kube-proxy is NOT running, the nodes' responders answer instead: " +
                   lab.kube_proxy_problem());
   }
+  if (cfg.kubelet) {
+    Say("a kubelet and containerd run on every node (pods on 10.244.<i>.100-250, "
+        "fd00:10:244:<i>::100-250); import an image with  ctr --address " +
+        lab.KubeletNodeOf(lab.topology().nodes()[0]).ContainerdSocket() +
+        " -n k8s.io images import ARCHIVE  (for each node)");
+  }
   Say("export KUBECONFIG=" + lab.Kubeconfig());
   Say("kubectl of the server's release:  " + lab.KubectlBinary());
   Say("run a command on a node:  ip netns exec " + lab.topology().nodes()[0].netns + " ip addr");
@@ -81,12 +87,16 @@ void AddUpFlags(cli::App& sub, UpFlags* flags, int min_nodes, int max_nodes) {
   sub.add_flag("--bgp", flags->bgp,
                "BIRD 2 on every node and on the gateway as the upstream router, a client behind "
                "it (docs/bgp.md)");
+  sub.add_flag("--kubelet", flags->kubelet,
+               "containerd and a real kubelet on every node, kube-controller-manager and "
+               "kube-scheduler, a CNI bridge per node; implies --kube-proxy (docs/lab.md)");
 }
 
 LabConfig UpConfig(const UpFlags& flags) {
   LabConfig cfg = ConfigFrom(flags.build, flags.kube_proxy);
   cfg.nodes = flags.nodes;
   cfg.bgp = flags.bgp;
+  cfg.kubelet = flags.kubelet;
   return cfg;
 }
 

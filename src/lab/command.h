@@ -63,8 +63,10 @@ struct UpFlags {
   int nodes = 3;
   KubeProxyFlags kube_proxy;
   bool bgp = false;
+  bool kubelet = false;
 };
-// The build flags, --nodes (within [min_nodes, max_nodes]), the kube-proxy flags and --bgp.
+// The build flags, --nodes (within [min_nodes, max_nodes]), the kube-proxy flags, --bgp and
+// --kubelet.
 void AddUpFlags(cli::App& sub, UpFlags* flags, int min_nodes, int max_nodes);
 LabConfig UpConfig(const UpFlags& flags);
 

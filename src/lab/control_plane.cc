@@ -100,6 +100,26 @@ Result<int> FreeLoopbackPort() {
   return static_cast<int>(ntohs(a.sin_port));
 }
 
+Result<int> FreeLoopbackPortIn(int first, int last) {
+  std::ifstream rnd("/dev/urandom", std::ios::binary);
+  unsigned int start = 0;
+  rnd.read(reinterpret_cast<char*>(&start), sizeof start);
+  const int span = last - first + 1;
+  for (int i = 0; i < span; ++i) {
+    const int port = first + static_cast<int>((start + static_cast<unsigned int>(i)) %
+                                              static_cast<unsigned int>(span));
+    UniqueFd fd(socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
+    if (!fd) return FailErrno(errno, "socket");
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    a.sin_port = htons(static_cast<uint16_t>(port));
+    if (bind(fd.get(), reinterpret_cast<sockaddr*>(&a), sizeof a) == 0) return port;
+  }
+  return Fail(ErrorCode::kExhausted,
+              "no free port on 127.0.0.1 in " + std::to_string(first) + "-" + std::to_string(last));
+}
+
 ControlPlane::ControlPlane(ControlPlaneConfig config) : config_(std::move(config)) {
   if (config_.bin_dir.empty()) config_.bin_dir = K8sBinDir();
 }
@@ -144,6 +164,23 @@ Status ControlPlane::MakePki() {
   return WriteFile(Path("tokens.csv"), admin_token_ + ",admin,admin,\"system:masters\"\n", 0600);
 }
 
+Status ControlPlane::MakeKubeletClientCert() {
+  const std::string pki = Path("pki");
+  if (fs::exists(pki + "/kubelet-client.crt")) return Ok();
+  const std::vector<std::vector<std::string>> steps = {
+      {"openssl", "req", "-newkey", "rsa:2048", "-nodes", "-keyout", pki + "/kubelet-client.key",
+       "-out", pki + "/kubelet-client.csr", "-subj",
+       "/O=system:masters/CN=kube-apiserver-kubelet-client"},
+      {"openssl", "x509", "-req", "-in", pki + "/kubelet-client.csr", "-CA", pki + "/ca.crt",
+       "-CAkey", pki + "/ca.key", "-CAcreateserial", "-out", pki + "/kubelet-client.crt", "-days",
+       "3650"},
+  };
+  for (const auto& argv : steps) {
+    if (auto r = RunCommandChecked(argv); !r) return Fail(r.error().Wrap("make certificates"));
+  }
+  return Ok();
+}
+
 Status ControlPlane::StartEtcd() {
   auto c = FreeLoopbackPort();
   if (!c) return Fail(c.error());
@@ -179,10 +216,11 @@ Status ControlPlane::StartApiserver() {
   }
   const std::string pki = Path("pki");
   SpawnOptions o;
+  const bool advertise = !config_.advertise_address.empty();
   o.argv = {Binary("kube-apiserver"),
             "--etcd-servers=http://127.0.0.1:" + std::to_string(etcd_port_),
             "--bind-address=127.0.0.1",
-            "--advertise-address=127.0.0.1",
+            "--advertise-address=" + (advertise ? config_.advertise_address : "127.0.0.1"),
             "--secure-port=" + std::to_string(port_),
             "--cert-dir=" + pki,
             "--tls-cert-file=" + pki + "/apiserver.crt",
@@ -195,7 +233,7 @@ Status ControlPlane::StartApiserver() {
             "--service-account-signing-key-file=" + pki + "/sa.key",
             "--service-cluster-ip-range=" + config_.service_cidrs,
             "--allow-privileged=true",
-            "--endpoint-reconciler-type=none",
+            std::string("--endpoint-reconciler-type=") + (advertise ? "lease" : "none"),
             "--profiling=false",
             "--v=1"};
   if (config_.audit) {
@@ -204,7 +242,25 @@ Status ControlPlane::StartApiserver() {
                                  "--audit-log-path=" + AuditLog(), "--audit-log-format=json",
                                  "--audit-log-mode=blocking"});
   }
+  if (config_.kubelet_client_cert) {
+    o.argv.insert(o.argv.end(), {"--kubelet-client-certificate=" + pki + "/kubelet-client.crt",
+                                 "--kubelet-client-key=" + pki + "/kubelet-client.key",
+                                 "--kubelet-preferred-address-types=Hostname"});
+  }
   o.argv.insert(o.argv.end(), config_.apiserver_args.begin(), config_.apiserver_args.end());
+  if (!config_.hosts_file.empty()) {
+    // unshare execs sh, sh execs the API server: the pid stays the API server's.
+    std::vector<std::string> argv = {"unshare",
+                                     "--mount",
+                                     "--propagation",
+                                     "private",
+                                     "sh",
+                                     "-c",
+                                     "mount --bind \"$0\" /etc/hosts && exec \"$@\"",
+                                     config_.hosts_file};
+    argv.insert(argv.end(), o.argv.begin(), o.argv.end());
+    o.argv = std::move(argv);
+  }
   o.log_path = ApiserverLog();
   auto proc = Process::Spawn(o);
   if (!proc) return Fail(proc.error().Wrap("start kube-apiserver"));
@@ -240,11 +296,47 @@ Status ControlPlane::WaitReady() {
                                            ApiserverLog() + ":\n" + Tail(ApiserverLog()));
 }
 
+Status ControlPlane::StartControllers() {
+  // Admin credentials (system:masters), HTTPS on a free loopback port, one instance each.
+  auto start = [this](const std::string& name, std::vector<std::string> extra,
+                      Process* proc) -> Status {
+    auto port = FreeLoopbackPort();
+    if (!port) return Fail(port.error());
+    SpawnOptions o;
+    o.argv = {Binary(name),
+              "--kubeconfig=" + AdminKubeconfig(),
+              "--authentication-kubeconfig=" + AdminKubeconfig(),
+              "--authorization-kubeconfig=" + AdminKubeconfig(),
+              "--bind-address=127.0.0.1",
+              "--secure-port=" + std::to_string(*port),
+              "--leader-elect=false",
+              "--v=1"};
+    o.argv.insert(o.argv.end(), extra.begin(), extra.end());
+    o.log_path = Path(name + ".log");
+    auto p = Process::Spawn(o);
+    if (!p) return Fail(p.error().Wrap("start " + name));
+    *proc = std::move(*p);
+    return Ok();
+  };
+  // The root CA for the kube-root-ca.crt ConfigMaps that projected ServiceAccount tokens mount.
+  if (auto s = start(
+          "kube-controller-manager",
+          {"--root-ca-file=" + CaFile(), "--service-account-private-key-file=" + Path("pki/sa.key"),
+           "--use-service-account-credentials=false", "--cluster-name=pylon-lab"},
+          &controller_manager_);
+      !s) {
+    return s;
+  }
+  return start("kube-scheduler", {}, &scheduler_);
+}
+
 Status ControlPlane::CheckBinaries() const {
-  for (const char* b : {"etcd", "kube-apiserver", "kubectl"}) {
+  std::vector<std::string> need = {"etcd", "kube-apiserver", "kubectl"};
+  if (config_.controllers) need.insert(need.end(), {"kube-controller-manager", "kube-scheduler"});
+  for (const auto& b : need) {
     if (access(Binary(b).c_str(), X_OK) != 0) {
       return Fail(ErrorCode::kNotFound,
-                  std::string("no ") + b + " in \"" + config_.bin_dir +
+                  "no " + b + " in \"" + config_.bin_dir +
                       "\": run scripts/k8s-components.sh (it builds the Kubernetes components) "
                       "and set PYLON_K8S_BIN_DIR to the directory it prints");
     }
@@ -259,6 +351,9 @@ Status ControlPlane::Start() {
   fs::create_directories(config_.dir, ec);
   if (ec) return Fail(ErrorCode::kSystem, "create " + config_.dir + ": " + ec.message());
   if (auto s = MakePki(); !s) return s;
+  if (config_.kubelet_client_cert) {
+    if (auto s = MakeKubeletClientCert(); !s) return s;
+  }
   if (auto s = StartEtcd(); !s) return s;
   auto p = FreeLoopbackPort();
   if (!p) return Fail(p.error());
@@ -271,10 +366,18 @@ Status ControlPlane::Start() {
     Stop();
     return s;
   }
+  if (config_.controllers) {
+    if (auto s = StartControllers(); !s) {
+      Stop();
+      return s;
+    }
+  }
   return Ok();
 }
 
 void ControlPlane::Stop() {
+  scheduler_.Stop(5s);
+  controller_manager_.Stop(5s);
   apiserver_.Stop(5s);
   etcd_.Stop(5s);
 }
@@ -283,6 +386,8 @@ std::map<std::string, int> ControlPlane::Pids() const {
   std::map<std::string, int> out;
   if (etcd_.pid() > 0) out["etcd"] = etcd_.pid();
   if (apiserver_.pid() > 0) out["kube-apiserver"] = apiserver_.pid();
+  if (controller_manager_.pid() > 0) out["kube-controller-manager"] = controller_manager_.pid();
+  if (scheduler_.pid() > 0) out["kube-scheduler"] = scheduler_.pid();
   return out;
 }
 
@@ -290,6 +395,8 @@ void ControlPlane::Detach() {
   detached_ = true;
   etcd_.Detach();
   apiserver_.Detach();
+  controller_manager_.Detach();
+  scheduler_.Detach();
 }
 
 Status ControlPlane::StopApiserver() {

@@ -24,6 +24,20 @@ struct ControlPlaneConfig {
   std::string service_cidrs = "10.96.0.0/16,fd00:10:96::/112";
   bool audit = true;  // audit log of every request (metadata level) in audit.log
   std::vector<std::string> apiserver_args;  // extra kube-apiserver flags
+  // --- For kubelets (the kubelet lab, kubelet.h) ---
+  // kube-controller-manager and kube-scheduler beside the API server (admin credentials, loopback,
+  // no leader election).
+  bool controllers = false;
+  // A client certificate (O=system:masters) the API server presents to kubelets, for logs, exec
+  // and port-forward.
+  bool kubelet_client_cert = false;
+  // When set, kube-apiserver runs in a private mount namespace with this file bind-mounted on
+  // /etc/hosts: how it finds kubelets by their Hostname address (lab.h). The host's /etc/hosts is
+  // untouched.
+  std::string hosts_file;
+  // When set, --advertise-address and the lease endpoint reconciler: the `kubernetes` Service gets
+  // this address and the secure port as its endpoint. Else 127.0.0.1 and no endpoints.
+  std::string advertise_address;
 };
 
 // The directory with the Kubernetes binaries: $PYLON_K8S_BIN_DIR, else the one the build was
@@ -89,7 +103,9 @@ class ControlPlane {
 
  private:
   Status MakePki();
+  Status MakeKubeletClientCert();
   Status StartEtcd();
+  Status StartControllers();
   Status WaitReady();
   ControlPlaneConfig config_;
   int port_ = 0;
@@ -98,10 +114,16 @@ class ControlPlane {
   std::string admin_token_;
   Process etcd_;
   Process apiserver_;
+  Process controller_manager_;
+  Process scheduler_;
   bool detached_ = false;
 };
 
 // A TCP port on 127.0.0.1 that was free a moment ago (bind to 0, read, close).
 Result<int> FreeLoopbackPort();
+// A TCP port in [first, last] free on 127.0.0.1 a moment ago, tried from a random start. For a
+// port that must also be free inside a network namespace: below the kernel's ephemeral range
+// (32768 on), no outgoing connection there can hold it.
+Result<int> FreeLoopbackPortIn(int first, int last);
 
 }  // namespace pylon::lab

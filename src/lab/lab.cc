@@ -16,6 +16,7 @@
 #include "common/log.h"
 #include "lab/kube_proxy.h"
 #include "lab/netns.h"
+#include "lab/pods.h"
 #include "lab/responder.h"
 
 namespace pylon::lab {
@@ -56,6 +57,10 @@ LabConfig WithDefaults(LabConfig c) {
   }
   if (c.deploy_dir.empty()) c.deploy_dir = std::string(PYLON_SOURCE_DIR) + "/deploy";
   if (c.k8s_bin_dir.empty()) c.k8s_bin_dir = K8sBinDir();
+  if (c.lab_images_script.empty()) {
+    c.lab_images_script = std::string(PYLON_SOURCE_DIR) + "/scripts/lab-images.sh";
+  }
+  if (c.kubelet) c.kube_proxy = true;
   return c;
 }
 
@@ -63,8 +68,16 @@ ControlPlaneConfig ControlPlaneFor(const LabConfig& c) {
   ControlPlaneConfig out;
   out.dir = c.dir;
   out.bin_dir = c.k8s_bin_dir;
+  if (c.kubelet) {
+    out.controllers = true;
+    out.kubelet_client_cert = true;
+    out.hosts_file = c.dir + "/apiserver-hosts";
+    out.advertise_address = kApiAdvertiseAddress;
+  }
   return out;
 }
+
+constexpr const char* kKernelSettingsFile = "kernel-settings.saved";
 
 }  // namespace
 
@@ -126,6 +139,16 @@ Status Lab::StartControlPlane() {
   // A fresh cluster each time: etcd's data of an earlier lab of this name goes.
   std::error_code ec;
   fs::remove_all(Path("etcd"), ec);
+  if (config_.kubelet) {
+    // The API server reaches each kubelet at <node name>:<its port> (the Hostname address the
+    // kubelet reports, its port in daemonEndpoints): every node name is 127.0.0.1 for it, where a
+    // forwarder per node listens on that node's kubelet port (StartKubeletNode).
+    std::string hosts = "127.0.0.1 localhost\n::1 localhost\n127.0.0.1";
+    for (const auto& n : topology_.nodes()) hosts += " " + n.name;
+    std::ofstream out(Path("apiserver-hosts"), std::ios::trunc);
+    out << hosts << "\n";
+    if (!out) return Fail(ErrorCode::kSystem, "cannot write " + Path("apiserver-hosts"));
+  }
   if (auto s = control_plane_.Start(); !s) return s;
   if (auto s = WriteState(); !s) return s;
   // What `kubectl apply -k deploy` installs, but the workloads: the lab runs the allocator and
@@ -319,6 +342,23 @@ Status Lab::Up() {
   }
   // Before any namespace exists: a machine without the Kubernetes binaries fails at once.
   if (auto s = control_plane_.CheckBinaries(); !s) return s;
+  if (config_.kubelet) {
+    if (access(control_plane_.Binary("kubelet").c_str(), X_OK) != 0) {
+      return Fail(ErrorCode::kNotFound,
+                  "no kubelet in \"" + config_.k8s_bin_dir + "\": run scripts/k8s-components.sh");
+    }
+    const KubeletNode probe;
+    for (const std::string& f :
+         {std::string("/usr/bin/containerd"), probe.runc, probe.cni_bin_dir + "/bridge",
+          probe.cni_bin_dir + "/host-local", probe.cni_bin_dir + "/loopback"}) {
+      if (access(f.c_str(), X_OK) != 0) {
+        return Fail(ErrorCode::kNotFound,
+                    "no " + f +
+                        ": the kubelet lab needs Debian's containerd, runc and "
+                        "containernetworking-plugins (scripts/deps.sh installs them)");
+      }
+    }
+  }
   if (auto s = topology_.Up(); !s) return s;
   auto fail = [this](const Error& e) {
     (void)Down();
@@ -332,7 +372,9 @@ Status Lab::Up() {
     if (auto s = Spawn("serve-" + n.name, o); !s) return fail(s.error());
   }
   if (config_.kube_proxy) {
-    if (auto s = StartKubeProxy(); !s) {
+    if (auto s = StartKubeProxy(); !s && config_.kubelet) {
+      return fail(s.error().Wrap("kube-proxy (the kubelet lab needs it)"));
+    } else if (!s) {
       kube_proxy_problem_ = s.error().message();
       StopKubeProxy();
       log::Warn(
@@ -348,6 +390,9 @@ Status Lab::Up() {
   if (config_.bgp) {
     if (auto s = StartBgp(); !s) return fail(s.error());
   }
+  if (config_.kubelet) {
+    if (auto s = StartKubelets(); !s) return fail(s.error());
+  }
   if (config_.start_allocator) {
     if (auto s = StartAllocator(); !s) return fail(s.error());
   }
@@ -360,6 +405,8 @@ Status Lab::Up() {
 }
 
 Status Lab::Down() {
+  // The kubelets and their containers first: they use the API server, the network and mounts.
+  auto kubelets = TearDownKubelets();
   // Processes this object started, then any recorded by another `pylon-dev lab` process.
   for (auto& [k, p] : procs_) p.Stop(std::chrono::milliseconds(2000));
   procs_.clear();
@@ -378,7 +425,8 @@ Status Lab::Down() {
   fs::remove(Path("api.sock"), ec);
   fs::remove(Path("state.json"), ec);
   fs::remove_all(Path("etcd"), ec);
-  return s;
+  if (!s) return s;
+  return kubelets;
 }
 
 Status Lab::StartKubeProxy() {
@@ -593,6 +641,219 @@ Status Lab::DeletePod(const std::string& name) {
   auto net = DeletePodNetwork(p);
   if (!slices) return slices;
   return net;
+}
+
+KubeletNode Lab::KubeletNodeOf(const LabNode& node) const {
+  KubeletNode k;
+  k.lab = config_.name;
+  k.node = node.name;
+  k.index = NodeIndex(topology_, node.name);
+  k.dir = Path("kubelet-" + node.name);
+  k.ipv4 = node.ipv4;
+  k.ipv6 = node.ipv6;
+  k.ca_file = control_plane_.CaFile();
+  k.kubeconfig = Path("kubeconfig-kubelet");
+  if (auto it = kubelet_ports_.find(node.name); it != kubelet_ports_.end()) {
+    k.kubelet_port = it->second;
+  }
+  return k;
+}
+
+Result<std::string> Lab::BuildImage(const std::vector<std::string>& args) const {
+  std::vector<std::string> argv = {"bash", config_.lab_images_script};
+  argv.insert(argv.end(), args.begin(), args.end());
+  auto out = RunCommandChecked(argv);
+  if (!out) return Fail(out.error());
+  std::string text = *out;
+  while (!text.empty() && text.back() == '\n') text.pop_back();
+  const std::string path =
+      text.substr(text.rfind('\n') == std::string::npos ? 0 : text.rfind('\n') + 1);
+  if (access(path.c_str(), R_OK) != 0) {
+    return Fail(ErrorCode::kNotFound, config_.lab_images_script + " printed no archive: " + text);
+  }
+  return path;
+}
+
+Status Lab::ImportImage(const std::string& archive) const {
+  for (const auto& n : topology_.nodes()) {
+    if (auto r = RunCommandChecked({"ctr", "--address", KubeletNodeOf(n).ContainerdSocket(),
+                                    "--namespace", "k8s.io", "images", "import", archive});
+        !r) {
+      return Fail(r.error().Wrap("import " + archive + " on " + n.name));
+    }
+  }
+  return Ok();
+}
+
+Status Lab::StartKubelets() {
+  if (auto s = Apply(kKubeletRbac); !s) return s;
+  const std::string node_server = "https://127.0.0.1:" + std::to_string(kNodeApiPort);
+  if (auto s = control_plane_.WriteServiceAccountKubeconfig(
+          Path("kubeconfig-kubelet"), "kube-system", "pylon-lab-kubelet", node_server);
+      !s) {
+    return s;
+  }
+  auto pause = BuildImage({"pause"});
+  if (!pause) return Fail(pause.error().Wrap("pause image"));
+  // The kubelets rewrite these at start; Down writes them back. An earlier file of this lab (a
+  // crash before its `lab down`) holds the values from before that lab: keep it.
+  if (!fs::exists(Path(kKernelSettingsFile))) {
+    auto saved = ReadKernelSettings(KubeletKernelSettingKeys());
+    if (!saved) return Fail(saved.error());
+    std::ofstream out(Path(kKernelSettingsFile), std::ios::trunc);
+    out << FormatKernelSettings(*saved);
+    out.close();
+    if (!out) return Fail(ErrorCode::kSystem, "cannot write " + Path(kKernelSettingsFile));
+  }
+  for (const auto& n : topology_.nodes()) {
+    // The kubelet listens on 0.0.0.0:<port> in the node, where any socket on that port (an
+    // outgoing connection from an ephemeral port, say) would make it fail: a port below the
+    // ephemeral range, and not one of the lab's fixed ones (all below 20000).
+    auto port = FreeLoopbackPortIn(20000, 29999);
+    if (!port) return Fail(port.error());
+    kubelet_ports_[n.name] = *port;
+    if (auto s = StartKubeletNode(n, *pause); !s) return Fail(s.error().Wrap(n.name));
+  }
+  return WaitNodesReady(std::chrono::seconds(120));
+}
+
+Status Lab::StartKubeletNode(const LabNode& n, const std::string& pause_archive) {
+  const KubeletNode k = KubeletNodeOf(n);
+  if (auto s = PrepareKubeletNode(k); !s) return s;
+  // The `kubernetes` Service's endpoint (kApiAdvertiseAddress:<API server port>) in this node.
+  if (auto r = RunCommandChecked(
+          {"ip", "addr", "replace", std::string(kApiAdvertiseAddress) + "/32", "dev", "lo"},
+          n.netns);
+      !r) {
+    return Fail(r.error());
+  }
+  const std::string api_port = std::to_string(control_plane_.port());
+  SpawnOptions endpoint;
+  endpoint.netns = n.netns;
+  endpoint.argv = {"socat",
+                   "TCP-LISTEN:" + api_port + ",bind=" + kApiAdvertiseAddress + ",fork,reuseaddr",
+                   "UNIX-CONNECT:" + Path("api.sock")};
+  if (auto s = Spawn("api-endpoint-" + n.name, endpoint); !s) return s;
+  // The API server's way to this kubelet: 127.0.0.1:<port> on the host → kubelet.sock → the
+  // same port in the node.
+  const std::string port = std::to_string(k.kubelet_port);
+  SpawnOptions in_node;
+  in_node.netns = n.netns;
+  in_node.argv = {"socat", "UNIX-LISTEN:" + k.KubeletSocket() + ",fork,unlink-early,mode=600",
+                  "TCP:127.0.0.1:" + port};
+  if (auto s = Spawn("kubelet-in-" + n.name, in_node); !s) return s;
+  SpawnOptions on_host;
+  on_host.argv = {"socat", "TCP-LISTEN:" + port + ",bind=127.0.0.1,fork,reuseaddr",
+                  "UNIX-CONNECT:" + k.KubeletSocket()};
+  if (auto s = Spawn("kubelet-out-" + n.name, on_host); !s) return s;
+
+  SpawnOptions containerd;
+  containerd.netns = n.netns;
+  containerd.argv = ContainerdArgv(k);
+  if (auto s = Spawn("containerd-" + n.name, containerd); !s) return s;
+  if (!WaitForPath(k.ContainerdSocket(), std::chrono::seconds(20))) {
+    return Fail(ErrorCode::kUnavailable, "containerd did not start; " +
+                                             Path("containerd-" + n.name + ".log") + ":" +
+                                             LogTail(Path("containerd-" + n.name + ".log")));
+  }
+  if (auto r = RunCommandChecked({"ctr", "--address", k.ContainerdSocket(), "--namespace", "k8s.io",
+                                  "images", "import", pause_archive});
+      !r) {
+    return Fail(r.error().Wrap("import the pause image"));
+  }
+  SpawnOptions kubelet;
+  kubelet.netns = n.netns;
+  kubelet.argv = KubeletArgv(control_plane_.Binary("kubelet"), k);
+  return Spawn("kubelet-" + n.name, kubelet);
+}
+
+Status Lab::WaitNodesReady(std::chrono::seconds timeout) {
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  std::string not_ready;
+  while (true) {
+    not_ready.clear();
+    auto out = Kubectl({"get", "nodes", "-o", "json"});
+    nlohmann::json nodes = out ? nlohmann::json::parse(*out, nullptr, false) : nlohmann::json();
+    for (const auto& n : topology_.nodes()) {
+      bool ready = false;
+      if (nodes.is_object()) {
+        for (const auto& item : nodes.value("items", nlohmann::json::array())) {
+          const auto meta = item.value("metadata", nlohmann::json::object());
+          if (meta.value("name", "") != n.name) continue;
+          const auto status = item.value("status", nlohmann::json::object());
+          for (const auto& c : status.value("conditions", nlohmann::json::array())) {
+            if (c.value("type", "") == "Ready" && c.value("status", "") == "True") ready = true;
+          }
+        }
+      }
+      if (ready) continue;
+      not_ready += " " + n.name;
+      auto it = procs_.find("kubelet-" + n.name);
+      if (it == procs_.end() || !it->second.running()) {
+        return Fail(ErrorCode::kUnavailable, "the kubelet of " + n.name + " exited; " +
+                                                 Path("kubelet-" + n.name + ".log") + ":" +
+                                                 LogTail(Path("kubelet-" + n.name + ".log"), 15));
+      }
+    }
+    if (not_ready.empty()) return Ok();
+    if (std::chrono::steady_clock::now() > deadline) {
+      const std::string first = not_ready.substr(1, not_ready.find(' ', 1) - 1);
+      return Fail(ErrorCode::kUnavailable, "nodes not Ready after " +
+                                               std::to_string(timeout.count()) + " s:" + not_ready +
+                                               "; " + Path("kubelet-" + first + ".log") + ":" +
+                                               LogTail(Path("kubelet-" + first + ".log"), 15));
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  }
+}
+
+Status Lab::TearDownKubelets() {
+  std::vector<KubeletNode> nodes;
+  std::error_code ec;
+  for (auto it = fs::directory_iterator(config_.dir, ec); !ec && it != fs::directory_iterator();
+       it.increment(ec)) {
+    const std::string name = it->path().filename().string();
+    std::error_code dec;
+    if (name.rfind("kubelet-", 0) != 0 || !it->is_directory(dec)) continue;
+    KubeletNode k;
+    k.lab = config_.name;
+    k.node = name.substr(std::string("kubelet-").size());
+    k.dir = it->path().string();
+    nodes.push_back(k);
+  }
+  const auto recorded = Pids();
+  auto stop = [&](const std::string& key) {
+    if (auto it = procs_.find(key); it != procs_.end()) {
+      it->second.Stop(std::chrono::milliseconds(5000));
+      procs_.erase(it);
+    } else if (auto pid = recorded.find(key);
+               pid != recorded.end() && pid->second > 0 && kill(pid->second, 0) == 0) {
+      Process::Adopt(pid->second).Stop(std::chrono::milliseconds(5000));
+    }
+  };
+  for (const auto& k : nodes) stop("kubelet-" + k.node);
+  for (const auto& k : nodes) stop("containerd-" + k.node);
+  Status first = Ok();
+  for (const auto& k : nodes) {
+    if (auto s = TearDownKubeletNode(k); !s && first) first = Fail(s.error().Wrap(k.node));
+  }
+  kubelet_ports_.clear();
+  if (fs::exists(Path(kKernelSettingsFile))) {
+    std::ifstream in(Path(kKernelSettingsFile));
+    std::stringstream text;
+    text << in.rdbuf();
+    auto saved = ParseKernelSettings(text.str());
+    Status restored = saved ? WriteKernelSettings(*saved) : Status(Fail(saved.error()));
+    if (restored) {
+      fs::remove(Path(kKernelSettingsFile), ec);
+    } else if (first) {
+      first = Fail(
+          restored.error().Wrap("kernel settings (kept in " + Path(kKernelSettingsFile) + ")"));
+    }
+  }
+  // No WriteState here: in `lab down` from another process this object's procs_ is empty, and the
+  // state file still names the processes Down stops next.
+  return first;
 }
 
 }  // namespace pylon::lab

@@ -17,6 +17,7 @@
 
 #include "common/result.h"
 #include "lab/control_plane.h"
+#include "lab/kubelet.h"
 #include "lab/pods.h"
 #include "lab/process.h"
 #include "lab/topology.h"
@@ -63,6 +64,13 @@ struct LabConfig {
   // the agents itself, as the chart's ServiceAccounts, so the chart's RBAC is what is enforced.
   std::string helm_chart;
   std::string helm_binary = "helm";
+  // The kubelet lab (kubelet.h; docs/lab.md "Kubelet lab"): a containerd and a real kubelet on
+  // every node, kube-controller-manager and kube-scheduler in the control plane, a CNI bridge per
+  // node on its pod CIDRs. Implies kube_proxy (pods reach the API server through the `kubernetes`
+  // Service). The allocator and the agents still run as processes unless start_* say otherwise.
+  bool kubelet = false;
+  // Builds the lab's images (pause, echo); default <source>/scripts/lab-images.sh.
+  std::string lab_images_script;
 };
 
 // A ServiceGroup of virtual addresses for BGP labs (no node subnet holds them; one host route
@@ -171,6 +179,15 @@ class Lab {
   Status FreezeNode(const std::string& node, bool frozen);
   const LabNode* FindNode(const std::string& name) const;
 
+  // --- The kubelet lab (config().kubelet) ---
+  // One node's runtime: its directory, sockets, cgroup root (kubelet.h).
+  KubeletNode KubeletNodeOf(const LabNode& node) const;
+  // Imports an OCI image archive (scripts/lab-images.sh) into every node's containerd, where the
+  // kubelets find it (namespace k8s.io).
+  Status ImportImage(const std::string& archive) const;
+  // Runs config().lab_images_script with `args` and returns the archive path it prints.
+  Result<std::string> BuildImage(const std::vector<std::string>& args) const;
+
   // Process name → pid, as recorded in the state file.
   std::map<std::string, int> Pids() const;
 
@@ -189,6 +206,15 @@ class Lab {
   // The WAN client, the gateway's BIRD, every node's BIRD, the BGP RBAC and default objects.
   Status StartBgp();
   void StopKubeProxy();
+  // kubelet RBAC and kubeconfig, the pause image, the kernel settings saved, every node's runtime
+  // started, every Node Ready.
+  Status StartKubelets();
+  Status StartKubeletNode(const LabNode& node, const std::string& pause_archive);
+  Status WaitNodesReady(std::chrono::seconds timeout);
+  // Stops every node's kubelet and containerd (this object's or recorded in the state file),
+  // kills and removes what they left (TearDownKubeletNode) and restores the kernel settings the
+  // kubelets rewrote. Driven by the lab directory, so `lab down` from another process works.
+  Status TearDownKubelets();
   // Applies the EndpointSlices (both families) of one Service from pods_.
   Status WriteEndpointSlices(const std::string& ns, const std::string& service) const;
   LabConfig config_;
@@ -200,6 +226,7 @@ class Lab {
   bool pod_routing_ = false;
   bool kube_proxy_running_ = false;
   std::string kube_proxy_problem_;
+  std::map<std::string, int> kubelet_ports_;  // node → the kubelet's port (kubelet lab)
 };
 
 // `pylon-dev lab <command> [flags]` (argv[0] is "lab"): up | down | status | demo | failover |

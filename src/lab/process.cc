@@ -9,6 +9,8 @@
 #include <cerrno>
 #include <climits>
 #include <cstring>
+#include <fstream>
+#include <string>
 #include <thread>
 
 #include "common/fd.h"
@@ -39,6 +41,16 @@ namespace {
 }
 
 extern "C" char** environ;
+
+// Whether `pid` has exited but is not reaped yet. An adopted process (another `pylon-dev lab`
+// process's child) is reaped by whoever inherited it, maybe late: exited is exited.
+bool IsZombie(pid_t pid) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
+  std::string line;
+  if (!std::getline(in, line)) return false;
+  const auto paren = line.rfind(')');
+  return paren != std::string::npos && paren + 2 < line.size() && line[paren + 2] == 'Z';
+}
 
 }  // namespace
 
@@ -149,7 +161,7 @@ Result<int> Process::Wait(std::chrono::milliseconds timeout) {
         return st;
       }
       if (r < 0) return FailErrno(errno, "waitpid");
-    } else if (kill(pid_, 0) != 0) {
+    } else if (kill(pid_, 0) != 0 || IsZombie(pid_)) {
       exit_status_ = 0;
       return 0;
     }
