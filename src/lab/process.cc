@@ -29,6 +29,10 @@ namespace {
   }
   int devnull = open("/dev/null", O_RDONLY);
   if (devnull >= 0) dup2(devnull, STDIN_FILENO);
+  // Nothing else of the parent's reaches the child: a descriptor the lab's caller held (a
+  // `flock /tmp/pylon-lab.lock` around `lab up`) would otherwise stay held by every process of the
+  // lab until `lab down`.
+  close_range(3, ~0U, 0);
   // Reset signal dispositions the parent may have changed.
   signal(SIGPIPE, SIG_DFL);
   signal(SIGINT, SIG_DFL);
@@ -217,6 +221,7 @@ Result<int> RunCommand(const std::vector<std::string>& argv, std::string* output
     if (merge_stderr) dup2(wr.get(), STDERR_FILENO);
     int devnull = open("/dev/null", O_RDONLY);
     if (devnull >= 0) dup2(devnull, STDIN_FILENO);
+    close_range(3, ~0U, 0);  // as in ExecChild
     execvp(cargv[0], cargv.data());
     _exit(127);
   }
