@@ -90,15 +90,26 @@ Controller::Controller(k8s::Client& client, k8s::EventRecorder& recorder, Alloca
       [this](const Json&, const Json& o) { EnqueueService(o); },
       [this](const Json& o) { EnqueueService(o); },
   });
-  k8s::EventHandlers config_handlers{
-      [this](const Json&) { Enqueue(kConfigKey); },
-      [this](const Json& a, const Json& b) {
-        if (ConfigSpecChanged(a, b)) Enqueue(kConfigKey);
-      },
-      [this](const Json&) { Enqueue(kConfigKey); },
+  // A spec change re-validates everything. A status-only change (ours coming back, or another
+  // writer's) re-checks that object's status: the status is planned against the cached object, so
+  // a cache that catches up with a status other than the one in force must be corrected, never
+  // taken as the last word (the soak saw a status left stale after a leader change).
+  auto config_handlers = [this](config::ObjectKind kind) {
+    return k8s::EventHandlers{
+        [this](const Json&) { Enqueue(kConfigKey); },
+        [this, kind](const Json& a, const Json& b) {
+          if (ConfigSpecChanged(a, b)) {
+            Enqueue(kConfigKey);
+          } else {
+            const ObjectKey k = k8s::KeyOf(b);
+            Enqueue(ConfigStatusKey({kind, k.ns, k.name}));
+          }
+        },
+        [this](const Json&) { Enqueue(kConfigKey); },
+    };
   };
-  groups_->AddHandlers(config_handlers);
-  classes_->AddHandlers(config_handlers);
+  groups_->AddHandlers(config_handlers(config::ObjectKind::kServiceGroup));
+  classes_->AddHandlers(config_handlers(config::ObjectKind::kLoadBalancerClass));
   leases_->AddHandlers({
       [this](const Json& o) { LeaseChanged(o, false); },
       [this](const Json&, const Json& o) { LeaseChanged(o, false); },

@@ -71,7 +71,7 @@ TEST(WhatShipsTest, BinariesListTheirCommands) {
     std::vector<std::string> commands;  // sorted
   };
   const Case cases[] = {
-      {ProductBinary(), {"agent", "allocator", "version"}},
+      {ProductBinary(), {"agent", "allocator", "prepare-node", "version"}},
       {DevBinary(), {"fault-proxy", "lab", "version"}},
   };
   for (const auto& c : cases) {
