@@ -433,6 +433,10 @@ void Soak::ServiceChurn() {
   fresh.share = static_cast<int>(Draw(3));
   fresh.local_etp = Draw(3) == 0;
   const int group = static_cast<int>(Draw(3));  // a ServiceGroup: sa, sb, sv
+  if (!ApiUsable()) {
+    Log("service " + ServiceName(i) + " op " + std::to_string(op) + " skipped: API down");
+    return Count("skipped (API down)");
+  }
   ServiceState& s = services_[i];
   if (!s.exists || op == 0) {
     if (s.exists) {
@@ -520,6 +524,10 @@ void Soak::ConfigEdit() {
   const int op = static_cast<int>(Draw(5));
   ConfigState& st = configs_[c];
   const std::string name = kConfigs[c].name;
+  if (!ApiUsable()) {
+    Log("config " + name + " op " + std::to_string(op) + " skipped: API down");
+    return Count("skipped (API down)");
+  }
   switch (op) {
     case 0:
     case 1: {
