@@ -195,6 +195,7 @@ class Soak {
   // --- set-up and tear-down ---
   Status SetUp();
   Status StartProxyPath();
+  Status StartReplica2();
   void TearDown();
 
   // --- actions ---
@@ -241,7 +242,8 @@ class Soak {
     std::function<void()> undo;
   };
   std::vector<Pending> pending_;
-  bool allocator_down_ = false;
+  bool allocator_down_[2] = {false, false};
+  lab::Process replica2_;  // the second allocator replica (the lab runs the first)
   bool apiserver_stopped_ = false;
   bool apiserver_hung_ = false;
   std::set<int> node_down_;  // nodes with a fault in force (agent down, frozen, link down)
@@ -283,6 +285,9 @@ Status Soak::SetUp() {
   cfg.kube_proxy = true;
   cfg.start_allocator = false;
   cfg.start_agents = false;
+  // Leader changes within seconds (both replicas; the default lease is 15 s).
+  cfg.allocator_args = {"--lease-duration", "6s", "--renew-deadline", "4s",
+                        "--retry-period",   "1s", "--identity",       "soak-replica-1"};
   lab_ = std::make_unique<lab::Lab>(cfg);
   if (auto s = lab_->Up(); !s) return s;
   if (!lab_->kube_proxy_running()) {
@@ -306,6 +311,7 @@ Status Soak::SetUp() {
     if (auto s = lab_->AddPod(node, "p" + std::to_string(i), ServiceName(i), 8080); !s) return s;
   }
   if (auto s = lab_->StartAllocator(); !s) return s;
+  if (auto s = StartReplica2(); !s) return s;
   for (const auto& n : nodes) {
     if (auto s = lab_->StartAgent(n.name); !s) return s;
   }
@@ -360,7 +366,23 @@ Status Soak::StartProxyPath() {
                                           "http://127.0.0.1:" + std::to_string(kNodeProxyPort));
 }
 
+Status Soak::StartReplica2() {
+  lab::SpawnOptions o;
+  o.argv = {
+      lab_->config().binary, "allocator",     "--kubeconfig",   lab_->Path("kubeconfig-allocator"),
+      "--namespace",         "purelb-system", "--metrics-addr", "127.0.0.1:0",
+      "--identity",          "soak-replica-2"};
+  o.argv.insert(o.argv.end(), lab_->config().allocator_args.begin(),
+                lab_->config().allocator_args.end());
+  o.log_path = lab_->Path("allocator-2.log");
+  auto p = lab::Process::Spawn(o);
+  if (!p) return Fail(p.error());
+  replica2_ = std::move(*p);
+  return Ok();
+}
+
 void Soak::TearDown() {
+  replica2_.Stop(Ms(2000));
   if (apiserver_hung_ && lab_) (void)lab_->SignalApiserver(SIGCONT);
   for (auto& p : forwarders_) p.Stop(Ms(1000));
   forwarders_.clear();
@@ -611,17 +633,28 @@ void Soak::Decide() {
     return;
   }
   if (r < 70) {
-    Log("allocator kill -9, restart in " + std::to_string(hold / 2 + 1));
-    if (allocator_down_) return Count("skipped (busy)");
+    // Two replicas under leader election: killing the leader is a leader change.
+    const int replica = static_cast<int>(Draw(2));
+    Log("allocator replica " + std::to_string(replica + 1) + " kill -9, restart in " +
+        std::to_string(hold / 2 + 1));
+    if (allocator_down_[replica]) return Count("skipped (busy)");
     Count("allocator kill -9");
-    const auto pids = lab_->Pids();
-    if (auto it = pids.find("allocator"); it != pids.end()) ::kill(it->second, SIGKILL);
-    (void)lab_->StopAllocator();
-    allocator_down_ = true;
-    Schedule(hold / 2 + 1, "allocator start", [this] {
-      (void)lab_->StartAllocator();
-      allocator_down_ = false;
-    });
+    if (replica == 0) {
+      const auto pids = lab_->Pids();
+      if (auto it = pids.find("allocator"); it != pids.end()) ::kill(it->second, SIGKILL);
+      (void)lab_->StopAllocator();
+    } else {
+      (void)replica2_.Signal(SIGKILL);
+      replica2_.Stop(Ms(2000));
+    }
+    allocator_down_[replica] = true;
+    Schedule(hold / 2 + 1, "allocator replica " + std::to_string(replica + 1) + " start",
+             [this, replica] {
+               if (auto s = replica == 0 ? lab_->StartAllocator() : StartReplica2(); !s) {
+                 log::Warn("soak: allocator start", {{"error", s.error().message()}});
+               }
+               allocator_down_[replica] = false;
+             });
     return;
   }
   if (r < 82) {
@@ -932,14 +965,17 @@ int Soak::Run() {
       if (SteadyClock::now() + o_.fault_phase / 2 > end) break;
       Say("soak: t=" + std::to_string(static_cast<int>(Elapsed())) + "s fault phase");
       Log("fault phase");
-      const auto phase_end = std::min(end, SteadyClock::now() + o_.fault_phase);
+      // A fixed number of steps per phase, whatever they take: phases hold the same decisions
+      // on every run of a seed.
+      const long steps = std::max<long>(
+          1, static_cast<long>(std::chrono::duration_cast<Ms>(o_.fault_phase) / o_.step));
       auto next = SteadyClock::now();
-      while (SteadyClock::now() < phase_end && !lab::Stopping()) {
+      for (long k = 0; k < steps && !lab::Stopping(); ++k) {
         RunDue(false);
         Decide();
         if (step_ % 2 == 0) ContinuousCheck();
         ++step_;
-        next += o_.step;
+        next = std::max(next + o_.step, SteadyClock::now());
         std::this_thread::sleep_until(next);
       }
       // The faults stop.
@@ -969,8 +1005,9 @@ int Soak::Run() {
       ++converged_phases_;
       convergence_s_.push_back(took);
       book_.ClearAsks();
-      Say("soak: t=" + std::to_string(static_cast<int>(Elapsed())) + "s converged in " +
-          std::to_string(static_cast<int>(took * 10) / 10.0).substr(0, 4) + " s");
+      char line[96];
+      std::snprintf(line, sizeof line, "soak: t=%.0fs converged in %.1f s", Elapsed(), took);
+      Say(line);
     } else if (!lab::Stopping()) {
       for (const auto& f : last) {
         Violate("not settled " + std::to_string(o_.bound.count()) + " s after the faults: " + f);
