@@ -116,6 +116,20 @@ std::string ConfigYaml(const ConfigDef& c, const ConfigState& s, bool valid) {
          "\n      aggregation: " + v6agg + "\n";
 }
 
+// Leader election of both allocator replicas: a killed leader is replaced within seconds.
+std::vector<std::string> AllocatorTiming() {
+  return {"--lease-duration", "6s", "--renew-deadline", "4s", "--retry-period", "1s"};
+}
+
+// Whether `pid` runs (not gone, not a zombie).
+bool Alive(int pid) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
+  std::string line;
+  if (!std::getline(in, line)) return false;
+  const auto paren = line.rfind(')');
+  return paren != std::string::npos && paren + 2 < line.size() && line[paren + 2] != 'Z';
+}
+
 std::string ServiceName(int i) { return "s" + std::to_string(i); }
 int ServicePort(int i) { return 8000 + i; }
 
@@ -208,6 +222,9 @@ class Soak {
   void DeleteConfig(int c);
   void Schedule(int after_steps, const std::string& what, std::function<void()> undo);
   void RunDue(bool all);
+  // What a Deployment and a DaemonSet do: restart a component that exited on its own (an
+  // allocator exits when it loses its lease) and that the soak did not stop.
+  void Supervise();
   bool ApiUsable() const { return !apiserver_stopped_ && !apiserver_hung_; }
   int DisruptedNode() const;
 
@@ -249,6 +266,7 @@ class Soak {
   std::set<int> node_down_;  // nodes with a fault in force (agent down, frozen, link down)
 
   std::map<std::string, int> faults_;
+  std::map<std::string, int> restarts_;  // by the soak as Kubernetes would, not decisions
   std::map<std::string, long> checks_;
   std::vector<Violation> violations_;
   std::map<std::string, double> duplicate_since_;  // address -> first seen unshared (s)
@@ -286,8 +304,16 @@ Status Soak::SetUp() {
   cfg.start_allocator = false;
   cfg.start_agents = false;
   // Leader changes within seconds (both replicas; the default lease is 15 s).
-  cfg.allocator_args = {"--lease-duration", "6s", "--renew-deadline", "4s",
-                        "--retry-period",   "1s", "--identity",       "soak-replica-1"};
+  cfg.allocator_args = AllocatorTiming();
+  cfg.allocator_args.insert(cfg.allocator_args.end(), {"--identity", "soak-replica-1"});
+  // The product's default node lease (docs/agent.md), and failure detection a little slower than
+  // the default 100 ms x 3: the soak runs for hours on shared machines whose load reaches 15-30
+  // per core pair, where a starved agent misses 300 ms of heartbeats without having failed.
+  cfg.lease_duration = "10s";
+  cfg.renew_deadline = "7s";
+  cfg.retry_period = "2s";
+  cfg.agent_args = {"--heartbeat-interval",       "250ms", "--heartbeat-miss-count", "4",
+                    "--kube-proxy-check-timeout", "3s"};
   lab_ = std::make_unique<lab::Lab>(cfg);
   if (auto s = lab_->Up(); !s) return s;
   if (!lab_->kube_proxy_running()) {
@@ -372,8 +398,8 @@ Status Soak::StartReplica2() {
       lab_->config().binary, "allocator",     "--kubeconfig",   lab_->Path("kubeconfig-allocator"),
       "--namespace",         "purelb-system", "--metrics-addr", "127.0.0.1:0",
       "--identity",          "soak-replica-2"};
-  o.argv.insert(o.argv.end(), lab_->config().allocator_args.begin(),
-                lab_->config().allocator_args.end());
+  const auto timing = AllocatorTiming();
+  o.argv.insert(o.argv.end(), timing.begin(), timing.end());
   o.log_path = lab_->Path("allocator-2.log");
   auto p = lab::Process::Spawn(o);
   if (!p) return Fail(p.error());
@@ -409,6 +435,33 @@ void Soak::RunDue(bool all) {
   for (auto& p : due) {
     Log("undo " + p.what);
     p.undo();
+  }
+}
+
+void Soak::Supervise() {
+  const auto pids = lab_->Pids();
+  auto gone = [&](const std::string& key) {
+    auto it = pids.find(key);
+    return it == pids.end() || !Alive(it->second);
+  };
+  if (!allocator_down_[0] && gone("allocator")) {
+    ++restarts_["allocator exited, restarted (its Deployment)"];
+    (void)lab_->StopAllocator();
+    if (auto s = lab_->StartAllocator(); !s) {
+      log::Warn("soak: allocator restart", {{"error", s.error().message()}});
+    }
+  }
+  if (!allocator_down_[1] && !replica2_.running()) {
+    ++restarts_["allocator exited, restarted (its Deployment)"];
+    (void)StartReplica2();
+  }
+  const auto& nodes = lab_->topology().nodes();
+  for (int i = 0; i < static_cast<int>(nodes.size()); ++i) {
+    const std::string& name = nodes[static_cast<size_t>(i)].name;
+    if (node_down_.count(i) || !gone("agent-" + name)) continue;
+    ++restarts_["agent exited, restarted (its DaemonSet)"];
+    (void)lab_->WaitAgentExit(name, 1000);
+    (void)lab_->StartAgent(name);
   }
 }
 
@@ -911,13 +964,15 @@ std::vector<std::string> Soak::SettledCheck() {
 
 void Soak::PrintTable(double setup_s) {
   std::printf(
-      "\n== pylon-dev soak: seed %llu, %.0f s of phases (%d fault + quiet phases), lab set-up "
+      "\n== pylon-dev soak: seed %llu, %.0f s of phases (%d quiet phases, each but the first after "
+      "a fault phase), lab set-up "
       "%.0f s ==\n",
       static_cast<unsigned long long>(o_.seed), Elapsed(), phases_, setup_s);
   std::printf("decisions: %d, digest %016llx (the same seed gives the same digest)\n",
               decision_count_, static_cast<unsigned long long>(digest_));
   std::printf("\n| fault / action | count |\n| --- | ---: |\n");
   for (const auto& [k, v] : faults_) std::printf("| %s | %d |\n", k.c_str(), v);
+  for (const auto& [k, v] : restarts_) std::printf("| %s | %d |\n", k.c_str(), v);
   std::printf("\n| invariant check | made |\n| --- | ---: |\n");
   for (const auto& [k, v] : checks_) std::printf("| %s | %ld |\n", k.c_str(), v);
   double worst = 0;
@@ -972,6 +1027,7 @@ int Soak::Run() {
       auto next = SteadyClock::now();
       for (long k = 0; k < steps && !lab::Stopping(); ++k) {
         RunDue(false);
+        Supervise();
         Decide();
         if (step_ % 2 == 0) ContinuousCheck();
         ++step_;
@@ -992,6 +1048,7 @@ int Soak::Run() {
     std::vector<std::string> last;
     bool converged = false;
     while (SteadyClock::now() - q0 < o_.bound && !lab::Stopping()) {
+      Supervise();
       ContinuousCheck();
       last = SettledCheck();
       if (last.empty()) {
