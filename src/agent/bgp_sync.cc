@@ -14,6 +14,7 @@
 #include "k8s/base64.h"
 #include "k8s/object.h"
 #include "k8s/resource.h"
+#include "k8s/retry.h"
 
 namespace pylon::agent {
 
@@ -374,24 +375,21 @@ void BgpSync::Poll() {
     Json key = {{"entry", entry}, {"invalid", invalid ? Json(*invalid) : Json()}};
     auto w = written_.find(name);
     if (w != written_.end() && w->second == key) continue;
-    WriteStatus(name, entry, invalid);
-    written_[name] = key;
+    if (WriteStatus(name, entry, invalid)) written_[name] = key;
   }
   for (auto it = written_.begin(); it != written_.end();) {
     it = peer_objects_.count(it->first) ? std::next(it) : written_.erase(it);
   }
 }
 
-void BgpSync::WriteStatus(const std::string& peer, const Json& entry,
-                          const std::optional<std::string>& invalid) {
-  for (int attempt = 0; attempt < 4; ++attempt) {
+Status BgpSync::WriteStatus(const std::string& peer, const Json& entry,
+                            const std::optional<std::string>& invalid) {
+  bool gone = false;
+  Status st = k8s::RetryOnConflict([&]() -> Status {
     auto obj = client_->Get(crd::BGPPeers(), "", peer);
     if (!obj) {
-      if (obj.error().code() != ErrorCode::kNotFound) {
-        log::Warn("cannot read a BGPPeer for its status",
-                  {{"peer", peer}, {"error", obj.error().message()}});
-      }
-      return;
+      gone = obj.error().code() == ErrorCode::kNotFound;
+      return gone ? Ok() : Fail(obj.error().Wrap("read"));
     }
     Json& status = (*obj)["status"];
     if (!status.is_object()) status = Json::object();
@@ -432,12 +430,15 @@ void BgpSync::WriteStatus(const std::string& peer, const Json& entry,
           Find(*obj, {"metadata", "generation"}) ? (*obj)["metadata"]["generation"] : Json(0)}});
     status["conditions"] = conds;
     auto r = client_->UpdateStatus(crd::BGPPeers(), *obj);
-    if (r) return;
-    if (r.error().code() != ErrorCode::kConflict) {
-      log::Warn("cannot write a BGPPeer status", {{"peer", peer}, {"error", r.error().message()}});
-      return;
-    }
+    return r ? Ok() : Fail(r.error());
+  });
+  if (!st) {
+    // Not remembered as written: the next pass writes it again (it used to be dropped after one
+    // failure until the content changed).
+    log::Warn("cannot write a BGPPeer status; retried on the next pass",
+              {{"peer", peer}, {"error", st.error().message()}});
   }
+  return st;
 }
 
 void BgpSync::Drain() {

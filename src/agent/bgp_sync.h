@@ -73,8 +73,8 @@ class BgpSync {
   bool Apply(const std::string& text);
   void Poll();
   void SetReachable(bool reachable, const std::string& why);
-  void WriteStatus(const std::string& peer, const Json& entry,
-                   const std::optional<std::string>& invalid);
+  Status WriteStatus(const std::string& peer, const Json& entry,
+                     const std::optional<std::string>& invalid);
 
   BgpOptions o_;
   std::string node_;

@@ -10,6 +10,7 @@
 #include "election/node_name.h"
 #include "k8s/field_mask.h"
 #include "k8s/lease.h"
+#include "k8s/retry.h"
 #include "model/service.h"
 
 namespace pylon::allocator {
@@ -157,6 +158,40 @@ void Controller::Lead() {
     workers_.emplace_back([this] { WorkerLoop(); });
   }
   log::Info("leading: workers started", {{"services", std::to_string(views.size())}});
+}
+
+std::vector<model::Service> Controller::LatestServiceViews() {
+  std::vector<std::string> keys;
+  services_->store().ForEach([&](const Json& o) { keys.push_back(k8s::KeyOf(o).String()); });
+  std::vector<model::Service> views;
+  views.reserve(keys.size());
+  for (const auto& k : keys) {
+    std::optional<Json> o = ServiceObject(k);
+    if (!o) continue;
+    if (auto v = model::ParseService(*o)) views.push_back(std::move(*v));
+  }
+  return views;
+}
+
+void Controller::AdoptShownLocked(const std::vector<model::Service>& views,
+                                  const std::set<std::string>& pools) {
+  std::vector<const model::Service*> ptrs;
+  for (const auto& v : views) {
+    auto k = pool::ServiceKey::Make(v.ns, v.name);
+    if (k && !pool_.PoolOf(*k)) ptrs.push_back(&v);
+  }
+  std::vector<pool::ExistingRecord> records = RebuildRecords(StartupOrder(ptrs), config_);
+  std::erase_if(records, [&](const pool::ExistingRecord& r) { return !pools.count(r.pool); });
+  if (records.empty()) return;
+  const auto conflicts = pool_.Adopt(records);
+  for (const auto& c : conflicts) {
+    log::Warn("adopt: address not restored", {{"service", c.record.service.ToString()},
+                                              {"address", c.record.address.ToString()},
+                                              {"error", c.error.message()}});
+  }
+  log::Info("config: addresses Services show held again in pools back in force",
+            {{"records", std::to_string(records.size())},
+             {"conflicts", std::to_string(conflicts.size())}});
 }
 
 std::vector<model::Service> Controller::ServiceViews() const {
@@ -369,6 +404,11 @@ Controller::Result_ Controller::ProcessService(const std::string& ns, const std:
       refused_[d.pool_key].insert(key);
       refused_pool_[key] = d.pool_key;
     }
+    if (d.outcome == Outcome::kKept) {
+      kept_.insert(key);
+    } else {
+      kept_.erase(key);
+    }
     const bool freed = !d.released.empty() || pool_.address_count() < before;
     const bool changed =
         freed || !d.acquired.empty() || pool_.address_count() != before || d.conflicts_changed;
@@ -524,9 +564,14 @@ Controller::Result_ Controller::ProcessConfig() {
     }
   }
   std::set<std::string> changed_pools;
+  std::set<std::string> new_pools;  // not in force before
   std::vector<std::string> status_keys;
   std::vector<pool::Eviction> evictions;
   std::vector<std::string> retry;
+  // For the adoption of what Services show in a pool that comes (back) into force. At Lead() the
+  // rebuild does it.
+  const std::vector<model::Service> latest =
+      leading_.load() ? LatestServiceViews() : std::vector<model::Service>{};
   {
     MutexLock lock(mu_);
     config::ValidationResult vr = config::ValidateConfig(candidates, config_);
@@ -536,7 +581,10 @@ Controller::Result_ Controller::ProcessConfig() {
     }
     for (const auto& [k, g] : vr.config.groups()) {
       const config::Group* og = config_.Find(k);
-      if (og == nullptr) changed_pools.insert(PoolKey(k));
+      if (og == nullptr) {
+        changed_pools.insert(PoolKey(k));
+        new_pools.insert(PoolKey(k));
+      }
     }
     std::map<config::ConfigKey, config::ObjectStatus> statuses;
     for (auto& st : vr.statuses) {
@@ -560,11 +608,13 @@ Controller::Result_ Controller::ProcessConfig() {
         log::Error("pool definitions rejected", {{"error", ev.error().message()}});
       } else {
         evictions = std::move(*ev);
+        if (!new_pools.empty() && leading_.load()) AdoptShownLocked(latest, new_pools);
       }
       for (const auto& [pk, ok] : pool_objects_) UpdatePoolMetricsLocked(pk);
       for (const auto& [pk, keys] : refused_) {
         for (const auto& k : keys) retry.push_back(k);
       }
+      for (const auto& k : kept_) retry.push_back(k);
     }
   }
   if (!changed_pools.empty()) {
@@ -644,16 +694,44 @@ Controller::Result_ Controller::ProcessConfigStatus(const std::string& key) {
     return Result_::kDone;
   }
   if (!Writing()) return Result_::kDone;
-  ConfigStatusWrite w = PlanConfigStatus(*obj, st, usage, Now());
-  if (w.object) {
+  // Planned against the cached object first; on 409 (the cache is behind the server, e.g. our
+  // previous status write has not come back through a cut or relisting watch yet) against the
+  // object read from the server, so a stale cache can never hold the status back. The informer
+  // does not requeue a status-only change, and a conflict retried with the cache's version would
+  // only grow the key's backoff (the status inUse stayed 0 in allocator_chaos_test).
+  Json current = std::move(*obj);
+  ConfigStatusWrite w;
+  bool stale_generation = false;
+  Status written = k8s::RetryOnConflict([&]() -> Status {
+    w = PlanConfigStatus(current, st, usage, Now());
+    if (!w.object) return Ok();
     auto r = client_.UpdateStatus(res, *w.object);
-    if (!r) {
-      CountApiError("update_config_status", r.error());
-      return Result_::kRetry;
+    if (r) {
+      log::Debug("config status written", {{"object", okey.ToString()}});
+      return Ok();
     }
-  }
+    CountApiError("update_config_status", r.error());
+    log::Debug("config status write failed",
+               {{"object", okey.ToString()}, {"error", r.error().message()}});
+    if (r.error().code() != ErrorCode::kConflict) return Fail(r.error());
+    auto fresh = client_.Get(res, ns, name);
+    if (!fresh) {
+      CountApiError("get_config", fresh.error());
+      log::Debug("config object read failed",
+                 {{"object", okey.ToString()}, {"error", fresh.error().message()}});
+      return Fail(fresh.error());
+    }
+    if (FindInt(*fresh, {"metadata", "generation"}).value_or(0) != st.observed_generation) {
+      stale_generation = true;  // a newer version is re-validated first (the informer sees it)
+      return Ok();
+    }
+    current = std::move(*fresh);
+    return Fail(r.error());
+  });
+  if (stale_generation) return Result_::kDone;
+  if (!written) return Result_::kRetry;
   if (w.event) {
-    recorder_.Event(k8s::ObjectReference::For(res, *obj), k8s::EventLevel::kWarning,
+    recorder_.Event(k8s::ObjectReference::For(res, current), k8s::EventLevel::kWarning,
                     w.event->reason, w.event->message);
   }
   return Result_::kDone;

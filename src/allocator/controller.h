@@ -115,6 +115,12 @@ class Controller {
   // Every cached Service that parses, decoded one at a time (never the whole cache as JSON).
   std::vector<model::Service> ServiceViews() const;
 
+  // ServiceViews with our own writes the cache has not caught up with yet (ServiceObject).
+  std::vector<model::Service> LatestServiceViews();
+  // Under mu_: holds the addresses Services show in the pools of `pools` (just come into force)
+  // for every Service holding nothing yet, oldest first, before anything else is allocated there.
+  void AdoptShownLocked(const std::vector<model::Service>& views,
+                        const std::set<std::string>& pools) PYLON_REQUIRES(mu_);
   // The Service as last known: our own last write if the cache has not caught up with it yet.
   std::optional<Json> ServiceObject(const std::string& key);
   void RememberWrite(const std::string& key, const std::string& rv_before, const Json& obj);
@@ -161,6 +167,9 @@ class Controller {
   std::map<std::string, std::set<std::string>> refused_ PYLON_GUARDED_BY(mu_);
   // Service key -> pool key in refused_.
   std::map<std::string, std::string> refused_pool_ PYLON_GUARDED_BY(mu_);
+  // Services that keep what they show while their group/class is not in force (Outcome::kKept):
+  // requeued on every config change.
+  std::set<std::string> kept_ PYLON_GUARDED_BY(mu_);
   // Addresses a Service still shows but no longer holds, reserved under synthetic keys.
   std::map<std::string, std::vector<net::IpAddress>> quarantine_ PYLON_GUARDED_BY(mu_);
   struct Written {

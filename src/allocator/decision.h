@@ -18,6 +18,10 @@ enum class Outcome {
   kAllocated,  // holds one address per selected family: status, annotations, condition True
   kRefused,    // cannot be allocated: holds nothing, condition False + a Warning event
   kReleased,   // was Pylon's, no longer is (deleted, left LoadBalancer, other class): freed
+  // Its group or class is not in force (missing, invalid, not yet served): it keeps exactly the
+  // addresses its status shows (never released for configuration Pylon cannot read), condition
+  // False says why nothing new can be allocated; annotations and status.loadBalancer untouched.
+  kKept,
 };
 std::string_view OutcomeName(Outcome o);
 
@@ -72,7 +76,8 @@ struct Decision {
   std::string message;            // why (refusal) or what (for logs)
 
   // Desired status.loadBalancer.ingress IPs, in the Service's ipFamilies order (kAllocated only;
-  // empty otherwise). Multi-pool: several per family, in the order of the group's ranges.
+  // empty otherwise; kKept: what the Service shows, written unchanged). Multi-pool: several per
+  // family, in the order of the group's ranges.
   std::vector<net::IpAddress> ingress;
   // The Service carries purelb.io/re-evaluate: "true" and this reconcile was its re-run: the
   // annotation is to be removed (kAllocated, kRefused).

@@ -25,6 +25,8 @@ std::string_view OutcomeName(Outcome o) {
       return "Refused";
     case Outcome::kReleased:
       return "Released";
+    case Outcome::kKept:
+      return "Kept";
   }
   return "?";
 }
@@ -172,6 +174,32 @@ Decision Refuse(const model::Service& svc, const pool::ServiceKey& key, const Se
   }
   if (!svc.ingress.empty()) {
     d.events.push_back({false, kEventReleased, "Released " + JoinIps(svc.ingress)});
+  }
+  return d;
+}
+
+// The Service's group or class is not in force. A Service that shows addresses from it keeps them:
+// configuration Pylon cannot read (deleted, invalid at a restart, CRD not served) never takes an
+// address away. Only a Service that now names another group or class than the one its addresses
+// came from (purelb.io/allocated-from) asked for the change, and is refused (released) as before.
+// The pool state usually holds nothing for a kept Service (no pool of that name is in force); what
+// it does hold (its addresses adopted into an overlapping group's pool) stays held. When the group
+// comes back the controller adopts the addresses before anything else is allocated from it
+// (Controller::ProcessConfig).
+std::optional<Decision> KeepUnconfigured(const model::Service& svc, const ServiceInput& in,
+                                         const std::string& selected, const Refusal& r) {
+  if (svc.ingress.empty()) return std::nullopt;
+  const std::string* from = svc.Annotation(model::kAnnAllocatedFrom);
+  if (from != nullptr && *from != selected) return std::nullopt;
+  Decision d;
+  d.outcome = Outcome::kKept;
+  d.reason = r.reason;
+  d.ingress = svc.ingress;
+  d.message = r.message + "; keeping " + JoinIps(svc.ingress) +
+              " as they are, nothing new can be allocated until it is valid again";
+  d.condition = Condition{false, std::string(ReasonName(r.reason)), d.message};
+  if (!(in.current_condition == d.condition)) {
+    d.events.push_back({true, kEventFailed, d.message});
   }
   return d;
 }
@@ -743,9 +771,16 @@ Decision ReconcileService(const ServiceInput& in, const config::InForceConfig& c
   const config::Group* group = nullptr;
   std::optional<std::string> resolution_warning;
   if (sel.owner == model::Owner::kServiceGroup) {
-    GroupResolution res =
-        ResolveServiceGroup(svc, config, ctx.install_namespace,
-                            HeldServiceGroup(key, pool, config, ctx.install_namespace));
+    std::optional<std::string> held = HeldServiceGroup(key, pool, config, ctx.install_namespace);
+    if (!held && !pool.PoolOf(key) && !svc.ingress.empty()) {
+      // Shows addresses of a group not in force (deleted, invalid since a restart): that group
+      // stays its choice, so that it keeps them (KeepUnconfigured), whatever the rest resolves to.
+      const std::string* from = svc.Annotation(model::kAnnAllocatedFrom);
+      if (from != nullptr && config.FindServiceGroup(ctx.install_namespace, *from) == nullptr) {
+        held = *from;
+      }
+    }
+    GroupResolution res = ResolveServiceGroup(svc, config, ctx.install_namespace, held);
     sel.name = res.name;
     resolution_warning = res.warning;
     if (res.denied) {
@@ -757,17 +792,19 @@ Decision ReconcileService(const ServiceInput& in, const config::InForceConfig& c
     }
     group = config.FindServiceGroup(ctx.install_namespace, sel.name);
     if (group == nullptr) {
-      return Refuse(svc, key, in, pool,
-                    {Reason::kNoSuchGroup, "ServiceGroup " + ctx.install_namespace + "/" +
-                                               sel.name + " does not exist or is not valid"});
+      Refusal r{Reason::kNoSuchGroup, "ServiceGroup " + ctx.install_namespace + "/" + sel.name +
+                                          " does not exist or is not valid"};
+      if (auto kept = KeepUnconfigured(svc, in, sel.name, r)) return *kept;
+      return Refuse(svc, key, in, pool, std::move(r));
     }
   } else {
     group = config.FindClass(sel.name);
     if (group == nullptr) {
-      return Refuse(svc, key, in, pool,
-                    {Reason::kNoSuchClass, "LoadBalancerClass \"" + sel.name + "\" (class " +
-                                               *svc.load_balancer_class +
-                                               ") does not exist or is not valid"});
+      Refusal r{Reason::kNoSuchClass, "LoadBalancerClass \"" + sel.name + "\" (class " +
+                                          *svc.load_balancer_class +
+                                          ") does not exist or is not valid"};
+      if (auto kept = KeepUnconfigured(svc, in, sel.name, r)) return *kept;
+      return Refuse(svc, key, in, pool, std::move(r));
     }
   }
   const std::string pool_key = PoolKey(group->key());
@@ -874,10 +911,10 @@ Decision ReconcileService(const ServiceInput& in, const config::InForceConfig& c
            in.conflicts->Set(key.ToString(), {pool_key, conflicts.active}, &changed)) {
         pool.Release(ReservationKey(ip));
       }
-      Decision d = refuse({Reason::kAddressConflict,
-                           "requested address " + ConflictText(*conflicts.requested) +
-                               "; not taken (tried again after " +
-                               FormatTime(conflicts.requested->until) + ")"});
+      Decision d = refuse(
+          {Reason::kAddressConflict, "requested address " + ConflictText(*conflicts.requested) +
+                                         "; not taken (tried again after " +
+                                         FormatTime(conflicts.requested->until) + ")"});
       d.conflicts_changed = changed;
       d.recheck_after = conflicts.recheck_after;
       return d;

@@ -14,7 +14,9 @@
 //     sharing by purelb.io/allow-shared-ip with disjoint (protocol, port) sets.
 //   - a Service that holds nothing yet but shows addresses in its status keeps them when they are
 //     still valid and free (restart, adoption of PureLB-branded Services).
-//   - any refusal releases everything the Service held: no half-allocation.
+//   - any refusal releases everything the Service held: no half-allocation. Except that a group or
+//     class not in force (deleted, invalid, not served) never takes addresses away: a Service that
+//     shows addresses from it keeps them (Outcome::kKept) until it asks otherwise itself.
 //   - events are decided against what the Service shows (status, condition), so re-running the
 //     reconcile on an unchanged Service decides no event and no write.
 //   - multi-pool (PureLB v2, MultiPoolInEffect): one address per active range of each family

@@ -78,7 +78,9 @@ ServiceWrites PlanServiceWrites(const Json& current, const Decision& d, const st
   ServiceWrites w;
   const bool allocating = d.outcome == Outcome::kAllocated || d.outcome == Outcome::kRefused;
   const bool cleaning = d.outcome == Outcome::kReleased && d.cleanup;
-  if (!allocating && !cleaning) return w;
+  // A kept Service: only the condition is written; its addresses and annotations stay as they are.
+  const bool keeping = d.outcome == Outcome::kKept;
+  if (!allocating && !cleaning && !keeping) return w;
   if (!current.is_object()) return w;
 
   // Status.
@@ -119,6 +121,8 @@ ServiceWrites PlanServiceWrites(const Json& current, const Decision& d, const st
     obj["status"] = std::move(new_status);
     w.status = std::move(obj);
   }
+
+  if (keeping) return w;
 
   // Annotations.
   const Json* meta = Find(current, {"metadata"});

@@ -20,4 +20,9 @@ Duration Backoff::Next() {
   return base + std::chrono::duration_cast<Duration>(base * (dist(rng_) * opts_.jitter));
 }
 
+void Backoff::Reset() {
+  current_ = opts_.initial;
+  started_ = false;
+}
+
 }  // namespace pylon::k8s

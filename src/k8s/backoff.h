@@ -23,6 +23,8 @@ class Backoff {
   Backoff(BackoffOptions opts, const Clock& clock, uint64_t seed = std::random_device{}());
   // The next wait; advances the exponent.
   Duration Next();
+  // Back to the initial wait (the peer proved healthy).
+  void Reset();
   // Un-jittered base of the next wait (for tests and logs).
   Duration current() const { return current_; }
 

@@ -21,7 +21,9 @@ Informer::Informer(Client& client, InformerOptions opts, const Clock& clock)
       clock_(clock),
       backoff_(opts_.backoff, clock),
       rng_(std::random_device{}()),
-      store_(StoreOptions{opts_.compact}) {}
+      store_(StoreOptions{opts_.compact}) {
+  stats_.backoff = opts_.backoff.initial;
+}
 
 Informer::~Informer() { Stop(); }
 
@@ -49,6 +51,19 @@ bool Informer::WaitForSync(Duration timeout) const {
 std::string Informer::LastSyncResourceVersion() const {
   std::lock_guard<std::mutex> lock(mu_);
   return last_rv_;
+}
+
+Duration Informer::NextBackoff() {
+  Duration wait = backoff_.Next();
+  std::lock_guard<std::mutex> lock(mu_);
+  stats_.backoff = backoff_.current();
+  return wait;
+}
+
+void Informer::ResetBackoff() {
+  backoff_.Reset();
+  std::lock_guard<std::mutex> lock(mu_);
+  stats_.backoff = backoff_.current();
 }
 
 InformerStats Informer::stats() const {
@@ -83,7 +98,7 @@ void Informer::Run() {
       log::Warn("informer: list/watch failed",
                 {{"resource", opts_.resource.plural}, {"error", st.error().message()}});
     }
-    Duration wait = backoff_.Next();
+    Duration wait = NextBackoff();
     if (!st && st.error().retry_after() > wait) wait = st.error().retry_after();
     if (cancel_.WaitFor(wait)) break;
   }
@@ -152,6 +167,7 @@ Status Informer::WatchLoop() {
         },
         &cancel_);
     if (cancel_.Cancelled()) return Ok();
+    if (events > 0) ResetBackoff();  // the server served this watch: failures start over
     if (st) {
       if (events == 0 && clock_.Now() - start < opts_.short_watch) {
         return Fail(ErrorCode::kUnavailable,
@@ -185,7 +201,7 @@ Status Informer::WatchLoop() {
       }
       case ErrorCode::kUnavailable:
         if (events == 0) {
-          Duration wait = backoff_.Next();
+          Duration wait = NextBackoff();
           if (st.error().retry_after() > wait) wait = st.error().retry_after();
           if (cancel_.WaitFor(wait)) return Ok();
         }

@@ -7,7 +7,10 @@
 //    also expired (or "Too large resource version"), relist at once with RV unset.
 //  - Transport errors / 429 / 5xx on the watch → re-watch from the last RV (after a backoff when no
 //    event came through); other errors → relist after backoff.
-//  - Backoff 800 ms doubling to 30 s, jittered, reset after 2 min without a backoff.
+//  - Backoff 800 ms doubling to 30 s, jittered, reset after 2 min without a backoff, and (unlike
+//    client-go) by every watch that delivered an event: only consecutive failures escalate, so
+//    after a burst of faults that the watch survived in between, the cache catches up within
+//    about a second instead of a wait grown to tens of seconds by unrelated earlier faults.
 //  - Every event's RV (bookmarks and deletes too) becomes the last seen RV.
 //  - A relist is diffed against the cache: deletes for objects gone, updates for changed RVs,
 //    adds for new ones, so no change is lost across a relist.
@@ -63,6 +66,7 @@ struct InformerStats {
   int64_t events = 0;   // watch events applied (bookmarks included)
   int64_t expired = 0;  // 410s seen on watch or list
   int64_t errors = 0;   // ListAndWatch rounds that ended in an error
+  Duration backoff{};   // un-jittered base of the next backoff wait
 };
 
 class Informer {
@@ -94,6 +98,9 @@ class Informer {
   void Replace(std::vector<Json> items);
   std::string RelistResourceVersion() const;
   void SetLastRv(const std::string& rv);
+  // backoff_ is used on the informer's thread only; these also publish its base in stats_.
+  Duration NextBackoff();
+  void ResetBackoff();
 
   Client& client_;
   const InformerOptions opts_;

@@ -514,6 +514,24 @@ std::vector<RebuildConflict> Allocator::Rebuild(const std::vector<ExistingRecord
     }
   }
 
+  std::vector<RebuildConflict> conflicts = Replay(records);
+  std::set<PoolState*> all;
+  for (auto& [key, pool] : pools_) all.insert(pool.get());
+  PlaceCursors(all);
+  return conflicts;
+}
+
+std::vector<RebuildConflict> Allocator::Adopt(const std::vector<ExistingRecord>& records) {
+  std::vector<RebuildConflict> conflicts = Replay(records);
+  std::set<PoolState*> touched;
+  for (const ExistingRecord& rec : records) {
+    if (PoolState* p = FindPool(rec.pool)) touched.insert(p);
+  }
+  PlaceCursors(touched);
+  return conflicts;
+}
+
+std::vector<RebuildConflict> Allocator::Replay(const std::vector<ExistingRecord>& records) {
   std::vector<RebuildConflict> conflicts;
   for (const ExistingRecord& rec : records) {
     auto refuse = [&](ErrorCode code, const std::string& why) {
@@ -580,9 +598,13 @@ std::vector<RebuildConflict> Allocator::Rebuild(const std::vector<ExistingRecord
     AddHolder(rec.address, *pool, *self);
   }
 
+  return conflicts;
+}
+
+void Allocator::PlaceCursors(const std::set<PoolState*>& pools) {
   // Continue after the highest address held in each range, so the addresses released just before
   // a restart are not the first handed out after it.
-  for (auto& [key, pool] : pools_) {
+  for (PoolState* pool : pools) {
     for (Family f : {Family::kV4, Family::kV6}) {
       for (RangeState& r : pool->For(f).ranges) {
         const net::Uint128 lo = r.range.first().value();
@@ -592,7 +614,6 @@ std::vector<RebuildConflict> Allocator::Rebuild(const std::vector<ExistingRecord
       }
     }
   }
-  return conflicts;
 }
 
 // ---------------------------------------------------------------------------------------------

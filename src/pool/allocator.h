@@ -132,6 +132,13 @@ class Allocator {
   // unchanged.
   std::vector<RebuildConflict> Rebuild(const std::vector<ExistingRecord>& records);
 
+  // Rebuild's replay on top of the current state, dropping nothing: for a pool that has just come
+  // (back) into force, the addresses Services still show are held before anything new is handed
+  // out from it. Records are checked and refused exactly as in Rebuild (a Service that already
+  // holds addresses from another pool: kConflict). The next-fit position of each range of a pool
+  // named by a record is placed as Rebuild places it.
+  std::vector<RebuildConflict> Adopt(const std::vector<ExistingRecord>& records);
+
   // Gives the Service one address per requested family from `pool`, all or nothing. For each
   // family, in order of preference:
   //   requested address -> exactly that one: kOutOfRange if outside the pool, kConflict (naming
@@ -216,6 +223,10 @@ class Allocator {
   using ShareIndexKey = std::tuple<const PoolState*, net::Family, std::string>;
 
   PoolState* FindPool(const std::string& key) const;
+  // Rebuild / Adopt: replays the records in order; returns the refused ones.
+  std::vector<RebuildConflict> Replay(const std::vector<ExistingRecord>& records);
+  // Each range of `pools` continues just after the highest address held in it.
+  void PlaceCursors(const std::set<PoolState*>& pools);
   Occupancy& OccupancyFor(net::Family f) {
     return f == net::Family::kV4 ? occupied_v4_ : occupied_v6_;
   }

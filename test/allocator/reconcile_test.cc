@@ -264,6 +264,79 @@ TEST(ReconcileTest, RefusalWarnsOnceAndReleasesEverything) {
   EXPECT_EQ(EventReasons(d), (std::vector<std::string>{"AddressAssigned"}));
 }
 
+// Configuration Pylon cannot read never takes an address away: a group or class deleted, or
+// invalid across a restart (the last valid version lived only in memory), keeps every address its
+// Services show; only a Service that asks (other group, deleted) loses them.
+TEST(ReconcileTest, UnreadableConfigKeepsEveryAddress) {
+  World w({testing::SmallDefaultGroup(), testing::SeedPublicClass()});
+  SvcSpec a;
+  a.name = "a";
+  SvcSpec b;
+  b.name = "b";
+  SvcSpec fresh;
+  fresh.name = "fresh";
+  ASSERT_EQ(Ips(w.Run(a)), std::vector<std::string>{"192.0.2.10"});
+  ASSERT_EQ(Ips(w.Run(b)), std::vector<std::string>{"192.0.2.11"});
+  ASSERT_EQ(w.Run(Lace("web", "198.51.100.7")).outcome, Outcome::kAllocated);
+  // What the allocator wrote on them (the World keeps only the status).
+  a.annotations = b.annotations = {{"purelb.io/allocated-from", "default"}};
+  SvcSpec web = Lace("web", "198.51.100.7");
+  web.annotations["purelb.io/allocated-from"] = "public";
+  SvcSpec b_moves = b;
+  b_moves.annotations["purelb.io/service-group"] = "elsewhere";
+
+  auto kept = [&](const SvcSpec& s, Reason reason, std::vector<std::string> ips) {
+    Decision d = w.Run(s);
+    EXPECT_EQ(OutcomeName(d.outcome), OutcomeName(Outcome::kKept)) << d.message;
+    EXPECT_EQ(ReasonName(d.reason), ReasonName(reason));
+    EXPECT_EQ(Ips(d), ips);
+    EXPECT_TRUE(d.released.empty());
+    EXPECT_FALSE(w.last_writes().annotations.has_value());  // allocated-by/-from stay
+    return d;
+  };
+
+  // 1. Both deleted (SetPools evicts their pool state, as the controller's does).
+  w.SetConfig({});
+  Decision d = kept(a, Reason::kNoSuchGroup, {"192.0.2.10"});
+  ASSERT_TRUE(d.condition.has_value());
+  EXPECT_FALSE(d.condition->status);
+  EXPECT_NE(d.condition->message.find("keeping 192.0.2.10"), std::string::npos)
+      << d.condition->message;
+  EXPECT_EQ(EventReasons(d), std::vector<std::string>{"AllocationFailed"});
+  // The condition is written, the address is left as it is.
+  ASSERT_TRUE(w.last_writes().status.has_value());
+  EXPECT_EQ((*w.last_writes().status)["status"]["loadBalancer"]["ingress"][0]["ip"], "192.0.2.10");
+  d = kept(a, Reason::kNoSuchGroup, {"192.0.2.10"});
+  EXPECT_TRUE(d.events.empty()) << "the condition already says it";
+  kept(web, Reason::kNoSuchClass, {"198.51.100.7", "2001:db8:f00d::1"});
+  Walk(w, {R("a new Service gets nothing from a group not in force", fresh, Outcome::kRefused,
+             Reason::kNoSuchGroup)});
+
+  // 2. A restart while the group is invalid: the rebuild has no pool for it, nothing moves.
+  json invalid = testing::SmallDefaultGroup();
+  invalid["spec"]["local"]["v4pools"][0]["pool"] = "198.18.0.1-198.18.0.2";  // outside its subnet
+  w.SetConfig({invalid, testing::SeedPublicClass()});
+  EXPECT_FALSE(w.statuses()[0].valid);
+  w.Restart({a, b, web});
+  kept(a, Reason::kNoSuchGroup, {"192.0.2.10"});
+  kept(b, Reason::kNoSuchGroup, {"192.0.2.11"});
+  // The class is back (valid): web is allocated again with what it shows.
+  d = w.Run(web);
+  EXPECT_EQ(d.outcome, Outcome::kAllocated);
+  EXPECT_EQ(Ips(d), (std::vector<std::string>{"198.51.100.7", "2001:db8:f00d::1"}));
+
+  // 3. Only the Service asks for a release: b now names another group.
+  Walk(w, {R("b names another (missing) group: released", b_moves, Outcome::kRefused,
+             Reason::kNoSuchGroup)});
+
+  // 4. The group is fixed: a keeps its address, the new Service gets the next one.
+  w.SetConfig({testing::SmallDefaultGroup(), testing::SeedPublicClass()});
+  d = w.Run(a);
+  EXPECT_EQ(d.outcome, Outcome::kAllocated);
+  EXPECT_EQ(Ips(d), std::vector<std::string>{"192.0.2.10"});
+  Walk(w, {R("fresh", fresh, Outcome::kAllocated, Reason::kNone, {"192.0.2.11"})});
+}
+
 TEST(ReconcileTest, EditsReallocate) {
   World w({testing::SeedLocalDual(), testing::SeedPublicClass(), testing::SmallDefaultGroup()});
   SvcSpec s;

@@ -154,6 +154,10 @@ const std::map<std::string, std::string> kExceptions = {
      "events are patched only when one repeats within the recorder's dedup window"},
     {"agent Role get coordination.k8s.io/leases",
      "the lease keeper reads its lease only after a failed update (conflict)"},
+    {"allocator Role get purelb.io/servicegroups",
+     "a ServiceGroup is read only after its status write conflicts (a stale cache)"},
+    {"allocator ClusterRole get lace-cni.io/loadbalancerclasses",
+     "a LoadBalancerClass is read only after its status write conflicts (a stale cache)"},
 };
 
 // deploy/ copied into `to` with `verb` taken out of the rule of `kind` (Role / ClusterRole) that

@@ -48,6 +48,44 @@ json MakeService(int i, std::mt19937& rng) {
   return s.ToJson();
 }
 
+// The config status must not depend on the allocator's ServiceGroup cache being current: with the
+// groups' list and watch failing (the cache frozen at the version before the allocator's own last
+// status write), the next status write conflicts. It must still land (re-read from the server),
+// not retry with the stale version until the watch comes back. Before the fix the status stayed
+// at the old count for as long as the watch was down (the chaos run's "inUse: 0").
+TEST(AllocatorChaos, ConfigStatusLandsWhileTheGroupCacheIsStale) {
+  Cluster c("stalestatus", ClusterOptions::WithFaultProxy());
+  ASSERT_TRUE(c.Apply("apiVersion: purelb.io/v1\nkind: ServiceGroup\nmetadata:\n  name: g\n"
+                      "  namespace: purelb-system\nspec:\n  local:\n    v4pools:\n"
+                      "    - pool: 198.18.20.0/24\n      subnet: 198.18.20.0/24\n")
+                  .has_value());
+  int r = c.StartAllocator("stale");
+  auto in_use = [&] {
+    auto o = c.client().Get(ServiceGroupsRes(), "purelb-system", "g");
+    const json* st = o ? Find(*o, {"status", "ipv4"}) : nullptr;
+    return st ? st->value("inUse", "?") : std::string("?");
+  };
+  auto create = [&](const std::string& name) {
+    Svc s{name, "default", std::nullopt, {{"purelb.io/service-group", "g"}}};
+    ASSERT_TRUE(c.client().Create(k8s::resources::Services(), s.ToJson()).has_value()) << name;
+  };
+  create("s1");
+  ASSERT_TRUE(Eventually([&] { return in_use() == "1"; })) << in_use() << c.AllocatorLog(r);
+  // Freeze the allocator's group cache: every list and watch of ServiceGroups fails from now on
+  // (single-object requests, the status write among them, pass).
+  ASSERT_TRUE(c.Faults("/pylon/faults", R"({"error_rate":1.0,"error_code":500,
+      "paths":"^/apis/purelb\\.io/v1/(namespaces/[^/]+/)?servicegroups$"})")
+                  .has_value());
+  ASSERT_TRUE(c.Faults("/pylon/faults/cut-watches", "{}").has_value());
+  create("s2");
+  // This write is based on the cached version and lands; the cache never sees it.
+  ASSERT_TRUE(Eventually([&] { return in_use() == "2"; })) << in_use() << c.AllocatorLog(r);
+  create("s3");
+  // This one conflicts against the stale cache.
+  EXPECT_TRUE(Eventually([&] { return in_use() == "3"; })) << in_use() << "\n" << c.AllocatorLog(r);
+  ASSERT_TRUE(c.Faults("/pylon/faults", "{}").has_value());
+}
+
 TEST(AllocatorChaos, FaultsAndRandomEditsConverge) {
   Cluster c("chaos", ClusterOptions::WithFaultProxy());
   for (const auto& [name, v4a, v4b, v6] :

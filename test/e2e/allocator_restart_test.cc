@@ -85,6 +85,104 @@ TEST(AllocatorRestart, CrashBetweenStatusAndAnnotationWrites) {
       Eventually([&] { return c.Annotation("first", "purelb.io/allocated-by") == "Pylon"; }));
 }
 
+// Configuration the allocator cannot read never takes an address away (issue "nothing lost"): a
+// ServiceGroup made invalid, a LoadBalancerClass made invalid and a ServiceGroup deleted, then the
+// allocator killed with SIGKILL and restarted (its last valid versions lived only in memory): 0
+// addresses changed or released, each Service explained by its condition; a new Service in the
+// invalid group gets nothing; when the group is fixed, its Services keep their addresses and a
+// new one gets a free address.
+TEST(AllocatorRestart, UnreadableConfigAcrossSigkillReleasesNothing) {
+  Cluster c("unreadable");
+  const std::string v4 =
+      "    v4pools:\n    - pool: 192.0.2.224-192.0.2.239\n      subnet: 192.0.2.0/24\n";
+  ApplyGroup(
+      c, "default",
+      v4 + "    v6pools:\n    - pool: 2001:db8:1:0:8000::/120\n      subnet: 2001:db8:1::/64\n");
+  ApplyGroup(c, "gone",
+             "    v4pools:\n    - pool: 198.51.100.0/28\n      subnet: 198.51.100.0/24\n");
+  const std::string cls =
+      "apiVersion: lace-cni.io/v1alpha1\nkind: LoadBalancerClass\nmetadata:\n  name: public\n"
+      "spec:\n  ipv4Pools:\n";
+  ASSERT_TRUE(c.Apply(cls + "  - cidr: 203.0.113.0/28\n").has_value());
+  int a = c.StartAllocator("first");
+  const std::vector<Svc> services = {
+      Svc{"single"},
+      Svc{"dual", "default", std::nullopt, {}, {"IPv4", "IPv6"}, "RequireDualStack"},
+      Svc{"in-gone", "default", std::nullopt, {{"purelb.io/service-group", "gone"}}},
+      Svc{"lace", "default", std::string("lace-cni.io/public")},
+  };
+  for (const Svc& s : services) {
+    ASSERT_TRUE(c.client().Create(k8s::resources::Services(), s.ToJson()).has_value()) << s.name;
+  }
+  std::map<std::string, std::vector<std::string>> before;
+  ASSERT_TRUE(Eventually([&] {
+    before = AllIngress(c, "default");
+    return before["single"].size() == 1 && before["dual"].size() == 2 &&
+           before["in-gone"].size() == 1 && before["lace"].size() == 1 &&
+           c.Annotation("lace", "purelb.io/allocated-by") == "Pylon";
+  })) << c.AllocatorLog(a);
+
+  // Unreadable configuration: invalid group, invalid class, deleted group.
+  ApplyGroup(c, "default",
+             "    v4pools:\n    - pool: 198.18.0.1-198.18.0.2\n"
+             "      subnet: 192.0.2.0/24\n");
+  ASSERT_TRUE(c.Apply(cls + "  - start: 203.0.113.20\n    end: 203.0.113.10\n").has_value());
+  ASSERT_TRUE(c.client().Delete(ServiceGroupsRes(), "purelb-system", "gone").has_value());
+  ASSERT_TRUE(Eventually([&] {
+    const std::string log = c.AllocatorLog(a);
+    return log.find("outside subnet") != std::string::npos &&
+           log.find("is after end") != std::string::npos &&
+           c.Condition("in-gone").value("status", "") == "False";
+  })) << c.AllocatorLog(a);
+  ASSERT_TRUE(c.allocator(a).Signal(SIGKILL).has_value());
+  (void)c.allocator(a).Wait(std::chrono::milliseconds(5000));
+  int b = c.StartAllocator("second");
+  ASSERT_TRUE(c.client().Create(k8s::resources::Services(), Svc{"newcomer"}.ToJson()).has_value());
+
+  // Every Service explained: condition False naming the group or class and the kept addresses.
+  const std::map<std::string, std::string> reasons = {{"single", "NoSuchServiceGroup"},
+                                                      {"dual", "NoSuchServiceGroup"},
+                                                      {"in-gone", "NoSuchServiceGroup"},
+                                                      {"lace", "NoSuchClass"}};
+  for (const auto& [name, reason] : reasons) {
+    SCOPED_TRACE(name);
+    json cond;
+    EXPECT_TRUE(Eventually([&] {
+      cond = c.Condition(name);
+      return cond.is_object() && cond.value("status", "") == "False" &&
+             cond.value("reason", "") == reason &&
+             cond.value("message", "").find("keeping " + before[name][0]) != std::string::npos;
+    })) << cond.dump()
+        << c.AllocatorLog(b);
+    EXPECT_EQ(c.Annotation(name, "purelb.io/allocated-by"), "Pylon");
+  }
+  EXPECT_TRUE(Eventually([&] {
+    return c.Condition("newcomer").value("reason", "") == "NoSuchServiceGroup";
+  })) << c.AllocatorLog(b);
+  auto after = AllIngress(c, "default");
+  for (const auto& [name, ips] : before) EXPECT_EQ(after[name], ips) << name;
+  EXPECT_TRUE(after["newcomer"].empty());
+
+  // The group fixed: its Services keep their addresses, the newcomer gets a free one.
+  ApplyGroup(
+      c, "default",
+      v4 + "    v6pools:\n    - pool: 2001:db8:1:0:8000::/120\n      subnet: 2001:db8:1::/64\n");
+  EXPECT_TRUE(Eventually([&] {
+    return c.Condition("single").value("status", "") == "True" &&
+           c.Condition("dual").value("status", "") == "True" &&
+           AllIngress(c, "default")["newcomer"].size() == 1;
+  })) << c.AllocatorLog(b);
+  after = AllIngress(c, "default");
+  EXPECT_EQ(after["single"], before["single"]);
+  EXPECT_EQ(after["dual"], before["dual"]);
+  EXPECT_EQ(after["in-gone"], before["in-gone"]);
+  EXPECT_EQ(after["lace"], before["lace"]);
+  ASSERT_EQ(after["newcomer"].size(), 1u);
+  for (const std::string& held : {before["single"][0], before["dual"][0]}) {
+    EXPECT_NE(after["newcomer"][0], held);
+  }
+}
+
 TEST(AllocatorRestart, TwoReplicasLeaderElection) {
   Cluster c("leader");
   ApplyGroup(c, "default",

@@ -220,6 +220,28 @@ TEST(Informer, ListErrorsBackOffAndRecover) {
   EXPECT_EQ(inf.stats().errors, 3);
 }
 
+// Only consecutive failures escalate: a watch that delivered events resets the backoff, so the
+// failures of a fault burst the watch survived do not delay the next recovery (the allocator's
+// chaos run waited a wait grown by unrelated earlier faults, past its deadline).
+TEST(Informer, AWatchThatDeliveredResetsTheBackoff) {
+  FakeClient client;
+  ASSERT_TRUE(client.Create(resources::Services(), Svc("a")));
+  client.FailNext(Verb::kList, Error(ErrorCode::kUnavailable, "500"), 4);
+  auto opts = FastOptions();
+  opts.backoff.cap = seconds(1);
+  opts.backoff.jitter = 0;
+  Informer inf(client, opts);
+  inf.Start();
+  ASSERT_TRUE(inf.WaitForSync(seconds(10)));
+  EXPECT_EQ(inf.stats().backoff, milliseconds(16)) << "1 ms doubled by four failed lists";
+  ASSERT_TRUE(Eventually([&] { return client.open_watches() == 1; }));
+  ASSERT_TRUE(client.Create(resources::Services(), Svc("b")));
+  ASSERT_TRUE(Eventually([&] { return inf.store().Get("demo", "b").has_value(); }));
+  client.CloseWatches();
+  EXPECT_TRUE(Eventually([&] { return inf.stats().backoff == milliseconds(1); }))
+      << std::chrono::duration_cast<milliseconds>(inf.stats().backoff).count() << " ms";
+}
+
 TEST(Informer, SelectorTransitionsAreAddsAndDeletes) {
   FakeClient client;
   auto opts = FastOptions();

@@ -19,7 +19,7 @@ using net::Family;
 constexpr const char* kDual = "ServiceGroup purelb-system/dual";
 constexpr const char* kShared = "LoadBalancerClass shared";
 
-enum class Op { kSetPools, kAssign, kRelease, kRebuild };
+enum class Op { kSetPools, kAssign, kRelease, kRebuild, kAdopt };
 
 struct Row {
   const char* desc;
@@ -33,7 +33,7 @@ struct Row {
   std::vector<PoolDefinition> pools = {};
   std::vector<ExistingRecord> records = {};
   // kAssign: the addresses; kRelease: the released ones; kSetPools: "svc=addr;..." evictions;
-  // kRebuild: "svc=addr:Code;..." conflicts.
+  // kRebuild, kAdopt: "svc=addr:Code;..." conflicts.
   const char* want = "";
   std::optional<ErrorCode> error = std::nullopt;
   const char* error_has = "";
@@ -322,6 +322,31 @@ TEST(AllocatorScenario, WalksThroughTheTable) {
        .sharing = "k",
        .ports = "UDP/53",
        .want = "192.0.2.1"},
+
+      // A pool comes back into force (its group was deleted or invalid): what the Services still
+      // show there is adopted on top of the state, before anything new is handed out from it.
+      {.desc = "the shared pool comes back, larger",
+       .op = Op::kSetPools,
+       .pools = {dual, Pool(kShared, "198.51.100.0-198.51.100.7", "")}},
+      {.desc = "adopt what Services show in it; nothing else is touched",
+       .op = Op::kAdopt,
+       .records =
+           {
+               Rec("ns/r1", kShared, "198.51.100.2", "", "TCP/80"),
+               Rec("ns/r2", kShared, "198.51.100.2", "", "TCP/80"),
+               Rec("ns/r3", kShared, "198.51.100.9", "", "TCP/80"),
+               Rec("ns/p1", kShared, "198.51.100.4", "", "TCP/80"),
+               Rec("ns/r4", kShared, "198.51.100.5", "", "TCP/80"),
+           },
+       .want = "ns/r2=198.51.100.2:Conflict;ns/r3=198.51.100.9:OutOfRange;"
+               "ns/p1=198.51.100.4:Conflict",
+       .check = All({Holds("ns/r1", "198.51.100.2"), Holds("ns/r4", "198.51.100.5"),
+                     Holds("ns/p1", "192.0.2.5,2001:db8:1::5"), HeldBy("192.0.2.6", "ns/q1,ns/q3"),
+                     InUse(kShared, Family::kV4, 2, 8), InUse(kDual, Family::kV4, 6, 10)})},
+      {.desc = "the next address of the adopted pool comes after the highest adopted",
+       .svc = "ns/r5",
+       .pool = kShared,
+       .want = "198.51.100.6"},
   };
 
   Allocator alloc;
@@ -368,7 +393,9 @@ TEST(AllocatorScenario, WalksThroughTheTable) {
         got = Join(alloc.Release(Svc(row.svc)));
         break;
       case Op::kRebuild:
-        for (const auto& c : alloc.Rebuild(row.records)) {
+      case Op::kAdopt:
+        for (const auto& c :
+             row.op == Op::kRebuild ? alloc.Rebuild(row.records) : alloc.Adopt(row.records)) {
           got += (got.empty() ? "" : ";") + c.record.service.ToString() + "=" +
                  c.record.address.ToString() + ":" + ErrorCodeName(c.error.code());
           EXPECT_NE(c.error.message().find(c.record.service.ToString()), std::string::npos)
