@@ -1,5 +1,7 @@
 #!/usr/bin/env bash
 # Installs every Debian package Pylon needs to build, test and run its lab. Idempotent; needs root.
+#   scripts/deps.sh         to build, test and run the lab (also the Dockerfile's build stage)
+#   scripts/deps.sh image   to build the images without Docker or a registry (scripts/image.sh)
 set -euo pipefail
 PKGS=(
   build-essential cmake ninja-build ccache pkg-config
@@ -9,6 +11,9 @@ PKGS=(
   iproute2 iputils-ping iputils-arping ndisc6 tcpdump curl procps psmisc openssl socat
   iptables nftables conntrack bird2
 )
+if [[ ${1:-} == image ]]; then
+  PKGS=(buildah debootstrap umoci binutils git)
+fi
 missing=()
 for p in "${PKGS[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")

@@ -12,11 +12,19 @@
 //    permanent. By default local addresses suppress the prefix route (the host's own
 //    configuration already routes the subnet; removing ours must never take the host's route with
 //    it); virtual ones install it (routing software redistributes kube-lb0's connected routes);
-//  - before removing an IPv4 primary address of ours, sets promote_secondaries=1 on its
-//    interface: otherwise the kernel deletes every secondary of the same subnet with it, which may
-//    include addresses that are not ours;
+//  - removes secondaries before primaries. An IPv4 primary of ours that still has secondaries in
+//    its subnet is removed only if promote_secondaries is in force on its interface
+//    (net.ipv4.conf.{all,<if>}: it tries to set it) -- otherwise the kernel deletes every
+//    secondary of the subnet with it. Where it cannot be set (a read-only /proc/sys) and the
+//    secondaries are all ours, it is removed anyway and they are added again in the same pass;
+//    when one is not ours the withdrawal is deferred and reported (SyncReport::deferred), never
+//    forced: the address is no longer renewed and its valid lifetime removes it;
 //  - leaves a desired address that someone else holds (same IP on any interface, not ours) alone
 //    and reports it as a conflict.
+// An address that is not desired is never renewed. A removal or renewal that fails (or is
+// deferred) is retried after a backoff (doubling from `retry_initial` to `retry_cap`), not on
+// every pass; until then each pass reports the same error or deferral again, so a caller that
+// logs what changed between passes logs it once.
 // Errors of one address do not stop the others; they are reported.
 //
 // Threading: one thread (the agent loop).
@@ -53,6 +61,9 @@ struct AddressSyncOptions {
   AddressPolicy local{netlink::Seconds{30}, std::nullopt, netlink::PrefixRoute::kSuppress,
                       std::chrono::seconds(10)};
   AddressPolicy virtual_addresses;
+  // Backoff of a removal or renewal that failed or was deferred.
+  Duration retry_initial = std::chrono::seconds(1);
+  Duration retry_cap = std::chrono::seconds(30);
   friend bool operator==(const AddressSyncOptions&, const AddressSyncOptions&) = default;
 };
 
@@ -61,6 +72,9 @@ struct SyncReport {
   std::vector<OwnedAddress> removed;   // ours, removed by this pass
   std::vector<std::string> conflicts;  // "192.0.2.50 is held by the host on eth0"
   std::vector<Error> errors;
+  // Withdrawals that cannot happen now, and why (an IPv4 primary whose removal would delete an
+  // address that is not ours, promote_secondaries being off and not settable).
+  std::vector<std::string> deferred;
   int renewed = 0;
   bool changed() const { return !added.empty() || !removed.empty(); }
 };
@@ -70,9 +84,13 @@ class AddressSync {
   AddressSync(netlink::Netlink& nl, OwnershipStore& store, const Clock& clock,
               AddressSyncOptions options = {});
 
+  // Whether a pending retry waits for its backoff (kBackoff), or is tried in this pass (kNow: the
+  // last pass of a graceful stop).
+  enum class Retry { kBackoff, kNow };
+
   // Reads the ownership record. Call once before the first Apply.
   Status Load();
-  SyncReport Apply(const std::vector<DesiredAddress>& desired);
+  SyncReport Apply(const std::vector<DesiredAddress>& desired, Retry retry = Retry::kBackoff);
   // New policies (an LBNodeAgent's addressConfig changed): every held address is re-added
   // (AddMode::kReplace) with them on the next Apply. Lifetimes change in place; whether a changed
   // prefix-route flag does is up to the kernel (IPv4 keeps the flags of a replaced address).
@@ -82,10 +100,23 @@ class AddressSync {
   const std::set<OwnedAddress>& owned() const { return owned_; }
   // When the next renewal is due (earliest over held addresses), nullopt if none is held.
   std::optional<SteadyTime> NextRenewal() const;
+  // When the next retry of a failed or deferred removal or renewal is due, nullopt if none.
+  std::optional<SteadyTime> NextRetry() const;
 
  private:
+  struct Pending {
+    Duration delay{0};
+    SteadyTime next{};
+    std::optional<Error> error;  // the last failure, or
+    std::string deferred;        // the last deferral
+  };
+
   Status SaveRecord();
+  // Ok when promote_secondaries is in force on `interface` (all or the interface), after setting
+  // it if it was not; the error says why it is not.
   Status EnsurePromoteSecondaries(const std::string& interface);
+  // Records a failure or deferral of `key` and when to try again (the backoff).
+  Pending& Backoff(const OwnedAddress& key, SteadyTime now);
 
   netlink::Netlink& nl_;
   OwnershipStore& store_;
@@ -94,6 +125,8 @@ class AddressSync {
   std::set<OwnedAddress> owned_;  // the record as last saved
   // In memory: when each held address is next due for renewal (SteadyTime::max(): permanent).
   std::map<OwnedAddress, SteadyTime> renew_due_;
+  // Removals and renewals that failed or were deferred, until they succeed or are moot.
+  std::map<OwnedAddress, Pending> pending_;
 };
 
 }  // namespace pylon::agent

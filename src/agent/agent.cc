@@ -5,6 +5,7 @@
 #include <utility>
 
 #include "agent/agent_metrics.h"
+#include "agent/heartbeat_key.h"
 #include "agent/network.h"
 #include "agent/node_agent_policy.h"
 #include "common/log.h"
@@ -256,8 +257,22 @@ std::string Agent::HeartbeatInterface() const {
 
 Status Agent::StartHeartbeat() {
   const heartbeat::HeartbeatConfig& cfg = options_.heartbeat;
-  auto keys = heartbeat::LoadKeyRingFile(cfg.key_file);
-  if (!keys) return Fail(keys.error().Wrap("--heartbeat-key-file " + cfg.key_file));
+  Result<heartbeat::KeyRing> keys = Fail(ErrorCode::kInternal, "no key source");
+  std::string key_source;
+  if (!cfg.key_file.empty()) {
+    keys = heartbeat::LoadKeyRingFile(cfg.key_file);
+    if (!keys) return Fail(keys.error().Wrap("--heartbeat-key-file " + cfg.key_file));
+    key_source = "file " + cfg.key_file;
+  } else {
+    if (d_.client == nullptr) return Fail(ErrorCode::kInternal, "heartbeats: no API client");
+    auto text = EnsureHeartbeatKey(*d_.client, options_.ns, cfg.key_secret,
+                                   [] { return NewHeartbeatKeyText(SystemRandomBytes); });
+    if (!text) return Fail(text.error().Wrap("heartbeats"));
+    const std::string where = "Secret " + options_.ns + "/" + cfg.key_secret;
+    keys = heartbeat::KeyRing::Parse(*text, where);
+    if (!keys) return Fail(keys.error().Wrap("heartbeats"));
+    key_source = where;
+  }
   hb_interface_ = HeartbeatInterface();
   if (hb_interface_.empty()) {
     return Fail(ErrorCode::kUnavailable,
@@ -278,7 +293,8 @@ Status Agent::StartHeartbeat() {
   hb_ = std::move(*hb);
   PublishHeartbeatEndpoints();
   log::Info("heartbeats on",
-            {{"interface", hb_interface_},
+            {{"key", key_source},
+             {"interface", hb_interface_},
              {"port", std::to_string(hb_->port())},
              {"interval_ms",
               std::to_string(
@@ -356,11 +372,8 @@ bool Agent::EnsureVirtual(const std::string& name) {
               {{"interface", name}, {"kind", kind}, {"note", vl->note}});
     writer_->NodeEvent(true, "VirtualInterfaceFallback", name + " is a " + kind + ": " + vl->note);
   }
-  // Removing the first (primary) address of a subnet must keep the others.
-  auto st = d_.netlink->WriteSysctl(netlink::PromoteSecondaries(name), "1");
-  if (!st) {
-    log::Warn("promote_secondaries on the virtual interface", {{"error", st.error().message()}});
-  }
+  // Its promote_secondaries is checked (and set where /proc/sys is writable) with strict ARP by
+  // the Reconciler: node_sysctls.h.
   virtual_tried_.erase(name);  // success: a later disappearance may be repaired
   return true;
 }
@@ -465,11 +478,17 @@ void Agent::RefreshInputs() {
   }
 }
 
-void Agent::NodeObjectWarning(const std::optional<Json>& node, const std::string& reason,
-                              const std::string& message) {
+void Agent::NodeObjectEvent(const std::optional<Json>& node, bool warning,
+                            const std::string& reason, const std::string& message) {
   k8s::ObjectReference ref{"Node", "", options_.node_name, "", "v1"};
   if (node) ref = k8s::ObjectReference::For(k8s::resources::Nodes(), *node);
-  d_.recorder->Event(ref, k8s::EventLevel::kWarning, reason, message);
+  d_.recorder->Event(ref, warning ? k8s::EventLevel::kWarning : k8s::EventLevel::kNormal, reason,
+                     message);
+}
+
+std::string Agent::ReadyDetail() const {
+  std::lock_guard<std::mutex> lock(detail_mu_);
+  return ready_detail_;
 }
 
 void Agent::RefreshNodeAgent() {
@@ -507,10 +526,10 @@ void Agent::RefreshNodeAgent() {
     }
     if (choice.state == NodeAgentState::kDeselected) {
       log::Warn("node deselected", {{"why", choice.why}});
-      NodeObjectWarning(node, "LBNodeAgentDeselected", choice.why);
+      NodeObjectEvent(node, true, "LBNodeAgentDeselected", choice.why);
     } else if (choice.state == NodeAgentState::kInvalid) {
       log::Warn("no usable LBNodeAgent", {{"why", choice.why}});
-      NodeObjectWarning(node, "LBNodeAgentInvalid", choice.why);
+      NodeObjectEvent(node, true, "LBNodeAgentInvalid", choice.why);
     } else {
       log::Info("LBNodeAgent", {{"state", std::string(NodeAgentStateName(choice.state))},
                                 {"lbnodeagent", choice.config ? choice.config->meta.key.ToString()
@@ -568,10 +587,11 @@ void Agent::OnePass(bool shutting_down) {
   in.healthy = healthy;
   in.shutting_down = shutting_down;
   in.excluded_nodes = &excluded_nodes_;
+  PassResult pass;
   {
     std::lock_guard<std::mutex> lock(mu_);
     if (hb_) {
-      reconciler_->Run(in, membership_, [this](std::span<const net::IpAddress> mine) {
+      pass = reconciler_->Run(in, membership_, [this](std::span<const net::IpAddress> mine) {
         return hb_->AddressesToYield(mine);
       });
       // Peers heard again after this node heard none (frozen, cut off): what it still holds may
@@ -582,8 +602,16 @@ void Agent::OnePass(bool shutting_down) {
         reconciler_->ReannounceHeld();
       }
     } else {
-      reconciler_->Run(in, membership_);
+      pass = reconciler_->Run(in, membership_);
     }
+  }
+  if (pass.node_report) {
+    // On the Node object, once per change (kubectl describe node); /readyz shows it while it lasts.
+    NodeObjectEvent(nodes_->store().Get("", options_.node_name), pass.node_report->warning,
+                    pass.node_report->reason, pass.node_report->message);
+    const auto& verdict = reconciler_->NodeSysctls();
+    std::lock_guard<std::mutex> lock(detail_mu_);
+    ready_detail_ = verdict && !verdict->ok() ? "warning: " + verdict->Explain() : "";
   }
   if (hb_) hb_->SetAnnounced(reconciler_->HeldLocal());
   if (d_.metrics) d_.metrics->Set(kMetricLeaseHealthy, {}, lease_healthy ? 1 : 0);

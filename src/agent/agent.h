@@ -91,6 +91,9 @@ class Agent {
   bool Ready() const { return ready_.load() && (!bgp_ || bgp_->DaemonReachable()); }
   // The loop made progress recently (for /healthz).
   bool Alive() const;
+  // What /readyz adds to its answer (readiness itself does not depend on it): "warning: ..." while
+  // the node lacks a sysctl virtual addresses need (node_sysctls.h), else empty. Thread-safe.
+  std::string ReadyDetail() const;
 
  private:
   Agent(AgentOptions options, AgentDeps deps, Planner planner);
@@ -100,10 +103,11 @@ class Agent {
   // Chooses the governing LBNodeAgent (node_agent_select.h), reports what changed and applies its
   // GARP and address settings.
   void RefreshNodeAgent();
-  // A Warning on this node's Node object (kubectl describe node): the LBNodeAgent verdicts, as
-  // documented. `node` is the cached Node, if any (its uid goes into the reference).
-  void NodeObjectWarning(const std::optional<Json>& node, const std::string& reason,
-                         const std::string& message);
+  // An event on this node's Node object (kubectl describe node): the LBNodeAgent verdicts and
+  // the node-sysctl verdict, as documented. `node` is the cached Node, if any (its uid goes into
+  // the reference).
+  void NodeObjectEvent(const std::optional<Json>& node, bool warning, const std::string& reason,
+                       const std::string& message);
   void RefreshNetwork();
   // Creates (or adopts) the virtual interface `name`; false when that failed (logged once).
   bool EnsureVirtual(const std::string& name);
@@ -186,6 +190,8 @@ class Agent {
   bool stop_ = false;
   std::atomic<bool> ready_{false};
   std::atomic<std::int64_t> last_pass_ns_{0};
+  mutable std::mutex detail_mu_;
+  std::string ready_detail_;  // guarded by detail_mu_
 };
 
 }  // namespace pylon::agent

@@ -54,6 +54,15 @@ void DescribeAgentMetrics(metrics::Registry& r) {
              "LBNodeAgent state of this node, 1 for the current one "
              "(default|configured|deselected|invalid)",
              Type::kGauge, {{"state", {}}}, Start::kWhenSet);
+  // Set from the first check, once virtual addresses are in use (a 0 before would read as
+  // "missing").
+  r.Describe(kMetricStrictArpOk,
+             "1 while strict ARP (arp_ignore>=1, arp_announce=2) is in force on the LAN "
+             "interfaces, else 0: the node answers ARP for the virtual addresses it holds",
+             Type::kGauge, {}, Start::kWhenSet);
+  r.Describe(kMetricPromoteSecondariesOk,
+             "1 while promote_secondaries is in force on the virtual interface, else 0",
+             Type::kGauge, {}, Start::kWhenSet);
   // Heartbeats on only: set from the first pass when they are (a 0 without heartbeats would
   // read as "unfit to announce").
   std::vector<std::string> states;

@@ -24,13 +24,18 @@ inline constexpr char kMetricKubeProxyTransitions[] = "purelb_kube_proxy_transit
 // Which LBNodeAgent state this node is in (node_agent_select.h), PureLB 0.17's name: state =
 // default|configured|deselected|invalid, the current one 1, the others 0.
 inline constexpr char kMetricSelectorState[] = "purelb_lbnodeagent_selector_state";
+// The node sysctls virtual addresses need (node_sysctls.h), from the first time virtual addresses
+// are in use: 1 while in force, else 0.
+inline constexpr char kMetricStrictArpOk[] = "purelb_strict_arp_ok";
+inline constexpr char kMetricPromoteSecondariesOk[] = "purelb_promote_secondaries_ok";
 // Heartbeats on only (docs/failover.md).
 inline constexpr char kMetricHeartbeatPeers[] = "purelb_heartbeat_peers";
 inline constexpr char kMetricHeartbeatHealthy[] = "purelb_heartbeat_self_healthy";
 
 // Declares every family above (idempotent: a second call keeps every value). Each series known up
 // front exists at 0 from then on (metrics/registry.h); the heartbeat families appear on the first
-// pass with heartbeats on, the selector state once the LBNodeAgents were first read;
+// pass with heartbeats on, the selector state once the LBNodeAgents were first read, the sysctl
+// gauges once virtual addresses were first in use;
 // purelb_election_lease_renewals_total has no series.
 void DescribeAgentMetrics(metrics::Registry& r);
 

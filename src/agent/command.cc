@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "agent/agent.h"
+#include "agent/node_sysctls.h"
 #include "agent/options.h"
 #include "common/cli.h"
 #include "common/log.h"
@@ -119,8 +120,12 @@ int RunAgentCommand(int argc, char** argv) {
             w.Send(a->Alive() ? http::Response::Text(200, "ok\n")
                               : http::Response::Text(503, "agent loop stalled\n"));
           } else if (req.path == "/readyz") {
-            w.Send(a->Ready() ? http::Response::Text(200, "ok\n")
-                              : http::Response::Text(503, "not ready\n"));
+            // A node-sysctl shortfall is shown, not made a readiness failure: the agent still
+            // serves local addresses, and an unready DaemonSet would stall every rollout.
+            const std::string detail = a->ReadyDetail();
+            const std::string extra = detail.empty() ? "" : detail + "\n";
+            w.Send(a->Ready() ? http::Response::Text(200, "ok\n" + extra)
+                              : http::Response::Text(503, "not ready\n" + extra));
           } else {
             w.Send(http::Response::Text(404, "not found\n"));
           }
@@ -158,6 +163,33 @@ int RunAgentCommand(int argc, char** argv) {
   recorder.Stop();
   log::Info("agent stopped");
   return rc;
+}
+
+int RunPrepareNodeCommand(int argc, char** argv) {
+  auto app = cli::NewCommand(
+      "pylon prepare-node",
+      "Sets net.ipv4.conf.all.arp_ignore=1, arp_announce=2 and promote_secondaries=1 in this "
+      "network namespace and exits: strict ARP for the virtual addresses on kube-lb0. The agent "
+      "DaemonSet runs it as a privileged init container (/proc/sys is read-only in the agent's "
+      "own, non-privileged container); the agent checks the values.");
+  if (auto code = cli::Parse(*app, argc, argv)) return *code;
+  log::SetComponent("prepare-node");
+  auto nl = netlink::NetlinkImpl::Create();
+  if (!nl) {
+    log::Error("netlink", {{"error", nl.error().message()}});
+    return 1;
+  }
+  if (auto st = PrepareNode(**nl); !st) {
+    log::Error("cannot set the node's sysctls (a privileged container is needed)",
+               {{"error", st.error().message()}});
+    return 1;
+  }
+  std::string set;
+  for (const auto& s : PrepareNodeSettings()) {
+    set += (set.empty() ? "" : " ") + s.key.interface + "." + s.key.name + "=" + s.value;
+  }
+  log::Info("node sysctls set", {{"net.ipv4.conf", set}});
+  return 0;
 }
 
 }  // namespace pylon::agent

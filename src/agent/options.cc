@@ -156,8 +156,10 @@ std::unique_ptr<cli::App> NewAgentCommand(AgentOptions* o) {
   };
   static const HeartbeatFlag kHeartbeatFlags[] = {
       {"heartbeat-key-file", "FILE",
-       "shared key(s), one per line (a mounted Secret); without it heartbeats are off and "
-       "failover follows the leases alone"},
+       "shared key(s), one per line (a mounted Secret); wins over --heartbeat-key-secret"},
+      {"heartbeat-key-secret", "NAME",
+       "the Secret (in --namespace) holding the key in its entry `key`, created with a random key "
+       "when absent; empty and no key file: heartbeats off, failover follows the leases alone"},
       {"heartbeat-interval", "DURATION", "heartbeat period (10ms..10s)"},
       {"heartbeat-miss-count", "N", "missed intervals before a peer is dead (2..20)"},
       {"heartbeat-port", "PORT", "UDP port"},
@@ -166,9 +168,12 @@ std::unique_ptr<cli::App> NewAgentCommand(AgentOptions* o) {
   const heartbeat::HeartbeatConfig& hb = o->heartbeat;
   const std::string shown[] = {
       hb.key_file,
+      hb.key_secret,
       std::to_string(std::chrono::duration_cast<std::chrono::milliseconds>(hb.interval).count()) +
           "ms",
-      std::to_string(hb.miss_count), std::to_string(hb.port), hb.interface};
+      std::to_string(hb.miss_count),
+      std::to_string(hb.port),
+      hb.interface};
   for (std::size_t i = 0; i < std::size(kHeartbeatFlags); ++i) {
     const std::string name = kHeartbeatFlags[i].name;
     app->add_option_function<std::string>(

@@ -59,22 +59,57 @@ std::set<std::string> MemberMacs(const election::Membership& membership) {
 }
 
 Reconciler::Reconciler(ReconcilerDeps deps)
-    : d_(deps), gate_(deps.gate), claim_tracker_(deps.claim) {
+    : d_(deps),
+      sysctls_(*deps.netlink, *deps.clock, deps.sysctl_recheck),
+      gate_(deps.gate),
+      claim_tracker_(deps.claim) {
   if (d_.metrics) DescribeAgentMetrics(*d_.metrics);
 }
 
-void Reconciler::ApplyStrictArp(const NodeNetwork& network) {
-  for (const auto& i : network.interfaces) {
-    if (strict_arp_done_.count(i.name)) continue;
-    auto st = netlink::ApplyStrictArp(*d_.netlink, i.name);
-    if (!st) {
-      log::Warn("could not set arp_ignore=1/arp_announce=2",
-                {{"interface", i.name}, {"error", st.error().message()}});
-      continue;
-    }
-    strict_arp_done_.insert(i.name);
-    log::Info("virtual addresses in use: set arp_ignore=1 arp_announce=2", {{"interface", i.name}});
+void Reconciler::CheckNodeSysctls(const NodeNetwork& network, PassResult& r) {
+  NodeSysctlNeeds needs;
+  for (const auto& i : network.interfaces) needs.lan_interfaces.push_back(i.name);
+  if (network.virtual_ifindex != 0) needs.virtual_interface = network.virtual_interface;
+  const std::optional<NodeSysctlVerdict> before = sysctls_.current();
+  auto res = sysctls_.Check(needs);
+  if (!res) return;
+  for (const auto& w : res->written) {
+    log::Info("set a sysctl virtual addresses need", {{"sysctl", w}});
   }
+  if (!res->changed) return;
+  const NodeSysctlVerdict& v = res->verdict;
+  if (d_.metrics) {
+    d_.metrics->Set(kMetricStrictArpOk, {}, v.strict_arp_ok() ? 1 : 0);
+    d_.metrics->Set(kMetricPromoteSecondariesOk, {}, v.promote_secondaries_ok() ? 1 : 0);
+  }
+  if (v.ok()) {
+    log::Info("node sysctls for virtual addresses in force", {{"detail", v.Explain()}});
+    if (before && !before->ok()) {
+      r.node_report = NodeReport{false, "NodeSysctlsInForce", v.Explain()};
+    }
+    return;
+  }
+  log::Warn(v.strict_arp_ok() ? "node lacks promote_secondaries" : "node lacks strict ARP",
+            {{"missing", v.Summary()}, {"detail", v.Explain()}});
+  r.node_report =
+      NodeReport{true, v.strict_arp_ok() ? "PromoteSecondariesOff" : "StrictArpOff", v.Explain()};
+}
+
+void Reconciler::ReportSyncProblems(const SyncReport& sync) {
+  std::set<std::string> errors;
+  for (const auto& e : sync.errors) {
+    if (errors.insert(e.message()).second && !reported_errors_.count(e.message())) {
+      log::Warn("address sync", {{"error", e.message()}});
+    }
+  }
+  reported_errors_ = std::move(errors);
+  std::set<std::string> deferred(sync.deferred.begin(), sync.deferred.end());
+  for (const auto& d : deferred) {
+    if (reported_deferred_.count(d)) continue;
+    log::Warn("address withdrawal deferred", {{"detail", d}});
+    d_.writer->NodeEvent(true, "WithdrawalDeferred", d);
+  }
+  reported_deferred_ = std::move(deferred);
 }
 
 PassResult Reconciler::Run(const PlanInputs& in, const election::Membership& membership,
@@ -112,10 +147,14 @@ PassResult Reconciler::Run(const PlanInputs& in, const election::Membership& mem
     }
   }
   if (d_.prober) GateProbes(in, membership, r.plan, now);
-  if (r.plan.virtual_in_use) ApplyStrictArp(*in.network);
+  if (r.plan.virtual_in_use) virtual_seen_ = true;
+  if (virtual_seen_ && !in.shutting_down) CheckNodeSysctls(*in.network, r);
 
   yielded_ = std::move(yielded);
-  r.sync = d_.sync->Apply(r.plan.addresses);
+  // The last pass of a graceful stop tries every withdrawal now, backoff or not: a record line
+  // must not outlive its address.
+  r.sync = d_.sync->Apply(
+      r.plan.addresses, in.shutting_down ? AddressSync::Retry::kNow : AddressSync::Retry::kBackoff);
   const std::string& self = d_.planner->options().self.str();
   for (const auto& removed : r.sync.removed) {
     d_.garp->Cancel(removed.address.address());
@@ -139,7 +178,7 @@ PassResult Reconciler::Run(const PlanInputs& in, const election::Membership& mem
           "Node " + self + " announcing " + ip.ToString() + " on interface " + added.interface});
     }
   }
-  for (const auto& e : r.sync.errors) log::Warn("address sync", {{"error", e.message()}});
+  ReportSyncProblems(r.sync);
   std::set<std::string> conflicts(r.sync.conflicts.begin(), r.sync.conflicts.end());
   for (const auto& c : conflicts) {
     if (!reported_conflicts_.count(c)) {
@@ -396,6 +435,7 @@ std::optional<SteadyTime> Reconciler::NextWakeup(const election::Membership& mem
     if (t && (!next || *t < *next)) next = t;
   };
   consider(d_.sync->NextRenewal());
+  consider(d_.sync->NextRetry());
   consider(membership.NextExpiry(d_.clock->Now()));
   consider(next_reannounce_);
   consider(gate_.NextWakeup());

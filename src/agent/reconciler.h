@@ -1,10 +1,14 @@
 // One pass of the agent: plan (Planner), make the kernel match (AddressSync), announce newly
 // taken local addresses (GarpScheduler + packet::Announcer), and hand the Kubernetes writes to the
 // ClusterWriter, with an AnnouncingLocal event for each local address actually added.
-// Also applies strict ARP (arp_ignore=1, arp_announce=2) on the LAN interfaces the first time
-// virtual addresses are in use: with Linux's defaults every node would answer ARP for kube-lb0's
-// addresses on the LAN (docs/references.md). The sysctls are left set afterwards (flipping them
-// back and forth as Services come and go would be worse than keeping the strict setting).
+// From the first time virtual addresses are in use it also checks the node's sysctls they need
+// (node_sysctls.h: strict ARP on the LAN interfaces, promote_secondaries on kube-lb0): with
+// Linux's defaults every node would answer ARP for kube-lb0's addresses on the LAN
+// (docs/references.md). Where /proc/sys is writable it sets a missing value (once per change of
+// what is missing; never flipped back as Services come and go); either way it reports each change
+// of the verdict once: a log line, purelb_strict_arp_ok / purelb_promote_secondaries_ok, and
+// PassResult::node_report for the Node event. Errors and deferred withdrawals of the address
+// sync are logged when they first appear, not on every pass.
 //
 // Threading: one thread (the agent loop). All collaborators are borrowed.
 #pragma once
@@ -21,6 +25,7 @@
 #include "agent/claim_monitor.h"
 #include "agent/conflicts.h"
 #include "agent/garp.h"
+#include "agent/node_sysctls.h"
 #include "agent/planner.h"
 #include "agent/prober.h"
 #include "agent/writer.h"
@@ -50,15 +55,26 @@ struct ReconcilerDeps {
   packet::ProbeOptions probe{};  // its `ignore` is filled per probe from the membership
   ProbeGateOptions gate{};
   ClaimOptions claim{};
+  // How often the node's sysctls are read again while the interfaces stay the same.
+  Duration sysctl_recheck = std::chrono::seconds(30);
 };
 
 // Given the local addresses this pass elected for this node, the ones it must not announce
 // (heartbeat split-brain resolution: HeartbeatService::AddressesToYield).
 using YieldFn = std::function<std::vector<net::IpAddress>(std::span<const net::IpAddress>)>;
 
+// An event for the Node object (the agent's adapter records it: kubectl describe node).
+struct NodeReport {
+  bool warning = true;
+  std::string reason;
+  std::string message;
+};
+
 struct PassResult {
   Plan plan;
   SyncReport sync;
+  // Set when the node-sysctl verdict changed to missing something, or back to complete.
+  std::optional<NodeReport> node_report;
 };
 
 class Reconciler {
@@ -83,6 +99,8 @@ class Reconciler {
   // on the Services, log, metric) and defends the address with one announcement burst. Also
   // called by Run.
   void HandleClaims(const election::Membership& membership);
+  // The last node-sysctl verdict; nullopt before virtual addresses were first in use.
+  const std::optional<NodeSysctlVerdict>& NodeSysctls() const { return sysctls_.current(); }
   // Addresses withheld because a foreign host answered their probe.
   std::vector<FoundConflict> ProbeConflicts() const { return gate_.Conflicts(); }
   // The earliest instant something time-driven is due: an announcement, an address renewal, a
@@ -90,7 +108,9 @@ class Reconciler {
   std::optional<SteadyTime> NextWakeup(const election::Membership& membership) const;
 
  private:
-  void ApplyStrictArp(const NodeNetwork& network);
+  void CheckNodeSysctls(const NodeNetwork& network, PassResult& r);
+  // Logs the sync's errors and deferred withdrawals that the previous pass did not report.
+  void ReportSyncProblems(const SyncReport& sync);
   void UpdateMetrics(const PassResult& r);
   // Probes before first announcement: removes from the plan what must wait or is in conflict.
   void GateProbes(const PlanInputs& in, const election::Membership& membership, Plan& plan,
@@ -102,7 +122,10 @@ class Reconciler {
   std::optional<net::MacAddress> InterfaceMac(const std::string& interface) const;
 
   ReconcilerDeps d_;
-  std::set<std::string> strict_arp_done_;
+  NodeSysctlCheck sysctls_;
+  bool virtual_seen_ = false;  // virtual addresses were in use once: check the sysctls from then
+  std::set<std::string> reported_errors_;    // sync errors of the last pass (logged on entry)
+  std::set<std::string> reported_deferred_;  // deferred withdrawals of the last pass
   std::set<std::string> reported_conflicts_;
   std::vector<DesiredAddress> held_local_;  // local addresses of the last plan that are owned
   std::optional<SteadyTime> next_reannounce_;

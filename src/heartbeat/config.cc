@@ -13,6 +13,7 @@ struct Var {
 };
 constexpr Var kVars[] = {
     {"heartbeat-key-file", "PYLON_HEARTBEAT_KEY_FILE"},
+    {"heartbeat-key-secret", "PYLON_HEARTBEAT_KEY_SECRET"},
     {"heartbeat-interval", "PYLON_HEARTBEAT_INTERVAL"},
     {"heartbeat-miss-count", "PYLON_HEARTBEAT_MISS_COUNT"},
     {"heartbeat-port", "PYLON_HEARTBEAT_PORT"},
@@ -67,6 +68,8 @@ Result<bool> ApplyHeartbeatFlag(std::string_view name, std::string_view value,
   if (name == "heartbeat-key-file") {
     if (value.empty()) return Fail(ErrorCode::kInvalidArgument, "--heartbeat-key-file is empty");
     config.key_file = std::string(value);
+  } else if (name == "heartbeat-key-secret") {
+    config.key_secret = std::string(value);  // "" turns the Secret off (explicitly)
   } else if (name == "heartbeat-interval") {
     auto d = ParseDuration(value);
     if (!d) return Fail(d.error().Wrap("--heartbeat-interval"));
@@ -120,13 +123,18 @@ Status ValidateHeartbeatConfig(const HeartbeatConfig& c) {
 }
 
 const char* HeartbeatUsage() {
-  return "  --heartbeat-key-file FILE  shared key(s), one per line (a mounted Secret); without it\n"
-         "                             heartbeats are off and failover follows the leases alone\n"
+  return "  --heartbeat-key-file FILE  shared key(s), one per line (a mounted Secret); wins over\n"
+         "                             --heartbeat-key-secret\n"
+         "  --heartbeat-key-secret S   the Secret (install namespace) holding the key: read, or\n"
+         "                             created with a random key when absent; \"\" and no key "
+         "file:\n"
+         "                             heartbeats off, failover follows the leases alone\n"
          "  --heartbeat-interval D     heartbeat period (100ms; 10ms..10s)\n"
          "  --heartbeat-miss-count N   missed intervals before a peer is dead (3; 2..20)\n"
          "  --heartbeat-port P         UDP port (7934)\n"
          "  --heartbeat-interface IF   interface to send on (the announcing interface)\n"
-         "  environment: PYLON_HEARTBEAT_KEY_FILE, _INTERVAL, _MISS_COUNT, _PORT, _INTERFACE\n";
+         "  environment: PYLON_HEARTBEAT_KEY_FILE, _KEY_SECRET, _INTERVAL, _MISS_COUNT, _PORT, "
+         "_INTERFACE\n";
 }
 
 }  // namespace pylon::heartbeat

@@ -298,29 +298,14 @@ Status Lab::Apply(const std::string& manifest) const {
 Status Lab::SetUpHeartbeat() {
   std::string help;
   (void)RunCommand({config_.binary, "agent", "--help"}, &help);
-  if (help.find("--heartbeat-key-file") == std::string::npos) {
-    log::Info("agent has no --heartbeat-key-file; heartbeats off in the lab");
+  if (help.find("--heartbeat-key-secret") == std::string::npos) {
+    log::Info("agent has no --heartbeat-key-secret; heartbeats off in the lab");
     return Ok();
   }
-  std::ifstream rnd("/dev/urandom", std::ios::binary);
-  unsigned char bytes[32] = {};
-  rnd.read(reinterpret_cast<char*>(bytes), sizeof bytes);
-  if (!rnd) return Fail(ErrorCode::kSystem, "cannot read /dev/urandom");
-  static const char* kHex = "0123456789abcdef";
-  std::string key;
-  for (unsigned char b : bytes) {
-    key += kHex[b >> 4];
-    key += kHex[b & 15];
-  }
-  const std::string file = Path("heartbeat.key");
-  {
-    std::ofstream out(file, std::ios::trunc);
-    out << "# pylon lab heartbeat key\n" << key << "\n";
-    if (!out) return Fail(ErrorCode::kSystem, "cannot write " + file);
-  }
-  chmod(file.c_str(), 0600);
-  config_.agent_args.push_back("--heartbeat-key-file");
-  config_.agent_args.push_back(file);
+  // As the DaemonSet runs it (deploy/agent.yaml): no key anywhere; the first agent creates the
+  // Secret pylon-heartbeat-key with a random key, the others read it.
+  config_.agent_args.push_back("--heartbeat-key-secret");
+  config_.agent_args.push_back("pylon-heartbeat-key");
   return Ok();
 }
 

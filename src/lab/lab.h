@@ -42,8 +42,9 @@ struct LabConfig {
   std::string retry_period = "500ms";
   std::vector<std::string> agent_args;      // extra flags for every agent
   std::vector<std::string> allocator_args;  // extra flags for the allocator
-  // Direct heartbeats between agents (docs/failover.md): the lab writes a random key file and
-  // passes --heartbeat-key-file to every agent, when the agent binary has that flag.
+  // Direct heartbeats between agents (docs/failover.md), as a default install runs them: no key
+  // file; every agent gets --heartbeat-key-secret pylon-heartbeat-key (the DaemonSet's
+  // PYLON_HEARTBEAT_KEY_SECRET) and the first one creates the Secret with a random key.
   bool heartbeat = true;
   bool start_allocator = true;
   bool start_agents = true;
@@ -178,7 +179,7 @@ class Lab {
   // Control plane, the lab's namespace/CRDs/RBAC from deploy/, Node objects, the ServiceAccount
   // kubeconfigs of the allocator and the agents, the API forwarders into every node.
   Status StartControlPlane();
-  // Writes heartbeat.key and adds the flag to agent_args if the agent supports it.
+  // Passes --heartbeat-key-secret as the DaemonSet sets it (the agents make the key Secret).
   Status SetUpHeartbeat();
   Status Spawn(const std::string& key, SpawnOptions opts);
   // RBAC, kubeconfig, one kube-proxy per node, waits for every /healthz. Fails with the reason.

@@ -9,6 +9,10 @@ int main(int argc, char** argv) {
        pylon::allocator::RunAllocatorCommand},
       {"agent", "the node agent: election, addresses, GARP/NA (DaemonSet, NET_ADMIN+NET_RAW)",
        pylon::agent::RunAgentCommand},
+      {"prepare-node",
+       "sets the node's strict-ARP sysctls and exits (the agent DaemonSet's privileged init "
+       "container)",
+       pylon::agent::RunPrepareNodeCommand},
   };
   return pylon::main::Dispatch("pylon", "a bare-metal LoadBalancer for Kubernetes", commands, argc,
                                argv);

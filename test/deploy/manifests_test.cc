@@ -418,8 +418,10 @@ TEST_F(DeployTest, BgpComponentAddsTheBirdSidecarAndItsRbac) {
   EXPECT_EQ(kinds.count("Role"), 3u);
   ASSERT_TRUE(ds.is_object());
   const Json& pod = ds["spec"]["template"]["spec"];
-  ASSERT_EQ(pod["initContainers"].size(), 1u);
-  const Json& bird = pod["initContainers"][0];
+  // After the base's prepare-node step (it exits; BIRD then runs alongside the agent).
+  ASSERT_EQ(pod["initContainers"].size(), 2u);
+  EXPECT_EQ(pod["initContainers"][0]["name"], "prepare-node");
+  const Json& bird = pod["initContainers"][1];
   EXPECT_EQ(bird["name"], "bird");
   EXPECT_EQ(bird["restartPolicy"], "Always");  // a native sidecar: stopped after the agent
   EXPECT_EQ(bird["image"], "pylon-bird:0.1.0");
@@ -431,6 +433,36 @@ TEST_F(DeployTest, BgpComponentAddsTheBirdSidecarAndItsRbac) {
   EXPECT_NE(agent.find("--bird-socket=/run/pylon-bird/bird.ctl"), std::string::npos) << agent;
   EXPECT_NE(agent.find("/run/pylon-bird"), std::string::npos);
   EXPECT_NE(agent.find("heartbeat-key"), std::string::npos) << "base mounts kept";
+}
+
+// Strict ARP (docs/agent.md "Node sysctls"): /proc/sys is read-only in a non-privileged container
+// even with hostNetwork, so one privileged init container of the same image runs
+// `pylon prepare-node` before the agent; the agent's own container stays non-privileged with its
+// two capabilities.
+TEST_F(DeployTest, AgentPreparesTheNodeInAPrivilegedInitContainer) {
+  Output r = Kubectl("create --dry-run=client -o json -k " + Quote(DeployDir()), false);
+  ASSERT_EQ(r.code, 0) << r.out;
+  Json ds;
+  for (const Json& item : Items(r.out)) {
+    if (item.value("kind", "") == "DaemonSet") ds = item;
+  }
+  ASSERT_TRUE(ds.is_object()) << r.out;
+  const Json& pod = ds["spec"]["template"]["spec"];
+  EXPECT_EQ(pod["hostNetwork"], true);
+  ASSERT_EQ(pod["initContainers"].size(), 1u);
+  const Json& prep = pod["initContainers"][0];
+  EXPECT_EQ(prep["name"], "prepare-node");
+  EXPECT_EQ(prep["image"], "pylon:0.1.0");
+  EXPECT_EQ(prep["args"], Json::array({"prepare-node"}));
+  EXPECT_FALSE(prep.contains("restartPolicy")) << "a step that exits, not a sidecar";
+  EXPECT_EQ(prep["securityContext"]["privileged"], true);
+  EXPECT_EQ(prep["securityContext"]["runAsUser"], 0);
+  ASSERT_EQ(pod["containers"].size(), 1u);
+  const Json& agent = pod["containers"][0];
+  EXPECT_EQ(agent["image"], prep["image"]);
+  EXPECT_EQ(agent["securityContext"]["privileged"], false);
+  EXPECT_EQ(agent["securityContext"]["allowPrivilegeEscalation"], false);
+  EXPECT_EQ(agent["securityContext"]["capabilities"]["add"], Json::array({"NET_ADMIN", "NET_RAW"}));
 }
 
 TEST_F(DeployTest, ApplyKCreatesEveryObjectOfTheInstall) {
@@ -564,7 +596,8 @@ TEST_F(DeployTest, ChangedInstallReappliesAsAStrategicMerge) {
       "{.spec.template.spec.volumes[*].name}'");
   EXPECT_EQ(c.out,
             "--log-level=debug|NODE_NAME POD_NAMESPACE PURELB_POD_UID PURELB_LEASE_DURATION "
-            "PURELB_RENEW_DEADLINE PURELB_RETRY_PERIOD PYLON_HEARTBEAT_KEY_FILE|run heartbeat-key|"
+            "PURELB_RENEW_DEADLINE PURELB_RETRY_PERIOD PYLON_HEARTBEAT_KEY_FILE "
+            "PYLON_HEARTBEAT_KEY_SECRET|run heartbeat-key|"
             "run heartbeat-key");
   // A template change is a new template generation.
   const std::string after = Kubectl(get_ds).out;

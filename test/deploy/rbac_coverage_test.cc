@@ -25,6 +25,7 @@
 #include <map>
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <set>
 #include <string>
 #include <thread>
@@ -58,13 +59,14 @@ bool Eventually(const std::function<bool()>& pred, Ms timeout = Ms(30000)) {
 struct Grant {
   std::string verb, group, resource;
   bool cluster = false;  // ClusterRole; else a Role in kInstallNs
+  std::string name;      // one of the rule's resourceNames; "" when the rule has none (any)
   bool operator<(const Grant& o) const {
-    return std::tie(verb, group, resource, cluster) <
-           std::tie(o.verb, o.group, o.resource, o.cluster);
+    return std::tie(verb, group, resource, cluster, name) <
+           std::tie(o.verb, o.group, o.resource, o.cluster, o.name);
   }
   std::string String() const {
     return (cluster ? "ClusterRole " : "Role ") + verb + " " + (group.empty() ? "core" : group) +
-           "/" + resource;
+           "/" + resource + (name.empty() ? "" : "[" + name + "]");
   }
 };
 
@@ -77,12 +79,16 @@ std::set<Grant> LoadGrants(const std::string& file) {
       EXPECT_EQ(doc["metadata"]["namespace"].as<std::string>(""), kInstallNs);
     }
     for (const YAML::Node& rule : doc["rules"]) {
-      EXPECT_FALSE(rule["resourceNames"]) << file << ": resourceNames are not modelled here";
+      std::vector<std::string> names;
+      for (const YAML::Node& n : rule["resourceNames"]) names.push_back(n.as<std::string>());
+      if (names.empty()) names.push_back("");
       for (const YAML::Node& g : rule["apiGroups"]) {
         for (const YAML::Node& r : rule["resources"]) {
           for (const YAML::Node& v : rule["verbs"]) {
-            out.insert({v.as<std::string>(), g.as<std::string>(), r.as<std::string>(),
-                        kind == "ClusterRole"});
+            for (const std::string& n : names) {
+              out.insert({v.as<std::string>(), g.as<std::string>(), r.as<std::string>(),
+                          kind == "ClusterRole", n});
+            }
           }
         }
       }
@@ -95,7 +101,7 @@ std::set<Grant> LoadGrants(const std::string& file) {
 // ResponseComplete event).
 struct Request {
   std::string component;  // allocator / agent; "" for anyone else
-  std::string verb, group, resource, ns, uri;
+  std::string verb, group, resource, ns, name, uri;
   bool non_resource = false;
   int code = 0;
   std::string line;
@@ -126,6 +132,7 @@ std::vector<Request> ReadAudit(const std::string& path) {
       r.resource = o.value("resource", "");
       if (!o.value("subresource", "").empty()) r.resource += "/" + o.value("subresource", "");
       r.ns = o.value("namespace", "");
+      r.name = o.value("name", "");
     } else {
       r.non_resource = true;
     }
@@ -378,13 +385,21 @@ spec:
       non_resource.insert(r.component + " " + r.verb + " " + r.uri.substr(0, r.uri.find('?')));
       continue;
     }
-    const Grant cluster{r.verb, r.group, r.resource, true},
-        role{r.verb, r.group, r.resource, false};
+    // A rule with resourceNames grants only those objects (and never list, watch or create).
     const auto& g = grants.at(r.component);
-    if (g.count(cluster)) {
-      used[r.component].insert(cluster);
-    } else if (r.ns == kInstallNs && g.count(role)) {
-      used[r.component].insert(role);
+    std::optional<Grant> match;
+    for (const std::string& name : {std::string(), r.name}) {
+      const Grant cluster{r.verb, r.group, r.resource, true, name},
+          role{r.verb, r.group, r.resource, false, name};
+      if (g.count(cluster)) {
+        match = cluster;
+      } else if (r.ns == kInstallNs && g.count(role)) {
+        match = role;
+      }
+      if (match || r.name.empty()) break;
+    }
+    if (match) {
+      used[r.component].insert(*match);
     } else if (reported.insert("ungranted " + Describe(r)).second) {
       ADD_FAILURE() << "a request deploy/rbac-" << r.component
                     << ".yaml does not allow: " << Describe(r) << "\n"

@@ -380,11 +380,13 @@ Result<std::string> FakeNetlink::ReadSysctl(const SysctlKey& key) {
 }
 
 Status FakeNetlink::WriteSysctl(const SysctlKey& key, std::string_view value) {
+  ++sysctl_write_attempts_;
   if (auto st = TakeFailure("WriteSysctl"); !st) return st;
   auto path = SysctlRelativePath(key);
   if (!path) return tl::unexpected(path.error());
   auto it = sysctls_.find(*path);
   if (it == sysctls_.end()) return FailErrno(ENOENT, "write sysctl " + *path);
+  if (sysctls_read_only_) return FailErrno(EROFS, "write sysctl /proc/sys/" + *path);
   it->second = std::string(value);
   ++mutations_;
   return Ok();

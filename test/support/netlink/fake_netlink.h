@@ -11,6 +11,7 @@
 //  - RemoveAddress matches address and prefix length on the given interface only; removing an
 //    IPv4 primary removes its secondaries unless promote_secondaries (interface or "all") is "1",
 //    in which case the first secondary is promoted.
+//  - WriteSysctl fails with EROFS while SetSysctlsReadOnly(true) (a non-privileged pod).
 //  - CreateLink: kUnsupported "Unknown device type" for kinds made unsupported (by default
 //    "dummy", as on the project's test machines); links start down; SetLinkUp brings carrier
 //    with it unless SetCarrier(false) was called.
@@ -50,6 +51,11 @@ class FakeNetlink final : public Netlink {
   // "ListRoutes", "ListLinks", "GetLink", "CreateLink", "SetLinkUp", "DeleteLink",
   // "ReadSysctl", "WriteSysctl", "Subscribe") fails with `error`.
   void FailNext(const std::string& operation, Error error);
+  // /proc/sys as a non-privileged container sees it, even with hostNetwork: every WriteSysctl
+  // fails with EROFS (reads work).
+  void SetSysctlsReadOnly(bool read_only) { sysctls_read_only_ = read_only; }
+  // WriteSysctl calls, successful or not.
+  int sysctl_write_attempts() const { return sysctl_write_attempts_; }
   // Number of successful state-changing calls (AddAddress, RemoveAddress, link changes, sysctl
   // writes): lets tests assert that nothing was written.
   int mutation_count() const { return mutations_; }
@@ -96,6 +102,8 @@ class FakeNetlink final : public Netlink {
   std::map<std::string, Error> failures_;
   std::vector<std::weak_ptr<Queue>> queues_;
   bool supports_proto_ = true;
+  bool sysctls_read_only_ = false;
+  int sysctl_write_attempts_ = 0;
   int next_index_ = 1;
   int mutations_ = 0;
 };
