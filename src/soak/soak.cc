@@ -312,8 +312,8 @@ Status Soak::SetUp() {
   cfg.lease_duration = "10s";
   cfg.renew_deadline = "7s";
   cfg.retry_period = "2s";
-  cfg.agent_args = {"--heartbeat-interval",       "250ms", "--heartbeat-miss-count", "4",
-                    "--kube-proxy-check-interval", "2s", "--kube-proxy-check-timeout", "2s"};
+  cfg.agent_args = {"--heartbeat-interval",        "250ms", "--heartbeat-miss-count",     "4",
+                    "--kube-proxy-check-interval", "2s",    "--kube-proxy-check-timeout", "2s"};
   lab_ = std::make_unique<lab::Lab>(cfg);
   if (auto s = lab_->Up(); !s) return s;
   if (!lab_->kube_proxy_running()) {
