@@ -4,9 +4,9 @@
 //
 // Per node, everything lives in <lab dir>/kubelet-<node>/ (KubeletNode):
 //   containerd.toml, containerd.sock, containerd-ttrpc.sock, containerd/{root,state,opt}, runc/
-//   the kubelet configuration file, kubelet/ (--root-dir), pki/ (the kubelet's self-signed serving certificate),
-//   pod-logs/ (podLogsDir), cni/net.d/ (the node's CNI bridge), cni/ipam/ (host-local's leases),
-//   kubelet.sock (the API server's way in to the kubelet, see lab.h)
+//   the kubelet configuration file, kubelet/ (--root-dir), pki/ (the kubelet's self-signed serving
+//   certificate), pod-logs/ (podLogsDir), cni/net.d/ (the node's CNI bridge), cni/ipam/
+//   (host-local's leases), kubelet.sock (the API server's way in to the kubelet, see lab.h)
 // and its cgroups are /pylon-<lab>-<node> in every hierarchy (cgroupRoot).
 //
 // What this file holds: the configuration texts (pure functions of a KubeletNode), the kernel

@@ -72,7 +72,7 @@ TEST(WhatShipsTest, BinariesListTheirCommands) {
   };
   const Case cases[] = {
       {ProductBinary(), {"agent", "allocator", "prepare-node", "version"}},
-      {DevBinary(), {"fault-proxy", "lab", "version"}},
+      {DevBinary(), {"fault-proxy", "lab", "soak", "version"}},
   };
   for (const auto& c : cases) {
     SCOPED_TRACE(c.binary);
@@ -97,7 +97,7 @@ TEST(WhatShipsTest, BinariesListTheirCommands) {
     }
   }
   // The developer tools are not in the product, nor the product's commands in the tools.
-  for (const char* dev : {"lab", "fault-proxy"}) {
+  for (const char* dev : {"lab", "fault-proxy", "soak"}) {
     EXPECT_EQ(RunBinary({ProductBinary(), dev, "--help"}).code, 2) << dev;
   }
   for (const char* product : {"allocator", "agent"}) {
@@ -136,6 +136,7 @@ TEST(WhatShipsTest, EveryCommandHasHelpAndRejectsABadFlag) {
       {ProductBinary(), "allocator", "pylon allocator: ", ""},
       {ProductBinary(), "agent", "pylon agent: ", ""},
       {DevBinary(), "fault-proxy", "pylon-dev fault-proxy: ", ""},
+      {DevBinary(), "soak", "pylon-dev soak: ", ""},
   };
   for (const auto& c : cases) ExpectHelpAndOneLineError(c);
 }
