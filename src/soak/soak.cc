@@ -103,7 +103,7 @@ std::string ConfigYaml(const ConfigDef& c, const ConfigState& s, bool valid) {
   const std::string v6subnet = c.is_virtual ? "2001:db8:beef::/64" : "2001:db8:1::/64";
   const std::string v4agg = c.is_virtual ? "/32" : "default";
   const std::string v6agg = c.is_virtual ? "/128" : "default";
-  // Invalid: the first pool outside its subnet (issue 20's typo).
+  // Invalid: the first pool outside its subnet (the typo of docs/reliability.md).
   const std::string first_subnet = valid ? v4subnet : "10.255.255.0/24";
   return "apiVersion: purelb.io/v1\nkind: ServiceGroup\nmetadata:\n  name: " + std::string(c.name) +
          "\n  namespace: purelb-system\nspec:\n  local:\n    v4pools:\n    - pool: " +
@@ -347,7 +347,8 @@ Status Soak::SetUp() {
 // The components' API traffic through the fault proxy: the allocator's kubeconfig names the
 // proxy; in every node a socat on 127.0.0.1:kNodeProxyPort forwards to a unix socket in the lab
 // directory, which a socat on the host forwards to the proxy (as the lab does for the API
-// server itself, lab.h). kube-proxy and the soak's own kubectl go to the API server directly.
+// server itself, src/lab/lab.h). kube-proxy and the soak's own kubectl go to the API server
+// directly.
 Status Soak::StartProxyPath() {
   lab::ControlPlane& cp = lab_->control_plane();
   std::ifstream ca(cp.CaFile());
