@@ -596,6 +596,8 @@ void Agent::OnePass(bool shutting_down) {
   if (healthy && !first_healthy_) first_healthy_ = now;
   PlanInputs in;
   in.hold_off = !first_healthy_ || now < *first_healthy_ + options_.timing.retry_period;
+  in.defer_to_unseen_announcers =
+      !first_healthy_ || now < *first_healthy_ + options_.timing.lease_duration;
   in.network = &network_;
   in.config = &config_;
   in.services = &services_in_;

@@ -160,6 +160,7 @@ Plan Planner::Compute(const PlanInputs& in, const election::Membership& membersh
   // Classify; hand the local ones to the elector.
   std::set<net::IpAddress> local;
   std::set<net::IpAddress> unannounced;  // local, with no recorded announcer
+  std::set<net::IpAddress> deferred;     // local, its announcer not seen yet (start-up)
   std::set<std::string> seen_problems;
   std::set<net::IpAddress> affinity_fallback_now;
   for (auto& [ip, g] : groups) {
@@ -181,6 +182,11 @@ Plan Planner::Compute(const PlanInputs& in, const election::Membership& membersh
         }
       }
       if (!spec.current_announcer) unannounced.insert(ip);
+      if (in.defer_to_unseen_announcers && spec.current_announcer &&
+          *spec.current_announcer != options_.self) {
+        // Never seen at all (no lease yet); a node seen and then lost fails over as always.
+        if (membership.Find(*spec.current_announcer) == nullptr) deferred.insert(ip);
+      }
       if (options_.etp_mode == EtpLocalMode::kElect) {
         std::optional<std::set<std::string>> allowed;
         for (const ServiceInput* si : g.services) {
@@ -315,6 +321,7 @@ Plan Planner::Compute(const PlanInputs& in, const election::Membership& membersh
     }
     if (*winner != options_.self || !active) continue;
     if (in.hold_off && (!in.held || !in.held->count(ip))) continue;
+    if (deferred.count(ip) && (!in.held || !in.held->count(ip))) continue;
     auto match = network.Find(ip);
     if (!match) continue;  // our lease still lists a subnet we no longer have: next pass fixes it
     auto prefix = net::Prefix::Make(ip, match->subnet.length());

@@ -118,7 +118,7 @@ PassResult Reconciler::Run(const PlanInputs& in, const election::Membership& mem
   const SteadyTime now = d_.clock->Now();
   std::set<net::IpAddress> held;
   PlanInputs with_held = in;
-  if (in.hold_off && !in.held) {
+  if ((in.hold_off || in.defer_to_unseen_announcers) && !in.held) {
     for (const auto& o : d_.sync->owned()) held.insert(o.address.address());
     with_held.held = &held;
   }

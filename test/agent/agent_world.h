@@ -284,6 +284,7 @@ class AgentWorld {
     in.healthy = healthy_;
     in.shutting_down = shutting_down_;
     in.hold_off = hold_off_;
+    in.defer_to_unseen_announcers = defer_unseen_;
     in.excluded_nodes = &excluded_;
     return reconciler_->Run(in, membership_);
   }
@@ -328,6 +329,7 @@ class AgentWorld {
   bool healthy_ = true;
   bool shutting_down_ = false;
   bool hold_off_ = false;
+  bool defer_unseen_ = false;
   std::vector<NodeName> excluded_;
   election::Membership membership_;
   MemoryOwnershipStore store_;

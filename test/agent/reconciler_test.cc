@@ -507,6 +507,25 @@ TEST(ReconcilerTest, StartupHoldOffTakesNoNewAddressButKeepsHeldOnes) {
   EXPECT_EQ(w.KernelHas(w.eth0_, b + "/24"), self == HashWinner(kNodes, Ip(b)));
 }
 
+// Start-up: an address whose recorded announcer this agent does not see yet is not taken, even by
+// the hash winner among the nodes it sees (that announcer's agent may just not have written its
+// lease yet: agents starting together, a migration from PureLB, e2e_migration_test). A lease
+// duration later an announcer never seen is dead and the address is taken.
+TEST(ReconcilerTest, StartupDefersToAnAnnouncerNotSeenYet) {
+  const std::string ip = "192.0.2.117";
+  const std::string self = HashWinner(kNodes, Ip(ip));
+  AgentWorld w(self);
+  w.defer_unseen_ = true;
+  w.services_.push_back(
+      Svc("m", {.ips = {ip}, .annotations = {{model::kAnnAnnouncingV4, "node9,eth0," + ip}}}));
+  w.Pass();
+  EXPECT_FALSE(w.KernelHas(w.eth0_, ip + "/24"));
+  for (const auto& p : w.writer_.patches) EXPECT_NE(p.service.name, "m");
+  w.defer_unseen_ = false;
+  w.Pass();
+  EXPECT_TRUE(w.KernelHas(w.eth0_, ip + "/24"));
+}
+
 TEST(ReconcilerTest, DepartedServiceWithdrawsAtOnceAndClearsItsAnnotation) {
   const std::string ip = "192.0.2.113";
   const std::string self = HashWinner(kNodes, Ip(ip));
