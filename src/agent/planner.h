@@ -70,8 +70,8 @@ struct PlanInputs {
   const std::set<net::IpAddress>* held = nullptr;
   // Start-up: a local address whose recorded announcer (annotation, L2Advertisement) is another
   // node of which this agent has seen no lease at all is not taken (unless held): that node's
-  // agent may simply not have written its lease yet (agents starting together, a migration from PureLB).
-  // The agent sets this for a lease duration after it first became healthy; after that an
+  // agent may simply not have written its lease yet (agents starting together, a migration from
+  // PureLB). The agent sets this for a lease duration after it first became healthy; after that an
   // announcer never seen is dead, as before.
   bool defer_to_unseen_announcers = false;
   // Nodes that may not win anything: being deleted (deletionTimestamp) or marked for removal
