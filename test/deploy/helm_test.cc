@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "lab/control_plane.h"
+#include "support/shell.h"
 
 namespace {
 
@@ -28,17 +29,7 @@ namespace fs = std::filesystem;
 namespace lab = pylon::lab;
 using Json = nlohmann::json;
 
-std::string Quote(const std::string& s) {
-  std::string out = "'";
-  for (char c : s) {
-    if (c == '\'') {
-      out += "'\\''";
-    } else {
-      out += c;
-    }
-  }
-  return out + "'";
-}
+std::string Quote(const std::string& s) { return pylon::test_support::ShellQuote(s); }
 
 struct Output {
   int code = -1;

@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "support/binaries.h"
+#include "support/shell.h"
 
 namespace {
 
@@ -30,17 +31,7 @@ struct Outcome {
   std::string out;
 };
 
-std::string Quote(const std::string& s) {
-  std::string out = "'";
-  for (char c : s) {
-    if (c == '\'') {
-      out += "'\\''";
-    } else {
-      out += c;
-    }
-  }
-  return out + "'";
-}
+std::string Quote(const std::string& s) { return pylon::test_support::ShellQuote(s); }
 
 // Runs argv; its stdout (and stderr when `merge_stderr`, else stderr goes to the test's).
 Outcome Command(const std::vector<std::string>& argv, bool merge_stderr = true) {

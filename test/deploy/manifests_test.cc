@@ -29,6 +29,7 @@
 #include <vector>
 
 #include "lab/control_plane.h"
+#include "support/shell.h"
 
 namespace {
 
@@ -43,17 +44,7 @@ std::string ReadFile(const fs::path& p) {
   return ss.str();
 }
 
-std::string Quote(const std::string& s) {
-  std::string out = "'";
-  for (char c : s) {
-    if (c == '\'') {
-      out += "'\\''";
-    } else {
-      out += c;
-    }
-  }
-  return out + "'";
-}
+std::string Quote(const std::string& s) { return pylon::test_support::ShellQuote(s); }
 
 struct Output {
   int code = -1;

@@ -11,6 +11,7 @@
 
 #include "lab/process.h"
 #include "support/binaries.h"
+#include "support/shell.h"
 
 namespace pylon::test_support {
 namespace {
@@ -21,11 +22,7 @@ struct Outcome {
   std::string err;  // stderr
 };
 
-std::string Quote(const std::string& s) {
-  std::string q = "'";
-  for (char c : s) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
-  return q + "'";
-}
+std::string Quote(const std::string& s) { return pylon::test_support::ShellQuote(s); }
 
 // Runs `argv` twice through the shell: once for stdout, once for stderr (the commands under test
 // only print usage or an error, so both runs behave the same).
