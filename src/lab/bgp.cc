@@ -13,6 +13,7 @@
 #include <nlohmann/json.hpp>
 
 #include "common/log.h"
+#include "lab/files.h"
 #include "lab/lab.h"
 
 namespace pylon::lab {
@@ -20,13 +21,6 @@ namespace pylon::lab {
 namespace fs = std::filesystem;
 
 namespace {
-
-Status WriteText(const std::string& path, const std::string& text) {
-  std::ofstream f(path, std::ios::trunc);
-  f << text;
-  if (!f.flush()) return Fail(ErrorCode::kSystem, "cannot write " + path);
-  return Ok();
-}
 
 // A session that went down (BFD, hold timer) is accepted again after `error wait time`: BIRD's
 // default of 60 s would keep a thawed node out for a minute.
@@ -107,8 +101,8 @@ Status Lab::StartNodeBird(const std::string& node) {
   // A configuration BIRD can start with; the agent replaces it at once (src/agent/bgp_sync.h).
   std::error_code ec;
   if (!fs::exists(BirdConfig(node), ec)) {
-    if (auto s = WriteText(BirdConfig(node),
-                           "router id " + n->ipv4 + ";\nlog stderr all;\nprotocol device { }\n");
+    if (auto s = WriteTextFile(
+            BirdConfig(node), "router id " + n->ipv4 + ";\nlog stderr all;\nprotocol device { }\n");
         !s) {
       return s;
     }
@@ -143,11 +137,17 @@ Status Lab::StartBgp() {
                 "--bgp needs BIRD 2 (Debian package bird2; scripts/deps.sh installs it)");
   }
   if (auto s = topology_.AddWan(); !s) return s;
-  if (auto r = Kubectl({"apply", "-f", config_.deploy_dir + "/components/bgp/rbac-agent-bgp.yaml"});
-      !r) {
-    return Fail(r.error());
+  // Installed as a user does (config().install), the agents' pods run BIRD as their sidecar and
+  // the install brought its RBAC; the lab adds only the router and the BGP objects.
+  const bool own_birds = config_.install.empty();
+  if (own_birds) {
+    if (auto r =
+            Kubectl({"apply", "-f", config_.deploy_dir + "/components/bgp/rbac-agent-bgp.yaml"});
+        !r) {
+      return Fail(r.error());
+    }
   }
-  if (auto s = WriteText(Path("bird-router.conf"), RouterConfig()); !s) return s;
+  if (auto s = WriteTextFile(Path("bird-router.conf"), RouterConfig()); !s) return s;
   SpawnOptions o;
   o.netns = topology_.LanNetns();
   o.argv = {bird, "-f",
@@ -156,6 +156,7 @@ Status Lab::StartBgp() {
             "-P", Path("bird-router.pid")};
   if (auto s = Spawn("bird-router", o); !s) return s;
   for (const auto& n : topology_.nodes()) {
+    if (!own_birds) break;
     if (auto s = StartNodeBird(n.name); !s) return s;
   }
   if (auto s = Apply(DefaultObjects()); !s) return s;
@@ -205,14 +206,21 @@ Status Lab::FreezeNode(const std::string& node, bool frozen) {
     if (auto s = topology_.SetNodePortForwarding(*n, false); !s) return s;
   }
   // Every process of the node: agent, BIRD, responder, kube-proxy, API forwarder, and its pods.
-  std::vector<std::string> keys = {"agent-" + node, "bird-" + node, "serve-" + node,
-                                   "kube-proxy-" + node, "api-forward-" + node};
+  std::vector<std::string> keys = {"agent-" + node,      "bird-" + node,        "serve-" + node,
+                                   "kube-proxy-" + node, "api-forward-" + node, "kubelet-" + node,
+                                   "containerd-" + node, "api-endpoint-" + node};
   for (const auto& pod : pods_) {
     if (pod.node == node) keys.push_back("pod-" + pod.name);
   }
   for (const std::string& key : keys) {
     auto it = procs_.find(key);
     if (it != procs_.end()) (void)it->second.Signal(sig);
+  }
+  if (config_.kubelet) {
+    // The node's pods, the agent's and BIRD's among them: everything under its cgroupRoot.
+    const std::string state =
+        "/sys/fs/cgroup/freezer" + KubeletNodeOf(*n).CgroupRoot() + "/freezer.state";
+    if (auto s = WriteTextFile(state, frozen ? "FROZEN" : "THAWED"); !s) return s;
   }
   if (!frozen) return topology_.SetNodePortForwarding(*n, true);
   return Ok();

@@ -19,7 +19,7 @@ int Up(const UpFlags& f) {
   if (Stopping()) return cli::kExitFailure;  // interrupted: the destructor tears down
   lab.Detach();
   Say("lab \"" + cfg.name + "\" is up; logs in " + lab.config().dir);
-  if (cfg.kube_proxy) {
+  if (lab.config().kube_proxy) {
     Say(lab.kube_proxy_running()
             ? "kube-proxy (" + cfg.proxy_mode +
                   " mode) runs on every node; pod CIDRs 10.244.<i>.0/24, "
@@ -27,7 +27,11 @@ int Up(const UpFlags& f) {
             : "kube-proxy is NOT running, the nodes' responders answer instead: " +
                   lab.kube_proxy_problem());
   }
-  if (cfg.kubelet) {
+  if (!cfg.install.empty()) {
+    Say("Pylon is installed (" + cfg.install +
+        ") and runs as pods: kubectl get pods -n purelb-system -o wide");
+  }
+  if (lab.config().kubelet) {
     Say("a kubelet and containerd run on every node (pods on 10.244.<i>.100-250, "
         "fd00:10:244:<i>::100-250); import an image with  ctr --address " +
         lab.KubeletNodeOf(lab.topology().nodes()[0]).ContainerdSocket() +
@@ -90,6 +94,10 @@ void AddUpFlags(cli::App& sub, UpFlags* flags, int min_nodes, int max_nodes) {
   sub.add_flag("--kubelet", flags->kubelet,
                "containerd and a real kubelet on every node, kube-controller-manager and "
                "kube-scheduler, a CNI bridge per node; implies --kube-proxy (docs/lab.md)");
+  sub.add_option("--install", flags->install,
+                 "install Pylon as a user does, from its image (scripts/image.sh): `kubectl "
+                 "apply -k deploy` (kustomize) or `helm install` (helm); implies --kubelet")
+      ->check(CLI::IsMember({"kustomize", "helm"}));
 }
 
 LabConfig UpConfig(const UpFlags& flags) {
@@ -97,6 +105,7 @@ LabConfig UpConfig(const UpFlags& flags) {
   cfg.nodes = flags.nodes;
   cfg.bgp = flags.bgp;
   cfg.kubelet = flags.kubelet;
+  cfg.install = flags.install;
   return cfg;
 }
 

@@ -64,9 +64,10 @@ struct UpFlags {
   KubeProxyFlags kube_proxy;
   bool bgp = false;
   bool kubelet = false;
+  std::string install;  // LabConfig::install
 };
-// The build flags, --nodes (within [min_nodes, max_nodes]), the kube-proxy flags, --bgp and
-// --kubelet.
+// The build flags, --nodes (within [min_nodes, max_nodes]), the kube-proxy flags, --bgp,
+// --kubelet and --install.
 void AddUpFlags(cli::App& sub, UpFlags* flags, int min_nodes, int max_nodes);
 LabConfig UpConfig(const UpFlags& flags);
 

@@ -18,6 +18,7 @@
 #include "common/log.h"
 #include "k8s/curl_transport.h"
 #include "k8s/rest_config.h"
+#include "lab/files.h"
 
 #ifndef PYLON_K8S_BIN_DIR
 #define PYLON_K8S_BIN_DIR ""
@@ -28,16 +29,6 @@ namespace {
 
 namespace fs = std::filesystem;
 using namespace std::chrono_literals;
-
-Status WriteFile(const std::string& path, const std::string& text, mode_t mode = 0644) {
-  {
-    std::ofstream out(path, std::ios::trunc);
-    out << text;
-    if (!out) return Fail(ErrorCode::kSystem, "cannot write " + path);
-  }
-  chmod(path.c_str(), mode);
-  return Ok();
-}
 
 std::string RandomHex(size_t bytes) {
   std::ifstream rnd("/dev/urandom", std::ios::binary);
@@ -144,7 +135,7 @@ Status ControlPlane::MakePki() {
   const std::string san =
       "subjectAltName=IP:127.0.0.1,IP:::1,DNS:localhost,DNS:kubernetes,DNS:kubernetes.default,"
       "DNS:kubernetes.default.svc,DNS:kubernetes.default.svc.cluster.local,IP:10.96.0.1\n";
-  if (auto s = WriteFile(pki + "/san.cnf", san); !s) return s;
+  if (auto s = WriteTextFile(pki + "/san.cnf", san); !s) return s;
   const std::vector<std::vector<std::string>> steps = {
       {"openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", pki + "/ca.key",
        "-out", pki + "/ca.crt", "-days", "3650", "-subj", "/CN=pylon-lab-ca"},
@@ -161,7 +152,8 @@ Status ControlPlane::MakePki() {
   }
   admin_token_ = RandomHex(24);
   // token,user,uid,"group1,group2"
-  return WriteFile(Path("tokens.csv"), admin_token_ + ",admin,admin,\"system:masters\"\n", 0600);
+  return WriteTextFile(Path("tokens.csv"), admin_token_ + ",admin,admin,\"system:masters\"\n",
+                       0600);
 }
 
 Status ControlPlane::MakeKubeletClientCert() {
@@ -237,7 +229,7 @@ Status ControlPlane::StartApiserver() {
             "--profiling=false",
             "--v=1"};
   if (config_.audit) {
-    if (auto s = WriteFile(Path("audit-policy.yaml"), kAuditPolicy); !s) return s;
+    if (auto s = WriteTextFile(Path("audit-policy.yaml"), kAuditPolicy); !s) return s;
     o.argv.insert(o.argv.end(), {"--audit-policy-file=" + Path("audit-policy.yaml"),
                                  "--audit-log-path=" + AuditLog(), "--audit-log-format=json",
                                  "--audit-log-mode=blocking"});
@@ -440,7 +432,7 @@ Status ControlPlane::WriteKubeconfig(const std::string& path, const std::string&
     << "users:\n- name: user\n  user:\n    token: " << token << "\n"
     << "contexts:\n- name: lab\n  context:\n    cluster: lab\n    user: user\n"
     << "current-context: lab\n";
-  return WriteFile(path, y.str(), 0600);
+  return WriteTextFile(path, y.str(), 0600);
 }
 
 Status ControlPlane::WriteServiceAccountKubeconfig(const std::string& path, const std::string& ns,

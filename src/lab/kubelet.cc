@@ -13,25 +13,12 @@
 #include <sstream>
 #include <thread>
 
+#include "lab/files.h"
+
 namespace pylon::lab {
 namespace {
 
 namespace fs = std::filesystem;
-
-std::string ReadFile(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
-Status WriteFile(const std::string& path, const std::string& text) {
-  std::ofstream out(path, std::ios::trunc);
-  out << text;
-  out.close();
-  if (!out) return Fail(ErrorCode::kSystem, "cannot write " + path);
-  return Ok();
-}
 
 // mountinfo escapes space, tab, newline and backslash as \ooo.
 std::string Unescape(const std::string& s) {
@@ -217,10 +204,11 @@ Status PrepareKubeletNode(const KubeletNode& n) {
     fs::create_directories(n.Path(d), ec);
     if (ec) return Fail(ErrorCode::kSystem, "create " + n.Path(d) + ": " + ec.message());
   }
-  if (auto s = WriteFile(n.ContainerdConfig(), ContainerdConfigToml(n)); !s) return s;
-  if (auto s = WriteFile(n.KubeletConfig(), KubeletConfigYaml(n)); !s) return s;
-  if (auto s = WriteFile(n.Path("cni/net.d/10-pylon-lab.conflist"), CniConfigJson(n)); !s) return s;
-  for (const auto& h : CgroupHierarchies(ReadFile("/proc/self/mountinfo"))) {
+  if (auto s = WriteTextFile(n.ContainerdConfig(), ContainerdConfigToml(n)); !s) return s;
+  if (auto s = WriteTextFile(n.KubeletConfig(), KubeletConfigYaml(n)); !s) return s;
+  if (auto s = WriteTextFile(n.Path("cni/net.d/10-pylon-lab.conflist"), CniConfigJson(n)); !s)
+    return s;
+  for (const auto& h : CgroupHierarchies(ReadTextFile("/proc/self/mountinfo"))) {
     fs::create_directories(h + n.CgroupRoot(), ec);
     if (ec)
       return Fail(ErrorCode::kSystem, "create cgroup " + h + n.CgroupRoot() + ": " + ec.message());
@@ -333,18 +321,18 @@ bool IsShimOf(const std::string& cmdline, const std::string& socket) {
 Status UnmountUnder(const std::string& dir) {
   std::vector<std::string> left;
   for (int round = 0; round < 5; ++round) {
-    left = MountPointsUnder(ReadFile("/proc/self/mountinfo"), dir);
+    left = MountPointsUnder(ReadTextFile("/proc/self/mountinfo"), dir);
     if (left.empty()) return Ok();
     for (const auto& m : left) umount2(m.c_str(), MNT_DETACH);
   }
-  left = MountPointsUnder(ReadFile("/proc/self/mountinfo"), dir);
+  left = MountPointsUnder(ReadTextFile("/proc/self/mountinfo"), dir);
   if (left.empty()) return Ok();
   return Fail(ErrorCode::kSystem, "mounts left under " + dir + ": " + Join(left, " "));
 }
 
 Status RemoveCgroupTree(const std::string& cgroup, int timeout_ms) {
   std::vector<std::string> dirs;
-  for (const auto& h : CgroupHierarchies(ReadFile("/proc/self/mountinfo"))) {
+  for (const auto& h : CgroupHierarchies(ReadTextFile("/proc/self/mountinfo"))) {
     const std::string top = h + cgroup;
     std::error_code ec;
     if (!fs::is_directory(top, ec)) continue;
@@ -362,7 +350,7 @@ Status RemoveCgroupTree(const std::string& cgroup, int timeout_ms) {
   while (true) {
     std::vector<std::string> still;
     for (const auto& d : left) {
-      std::istringstream procs(ReadFile(d + "/cgroup.procs"));
+      std::istringstream procs(ReadTextFile(d + "/cgroup.procs"));
       for (pid_t pid; procs >> pid;) kill(pid, SIGKILL);
       if (rmdir(d.c_str()) != 0 && errno != ENOENT) still.push_back(d);
     }
@@ -383,7 +371,7 @@ std::vector<pid_t> ShimPids(const std::string& socket) {
     char* end = nullptr;
     const long pid = std::strtol(e->d_name, &end, 10);
     if (pid <= 0 || *end != '\0') continue;
-    if (IsShimOf(ReadFile(std::string("/proc/") + e->d_name + "/cmdline"), socket)) {
+    if (IsShimOf(ReadTextFile(std::string("/proc/") + e->d_name + "/cmdline"), socket)) {
       out.push_back(static_cast<pid_t>(pid));
     }
   }
@@ -415,7 +403,7 @@ Status TearDownKubeletNode(const KubeletNode& n) {
     if (!lec && target.rfind(n.dir + "/", 0) == 0) fs::remove(it->path(), lec);
   }
   // The runtime's state, unless something is still mounted there (never delete through a mount).
-  if (MountPointsUnder(ReadFile("/proc/self/mountinfo"), n.dir).empty()) {
+  if (MountPointsUnder(ReadTextFile("/proc/self/mountinfo"), n.dir).empty()) {
     for (const char* d : {"containerd", "runc", "kubelet", "cni/ipam"}) {
       fs::remove_all(n.Path(d), ec);
       if (ec) note(Fail(ErrorCode::kSystem, "remove " + n.Path(d) + ": " + ec.message()));

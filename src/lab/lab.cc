@@ -60,6 +60,26 @@ LabConfig WithDefaults(LabConfig c) {
   if (c.lab_images_script.empty()) {
     c.lab_images_script = std::string(PYLON_SOURCE_DIR) + "/scripts/lab-images.sh";
   }
+  if (c.image_script.empty()) c.image_script = std::string(PYLON_SOURCE_DIR) + "/scripts/image.sh";
+  if (c.helm_binary == "helm") {
+    const char* env = std::getenv("PYLON_HELM");
+    if (env != nullptr && *env != '\0') {
+      c.helm_binary = env;
+    } else if (*PYLON_HELM_BIN != '\0') {
+      c.helm_binary = PYLON_HELM_BIN;
+    }
+  }
+  if (!c.install.empty()) {
+    // The DaemonSet and the Deployment run Pylon, as pods of the kubelets; the heartbeat key is
+    // theirs to make.
+    c.kubelet = true;
+    c.start_allocator = false;
+    c.start_agents = false;
+    c.heartbeat = false;
+    if (c.install == "helm" && c.helm_chart.empty()) {
+      c.helm_chart = std::string(PYLON_SOURCE_DIR) + "/deploy/helm/pylon";
+    }
+  }
   if (c.kubelet) c.kube_proxy = true;
   return c;
 }
@@ -151,23 +171,8 @@ Status Lab::StartControlPlane() {
   }
   if (auto s = control_plane_.Start(); !s) return s;
   if (auto s = WriteState(); !s) return s;
-  // What `kubectl apply -k deploy` installs, but the workloads: the lab runs the allocator and
-  // the agents itself. Default validation, as a user applies them.
-  const std::string& d = config_.deploy_dir;
-  if (!config_.helm_chart.empty()) {
-    if (auto r = Helm(
-            {"install", "pylon", config_.helm_chart, "-n", "purelb-system", "--create-namespace"});
-        !r) {
-      return Fail(r.error());
-    }
-  } else if (auto r = Kubectl({"apply", "-f", d + "/namespace.yaml", "-f", d + "/crds", "-f",
-                               d + "/rbac-allocator.yaml", "-f", d + "/rbac-agent.yaml"});
-             !r) {
-    return Fail(r.error());
-  }
-  if (auto r = Kubectl({"wait", "--for=condition=Established", "--timeout=60s", "crd", "--all"});
-      !r) {
-    return Fail(r.error());
+  if (config_.install.empty()) {
+    if (auto s = InstallForProcesses(); !s) return s;
   }
   for (const auto& n : topology_.nodes()) {
     std::string node = "apiVersion: v1\nkind: Node\nmetadata:\n  name: " + n.name +
@@ -183,18 +188,6 @@ Status Lab::StartControlPlane() {
         !r) {
       return Fail(r.error());
     }
-  }
-  // The components authenticate as the ServiceAccounts deploy/ creates (TokenRequest API).
-  const std::string node_server = "https://127.0.0.1:" + std::to_string(kNodeApiPort);
-  if (auto s = control_plane_.WriteServiceAccountKubeconfig(Path("kubeconfig-allocator"),
-                                                            "purelb-system", "allocator");
-      !s) {
-    return s;
-  }
-  if (auto s = control_plane_.WriteServiceAccountKubeconfig(Path("kubeconfig-agent"),
-                                                            "purelb-system", "agent", node_server);
-      !s) {
-    return s;
   }
   // API forwarders: host unix socket → API server; in every node 127.0.0.1:6443 → the socket.
   const std::string sock = Path("api.sock");
@@ -318,6 +311,42 @@ Status Lab::Apply(const std::string& manifest) const {
   return Ok();
 }
 
+// What `kubectl apply -k deploy` installs, but the workloads (the lab runs the allocator and the
+// agents itself), and their ServiceAccounts' kubeconfigs.
+Status Lab::InstallForProcesses() {
+  // What `kubectl apply -k deploy` installs, but the workloads: the lab runs the allocator and
+  // the agents itself. Default validation, as a user applies them.
+  const std::string& d = config_.deploy_dir;
+  if (!config_.helm_chart.empty()) {
+    if (auto r = Helm(
+            {"install", "pylon", config_.helm_chart, "-n", "purelb-system", "--create-namespace"});
+        !r) {
+      return Fail(r.error());
+    }
+  } else if (auto r = Kubectl({"apply", "-f", d + "/namespace.yaml", "-f", d + "/crds", "-f",
+                               d + "/rbac-allocator.yaml", "-f", d + "/rbac-agent.yaml"});
+             !r) {
+    return Fail(r.error());
+  }
+  if (auto r = Kubectl({"wait", "--for=condition=Established", "--timeout=60s", "crd", "--all"});
+      !r) {
+    return Fail(r.error());
+  }
+  // The components authenticate as the ServiceAccounts deploy/ creates (TokenRequest API).
+  const std::string node_server = "https://127.0.0.1:" + std::to_string(kNodeApiPort);
+  if (auto s = control_plane_.WriteServiceAccountKubeconfig(Path("kubeconfig-allocator"),
+                                                            "purelb-system", "allocator");
+      !s) {
+    return s;
+  }
+  if (auto s = control_plane_.WriteServiceAccountKubeconfig(Path("kubeconfig-agent"),
+                                                            "purelb-system", "agent", node_server);
+      !s) {
+    return s;
+  }
+  return Ok();
+}
+
 Status Lab::SetUpHeartbeat() {
   std::string help;
   (void)RunCommand({config_.binary, "agent", "--help"}, &help);
@@ -342,6 +371,10 @@ Status Lab::Up() {
   }
   // Before any namespace exists: a machine without the Kubernetes binaries fails at once.
   if (auto s = control_plane_.CheckBinaries(); !s) return s;
+  if (!config_.install.empty() && config_.install != "kustomize" && config_.install != "helm") {
+    return Fail(ErrorCode::kInvalidArgument,
+                "install \"" + config_.install + "\": expected kustomize or helm");
+  }
   if (config_.kubelet) {
     if (access(control_plane_.Binary("kubelet").c_str(), X_OK) != 0) {
       return Fail(ErrorCode::kNotFound,
@@ -387,11 +420,18 @@ Status Lab::Up() {
                 {{"lab", config_.name}, {"mode", config_.proxy_mode}});
     }
   }
-  if (config_.bgp) {
+  if (config_.bgp && config_.install.empty()) {
     if (auto s = StartBgp(); !s) return fail(s.error());
   }
   if (config_.kubelet) {
     if (auto s = StartKubelets(); !s) return fail(s.error());
+  }
+  if (!config_.install.empty()) {
+    if (auto s = InstallPylon(); !s)
+      return fail(s.error().Wrap("install (" + config_.install + ")"));
+    if (config_.bgp) {
+      if (auto s = StartBgp(); !s) return fail(s.error());
+    }
   }
   if (config_.start_allocator) {
     if (auto s = StartAllocator(); !s) return fail(s.error());
@@ -674,11 +714,14 @@ Result<std::string> Lab::BuildImage(const std::vector<std::string>& args) const 
   return path;
 }
 
-Status Lab::ImportImage(const std::string& archive) const {
+Status Lab::ImportImage(const std::string& archive, const std::string& base_name) const {
   for (const auto& n : topology_.nodes()) {
-    if (auto r = RunCommandChecked({"ctr", "--address", KubeletNodeOf(n).ContainerdSocket(),
-                                    "--namespace", "k8s.io", "images", "import", archive});
-        !r) {
+    std::vector<std::string> argv = {
+        "ctr",    "--address", KubeletNodeOf(n).ContainerdSocket(), "--namespace", "k8s.io",
+        "images", "import"};
+    if (!base_name.empty()) argv.insert(argv.end(), {"--base-name", base_name});
+    argv.push_back(archive);
+    if (auto r = RunCommandChecked(argv); !r) {
       return Fail(r.error().Wrap("import " + archive + " on " + n.name));
     }
   }
@@ -833,6 +876,7 @@ Status Lab::TearDownKubelets() {
   };
   for (const auto& k : nodes) stop("kubelet-" + k.node);
   for (const auto& k : nodes) stop("containerd-" + k.node);
+  if (!nodes.empty()) RemoveAgentHostFiles();
   Status first = Ok();
   for (const auto& k : nodes) {
     if (auto s = TearDownKubeletNode(k); !s && first) first = Fail(s.error().Wrap(k.node));

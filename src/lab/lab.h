@@ -71,6 +71,15 @@ struct LabConfig {
   bool kubelet = false;
   // Builds the lab's images (pause, echo); default <source>/scripts/lab-images.sh.
   std::string lab_images_script;
+  // How Pylon gets into a kubelet lab (docs/lab.md "Installing Pylon as a user does"):
+  //   ""           the lab runs the allocator and the agents as processes (start_*);
+  //   "kustomize"  `kubectl apply -k` of deploy_dir (with deploy_dir/components/bgp when bgp);
+  //   "helm"       `helm install` of helm_chart (bgp.enabled=true when bgp).
+  // Both run the images of image_script (the Dockerfile, built with this lab's `binary`), imported
+  // into every node's containerd; the Deployment and the DaemonSet then run as pods. Needs kubelet.
+  std::string install;
+  // Builds Pylon's images from the Dockerfile; default <source>/scripts/image.sh.
+  std::string image_script;
 };
 
 // A ServiceGroup of virtual addresses for BGP labs (no node subnet holds them; one host route
@@ -175,7 +184,8 @@ class Lab {
   Result<std::vector<std::string>> RouterNexthops(const std::string& prefix) const;
   // A node as its crash looks from outside: its switch port out of forwarding (no carrier change
   // anywhere), every process of it stopped (SIGSTOP): agent, BIRD, responder, kube-proxy, API
-  // forwarder and its pods. false thaws it.
+  // forwarder and its pods; in a kubelet lab also its kubelet and containerd, and every container
+  // (the freezer cgroup of its cgroupRoot). false thaws it.
   Status FreezeNode(const std::string& node, bool frozen);
   const LabNode* FindNode(const std::string& name) const;
 
@@ -184,9 +194,20 @@ class Lab {
   KubeletNode KubeletNodeOf(const LabNode& node) const;
   // Imports an OCI image archive (scripts/lab-images.sh) into every node's containerd, where the
   // kubelets find it (namespace k8s.io).
-  Status ImportImage(const std::string& archive) const;
+  // `base_name` names an archive that carries only a tag (scripts/image.sh's): "repo" → repo:tag.
+  Status ImportImage(const std::string& archive, const std::string& base_name = "") const;
   // Runs config().lab_images_script with `args` and returns the archive path it prints.
   Result<std::string> BuildImage(const std::vector<std::string>& args) const;
+  // The repository of each of Pylon's images as the manifests name them, normalized as
+  // containerd stores it ("docker.io/library/pylon").
+  static std::string ImageRepository(const std::string& target);
+  // Builds Pylon's images `targets` ("pylon", "bird") with config().image_script from this lab's
+  // product binary, tagged `tag` (default: the project version, as deploy/ and the chart name
+  // it), and imports them into every node's containerd under ImageRepository(target):tag.
+  Status BuildAndImportPylonImages(const std::vector<std::string>& targets,
+                                   const std::string& tag = "");
+  // Waits until `kind/name` in purelb-system has rolled out (kubectl rollout status).
+  Status WaitRollout(const std::string& kind_name, std::chrono::seconds timeout);
 
   // Process name → pid, as recorded in the state file.
   std::map<std::string, int> Pids() const;
@@ -196,6 +217,9 @@ class Lab {
   // Control plane, the lab's namespace/CRDs/RBAC from deploy/, Node objects, the ServiceAccount
   // kubeconfigs of the allocator and the agents, the API forwarders into every node.
   Status StartControlPlane();
+  // Without config().install: deploy/'s namespace, CRDs and RBAC (or the chart), and the
+  // kubeconfigs of the allocator's and the agents' ServiceAccounts, for the lab's processes.
+  Status InstallForProcesses();
   // Passes --heartbeat-key-secret as the DaemonSet sets it (the agents make the key Secret).
   Status SetUpHeartbeat();
   Status Spawn(const std::string& key, SpawnOptions opts);
@@ -211,6 +235,11 @@ class Lab {
   Status StartKubelets();
   Status StartKubeletNode(const LabNode& node, const std::string& pause_archive);
   Status WaitNodesReady(std::chrono::seconds timeout);
+  // config().install: the images, then `kubectl apply -k` or `helm install`, every CRD
+  // Established, the allocator's Deployment and the agents' DaemonSet rolled out (install.cc).
+  Status InstallPylon();
+  // The files the agents' pods leave on the host through their hostPath /run/pylon.
+  void RemoveAgentHostFiles() const;
   // Stops every node's kubelet and containerd (this object's or recorded in the state file),
   // kills and removes what they left (TearDownKubeletNode) and restores the kernel settings the
   // kubelets rewrote. Driven by the lab directory, so `lab down` from another process works.

@@ -7,62 +7,11 @@
 #include <fstream>
 
 #include "e2e_lab.h"
+#include "kubelet_workloads.h"
 #include "lab/kubelet.h"
 
 namespace pylon::e2e {
 namespace {
-
-constexpr const char* kEchoDeployment = R"yaml(apiVersion: apps/v1
-kind: Deployment
-metadata:
-  name: echo
-  namespace: default
-spec:
-  replicas: 2
-  selector:
-    matchLabels:
-      app: echo
-  template:
-    metadata:
-      labels:
-        app: echo
-    spec:
-      terminationGracePeriodSeconds: 5
-      topologySpreadConstraints:
-      - maxSkew: 1
-        topologyKey: kubernetes.io/hostname
-        whenUnsatisfiable: DoNotSchedule
-        labelSelector:
-          matchLabels:
-            app: echo
-      containers:
-      - name: echo
-        image: pylon-lab-echo:lab
-        imagePullPolicy: Never
-        args: ["--port", "8080", "--text", "pod=$(POD_NAME) node=$(NODE_NAME)"]
-        env:
-        - name: POD_NAME
-          valueFrom:
-            fieldRef:
-              fieldPath: metadata.name
-        - name: NODE_NAME
-          valueFrom:
-            fieldRef:
-              fieldPath: spec.nodeName
-        ports:
-        - containerPort: 8080
-        readinessProbe:
-          httpGet:
-            path: /
-            port: 8080
-          periodSeconds: 1
-)yaml";
-
-struct EchoPod {
-  std::string name;
-  std::string node;
-  std::vector<std::string> ips;
-};
 
 class KubeletLabTest : public LabTest {
  protected:
@@ -94,46 +43,21 @@ class KubeletLabTest : public LabTest {
     LabTest::TearDown();
   }
 
-  // The echo Deployment's pods that run, are Ready and not being deleted.
-  std::vector<EchoPod> ReadyEchoPods() {
-    std::vector<EchoPod> out;
-    Json pods = GetJson({"get", "pods", "-l", "app=echo"});
-    if (!pods.is_object()) return out;
-    for (const auto& p : pods.value("items", Json::array())) {
-      if (p["metadata"].contains("deletionTimestamp")) continue;
-      if (p["status"].value("phase", "") != "Running") continue;
-      bool ready = false;
-      for (const auto& c : p["status"].value("conditions", Json::array())) {
-        if (c.value("type", "") == "Ready" && c.value("status", "") == "True") ready = true;
-      }
-      if (!ready) continue;
-      EchoPod e;
-      e.name = p["metadata"].value("name", "");
-      e.node = p["spec"].value("nodeName", "");
-      for (const auto& ip : p["status"].value("podIPs", Json::array())) {
-        e.ips.push_back(ip.value("ip", ""));
-      }
-      out.push_back(e);
-    }
-    return out;
-  }
-
   // Waits for `count` ready pods (and no others of the Deployment).
-  std::vector<EchoPod> WaitEchoPods(size_t count, Ms timeout) {
-    std::vector<EchoPod> pods;
+  std::vector<RunningPod> WaitEchoPods(size_t count, Ms timeout) {
+    std::vector<RunningPod> pods;
     Eventually(
         [&] {
-          pods = ReadyEchoPods();
-          Json all = GetJson({"get", "pods", "-l", "app=echo"});
-          return pods.size() == count && all.is_object() &&
-                 all.value("items", Json::array()).size() == count;
+          size_t total = 0;
+          pods = ReadyPods(lab(), "app=echo", "default", &total);
+          return pods.size() == count && total == count;
         },
         timeout);
     return pods;
   }
 
   // Every address of `pod` answers with its name and node, from every node of the lab.
-  void ExpectAnswersFromEveryNode(const EchoPod& pod) {
+  void ExpectAnswersFromEveryNode(const RunningPod& pod) {
     ASSERT_FALSE(pod.ips.empty()) << pod.name;
     for (const auto& node : lab().topology().nodes()) {
       for (const auto& ip : pod.ips) {
@@ -181,12 +105,9 @@ TEST_F(KubeletLabTest, DeploymentRunsOnKubeletsAnswersLogsAndReplacesDeletedPod)
         << n.name << ": " << last.error << " " << last.status;
   }
 
-  auto archive = lab().BuildImage({"echo", test_support::DevBinary()});
-  ASSERT_TRUE(archive) << archive.error().message();
-  auto imported = lab().ImportImage(*archive);
-  ASSERT_TRUE(imported) << imported.error().message();
-
-  Apply(kEchoDeployment);
+  ImportEchoImage(lab());
+  if (HasFatalFailure()) return;
+  Apply(EchoDeploymentYaml("echo", 2));
   auto rollout = lab().Kubectl({"rollout", "status", "deployment/echo", "--timeout=180s"});
   ASSERT_TRUE(rollout) << rollout.error().message() << "\n"
                        << lab().Kubectl({"describe", "pods", "-l", "app=echo"}).value_or("");
