@@ -69,6 +69,14 @@ void DemoBgp(Lab& lab) {
         Say("    pod " + pod + ": " + st.error().message());
       }
     }
+    // Until every node's kube-proxy has synced the new endpoints, the nodes' own responders
+    // answer: wait until 10 requests in a row from behind the router reach the pods.
+    const auto deadline = SteadyClock::now() + Ms(20000);
+    for (int in_a_row = 0; in_a_row < 10 && SteadyClock::now() < deadline && !Stopping();) {
+      auto r = InNetns(lab.topology().WanNetns(), [&] { return ProbeOnce(ips[0], 80, Ms(500)); });
+      in_a_row = r && r->ok && r->body.rfind("pod=", 0) == 0 ? in_a_row + 1 : 0;
+      std::this_thread::sleep_for(Ms(20));
+    }
   }
   for (const auto& ip : ips) {
     const std::string prefix = ip + (ip.find(':') != std::string::npos ? "/128" : "/32");
@@ -187,14 +195,6 @@ void ShowFailover(Lab& lab, const std::string& ip, const std::string& winner) {
        ") with SIGTERM while the client probes every 10 ms");
   auto o = MeasureFailover(
       lab, ip, [&] { (void)lab.SignalAgent(winner, SIGTERM); }, Ms(4000));
-  if (o.ms < 0) {
-    Say("    the address did not come back within the run");
-  } else {
-    char buf[160];
-    std::snprintf(buf, sizeof buf, "    answered by %s before, by %s after; longest outage %.0f ms",
-                  o.from.c_str(), o.to.c_str(), o.ms);
-    Say(buf);
-  }
   (void)lab.WaitAgentExit(winner, 5000);
   auto after = WaitService(
       lab, "default", kDemoServiceName,
@@ -203,8 +203,20 @@ void ShowFailover(Lab& lab, const std::string& ip, const std::string& winner) {
         return !a.empty() && a != winner;
       },
       Ms(10000), "a new announcing node");
-  if (after) {
-    Say("    purelb.io/announcing-IPv4: " + Annotation(*after, "purelb.io/announcing-IPv4"));
+  Say("    announcing node (purelb.io/announcing-IPv4): " + winner + " before, " +
+      (after ? Announcer(*after, false) : "none") + " after");
+  if (o.ms < 0) {
+    Say("    the address did not come back within the run");
+  } else {
+    char buf[200];
+    std::snprintf(buf, sizeof buf,
+                  lab.kube_proxy_running()
+                      ? "    answered by a pod (behind kube-proxy) on %s before, "
+                        "on %s after; longest outage %.0f ms"
+                      : "    answered by the responder of %s before, of %s "
+                        "after; longest outage %.0f ms",
+                  o.from.c_str(), o.to.c_str(), o.ms);
+    Say(buf);
   }
 
   Step("Restarting " + winner + "'s agent: the address stays where it is (sticky election)");
