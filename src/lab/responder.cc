@@ -10,6 +10,7 @@
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
+#include <optional>
 #include <sstream>
 #include <thread>
 
@@ -43,10 +44,26 @@ std::string HttpReply(const std::string& text) {
          std::to_string(body.size()) + "\r\nConnection: close\r\n\r\n" + body;
 }
 
-}  // namespace
+// The socket address of ip:port; its length.
+socklen_t SockaddrOf(const net::IpAddress& ip, int port, sockaddr_storage* ss) {
+  *ss = {};
+  auto bytes = ip.bytes();
+  if (ip.is_v4()) {
+    auto* sa = reinterpret_cast<sockaddr_in*>(ss);
+    sa->sin_family = AF_INET;
+    sa->sin_port = htons(static_cast<uint16_t>(port));
+    std::memcpy(&sa->sin_addr, bytes.data(), 4);
+    return sizeof *sa;
+  }
+  auto* sa = reinterpret_cast<sockaddr_in6*>(ss);
+  sa->sin6_family = AF_INET6;
+  sa->sin6_port = htons(static_cast<uint16_t>(port));
+  std::memcpy(&sa->sin6_addr, bytes.data(), 16);
+  return sizeof *sa;
+}
 
-Status ServeText(int port, const std::string& text, const std::atomic<bool>* stop,
-                 bool report_peer) {
+// A listening TCP socket on [::]:port (IPv4 too), accepting for addresses added later.
+Result<UniqueFd> ListenAny(int port) {
   UniqueFd fd(socket(AF_INET6, SOCK_STREAM | SOCK_CLOEXEC, 0));
   if (!fd) return FailErrno(errno, "socket");
   int zero = 0, one = 1;
@@ -62,6 +79,16 @@ Status ServeText(int port, const std::string& text, const std::atomic<bool>* sto
     return FailErrno(errno, "bind [::]:" + std::to_string(port));
   }
   if (listen(fd.get(), 128) != 0) return FailErrno(errno, "listen");
+  return fd;
+}
+
+}  // namespace
+
+Status ServeText(int port, const std::string& text, const std::atomic<bool>* stop,
+                 bool report_peer) {
+  auto listening = ListenAny(port);
+  if (!listening) return Fail(listening.error());
+  UniqueFd fd = std::move(*listening);
   const std::string fixed_reply = HttpReply(text);
   while (!stop->load()) {
     pollfd p{fd.get(), POLLIN, 0};
@@ -98,21 +125,7 @@ ProbeResult ProbeOnce(const std::string& address, int port, std::chrono::millise
   }
   auto deadline = Clock::now() + timeout;
   sockaddr_storage ss{};
-  socklen_t len;
-  auto bytes = ip->bytes();
-  if (ip->is_v4()) {
-    auto* sa = reinterpret_cast<sockaddr_in*>(&ss);
-    sa->sin_family = AF_INET;
-    sa->sin_port = htons(static_cast<uint16_t>(port));
-    std::memcpy(&sa->sin_addr, bytes.data(), 4);
-    len = sizeof *sa;
-  } else {
-    auto* sa = reinterpret_cast<sockaddr_in6*>(&ss);
-    sa->sin6_family = AF_INET6;
-    sa->sin6_port = htons(static_cast<uint16_t>(port));
-    std::memcpy(&sa->sin6_addr, bytes.data(), 16);
-    len = sizeof *sa;
-  }
+  const socklen_t len = SockaddrOf(*ip, port, &ss);
   UniqueFd fd(socket(ss.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0));
   if (!fd) {
     r.error = std::strerror(errno);
@@ -224,5 +237,141 @@ double LongestOutageMs(const std::vector<ProbeSample>& samples) {
   }
   return worst;
 }
+
+Status ServeEcho(int port, const std::atomic<bool>* stop) {
+  auto listening = ListenAny(port);
+  if (!listening) return Fail(listening.error());
+  UniqueFd fd = std::move(*listening);
+  std::vector<UniqueFd> conns;
+  char buf[4096];
+  while (!stop->load()) {
+    std::vector<pollfd> p{{fd.get(), POLLIN, 0}};
+    for (const auto& c : conns) p.push_back({c.get(), POLLIN, 0});
+    if (poll(p.data(), p.size(), 200) <= 0) continue;
+    if ((p[0].revents & POLLIN) != 0) {
+      UniqueFd c(accept4(fd.get(), nullptr, nullptr, SOCK_CLOEXEC | SOCK_NONBLOCK));
+      if (c) conns.push_back(std::move(c));
+    }
+    std::vector<UniqueFd> kept;
+    for (size_t i = 1; i < p.size(); ++i) {
+      UniqueFd& c = conns[i - 1];
+      bool open = true;
+      if ((p[i].revents & (POLLIN | POLLHUP | POLLERR)) != 0) {
+        const ssize_t n = read(c.get(), buf, sizeof buf);
+        if (n > 0) {
+          open = write(c.get(), buf, static_cast<size_t>(n)) == n;
+        } else if (n == 0 || errno != EAGAIN) {
+          open = false;
+        }
+      }
+      if (open) kept.push_back(std::move(c));
+    }
+    for (size_t i = p.size() - 1; i < conns.size(); ++i) kept.push_back(std::move(conns[i]));
+    conns = std::move(kept);
+  }
+  return Ok();
+}
+
+struct StreamSet::Flow {
+  UniqueFd fd;
+  bool broken = false;
+  bool stalled = false;
+  std::optional<Clock::time_point> sent;  // awaiting this line's echo since
+  size_t pending = 0;                     // bytes of echo still expected
+};
+
+Result<std::unique_ptr<StreamSet>> StreamSet::Open(const std::string& address, int port, int count,
+                                                   std::chrono::milliseconds period) {
+  auto ip = net::IpAddress::Parse(address);
+  if (!ip) return Fail(ip.error());
+  std::unique_ptr<StreamSet> set(new StreamSet());
+  for (int i = 0; i < count; ++i) {
+    sockaddr_storage ss{};
+    const socklen_t len = SockaddrOf(*ip, port, &ss);
+    UniqueFd fd(socket(ss.ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0));
+    if (!fd) return FailErrno(errno, "socket");
+    timeval tv{2, 0};
+    setsockopt(fd.get(), SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
+    if (connect(fd.get(), reinterpret_cast<sockaddr*>(&ss), len) != 0) {
+      return FailErrno(errno, "connect " + address + ":" + std::to_string(port));
+    }
+    const int flags = fcntl(fd.get(), F_GETFL);
+    fcntl(fd.get(), F_SETFL, flags | O_NONBLOCK);
+    Flow flow;
+    flow.fd = std::move(fd);
+    set->flows_.push_back(std::move(flow));
+  }
+  set->stats_.opened = count;
+  set->thread_ = std::thread([s = set.get(), period] { s->Run(period); });
+  return set;
+}
+
+void StreamSet::Run(std::chrono::milliseconds period) {
+  static constexpr char kLine[] = "pylon lab stream\n";
+  auto next = Clock::now();
+  char buf[4096];
+  while (!stop_.load()) {
+    const auto now = Clock::now();
+    if (now >= next) {
+      next += period;
+      for (auto& f : flows_) {
+        if (f.broken) continue;
+        if (f.sent) {
+          const double waited = std::chrono::duration<double, std::milli>(now - *f.sent).count();
+          stats_.longest_wait_ms = std::max(stats_.longest_wait_ms, waited);
+          if (waited > 1000 && !f.stalled) {
+            f.stalled = true;
+            ++stats_.stalled;
+          }
+          continue;  // one line in flight per flow
+        }
+        if (write(f.fd.get(), kLine, sizeof kLine - 1) != static_cast<ssize_t>(sizeof kLine - 1)) {
+          f.broken = true;
+          ++stats_.broken;
+          continue;
+        }
+        f.sent = now;
+        f.pending = sizeof kLine - 1;
+      }
+    }
+    std::vector<pollfd> p;
+    std::vector<Flow*> of;
+    for (auto& f : flows_) {
+      if (f.broken) continue;
+      p.push_back({f.fd.get(), POLLIN, 0});
+      of.push_back(&f);
+    }
+    const auto wait = std::chrono::duration_cast<std::chrono::milliseconds>(next - Clock::now());
+    if (poll(p.data(), p.size(), static_cast<int>(std::max<int64_t>(0, wait.count()))) <= 0) {
+      continue;
+    }
+    for (size_t i = 0; i < p.size(); ++i) {
+      if ((p[i].revents & (POLLIN | POLLHUP | POLLERR)) == 0) continue;
+      Flow& f = *of[i];
+      const ssize_t n = read(f.fd.get(), buf, sizeof buf);
+      if (n > 0) {
+        f.pending -= std::min(f.pending, static_cast<size_t>(n));
+        if (f.pending == 0 && f.sent) {
+          const double waited =
+              std::chrono::duration<double, std::milli>(Clock::now() - *f.sent).count();
+          stats_.longest_wait_ms = std::max(stats_.longest_wait_ms, waited);
+          f.sent.reset();
+        }
+      } else if (n == 0 || errno != EAGAIN) {
+        f.broken = true;
+        ++stats_.broken;
+      }
+    }
+  }
+}
+
+StreamStats StreamSet::Stop() {
+  stop_ = true;
+  if (thread_.joinable()) thread_.join();
+  flows_.clear();
+  return stats_;
+}
+
+StreamSet::~StreamSet() { (void)Stop(); }
 
 }  // namespace pylon::lab

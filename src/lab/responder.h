@@ -6,7 +6,9 @@
 #include <atomic>
 #include <chrono>
 #include <map>
+#include <memory>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "common/result.h"
@@ -20,6 +22,42 @@ namespace pylon::lab {
 // pod behind kube-proxy shows whether the client's address was kept or masqueraded.
 Status ServeText(int port, const std::string& text, const std::atomic<bool>* stop,
                  bool report_peer = false);
+
+// Echoes every byte it reads, on every connection to [::]:port, until `*stop` (checked every
+// 200 ms): the far end of StreamSet's long-lived flows.
+Status ServeEcho(int port, const std::atomic<bool>* stop);
+
+struct StreamStats {
+  int opened = 0;   // connections established by Open
+  int broken = 0;   // connections that saw a reset, an end of file or a failed write
+  int stalled = 0;  // connections whose echo was once late by more than 1 s (a flow blackholed)
+  double longest_wait_ms = 0;  // the longest wait for an echo, over every connection
+};
+
+// Long-lived TCP flows from the client: `count` connections to address:port (a ServeEcho behind
+// it), each sending a short line every `period` and reading its echo. What an established
+// connection through an address sees while the address moves or stays: a reset (the new holder
+// has no conntrack entry for it), a stall, or nothing.
+class StreamSet {
+ public:
+  // Connects from the calling thread's network namespace; fails unless every connection opens.
+  static Result<std::unique_ptr<StreamSet>> Open(const std::string& address, int port, int count,
+                                                 std::chrono::milliseconds period);
+  ~StreamSet();
+  StreamSet(const StreamSet&) = delete;
+  StreamSet& operator=(const StreamSet&) = delete;
+  // Stops the flows' thread and closes them; what they saw.
+  StreamStats Stop();
+
+ private:
+  struct Flow;
+  StreamSet() = default;
+  void Run(std::chrono::milliseconds period);
+  std::vector<Flow> flows_;
+  std::atomic<bool> stop_{false};
+  std::thread thread_;
+  StreamStats stats_;
+};
 
 struct ProbeResult {
   bool ok = false;

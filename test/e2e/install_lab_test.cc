@@ -11,6 +11,7 @@
 
 #include "e2e_lab.h"
 #include "kubelet_workloads.h"
+#include "lab/address_watch.h"
 
 namespace pylon::e2e {
 namespace {
@@ -68,7 +69,7 @@ class InstallLabTest : public LabTest {
     auto rollout = lab().Kubectl({"rollout", "status", "deployment/web", "--timeout=180s"});
     EXPECT_TRUE(rollout) << rollout.error().message();
     Apply(kLocalDual);
-    Apply(ServiceYaml("web", "    purelb.io/service-group: localdual\n", kDualSpec));
+    Apply(WithFlowPort(ServiceYaml("web", "    purelb.io/service-group: localdual\n", kDualSpec)));
     auto ips = WaitIngress("web", 2, Ms(30000));
     EXPECT_EQ(ips.size(), 2u) << Service("web").dump(2);
     for (const auto& ip : ips) ExpectWebAnswers(ip);
@@ -214,15 +215,26 @@ TEST_F(KustomizeInstallTest, SeedFlowBgpStrictArpFailoverAndRolloutRestart) {
   ASSERT_EQ(WaitAgentPods().size(), 2u);
 
   // `kubectl rollout restart daemonset/agent`: every agent pod replaced, each Ready, the
-  // addresses still answering.
+  // addresses still answering. What the client saw of the IPv4 address meanwhile: 20 long-lived
+  // flows, the 10 ms prober, who answered ARP.
   std::set<std::string> before;
   for (const auto& p : AgentPods()) before.insert(p.name);
+  auto watch = lab::AddressWatch::Start(lab(), v4, 80, kEchoFlowPort, 20);
+  ASSERT_TRUE(watch) << watch.error().message();
   auto restart = lab().Kubectl({"rollout", "restart", "daemonset/agent", "-n", "purelb-system"});
   ASSERT_TRUE(restart) << restart.error().message();
   ASSERT_TRUE(lab().WaitRollout("daemonset/agent", 240s));
   const auto after = WaitAgentPods();
   ASSERT_EQ(after.size(), 2u);
   for (const auto& p : after) EXPECT_EQ(before.count(p.name), 0u) << p.name << " not replaced";
+  std::this_thread::sleep_for(2s);  // the last agent settled
+  const auto seen = (*watch)->Stop();
+  std::printf(
+      "FIGURE install rollout-restart %s: moved %d, two answering %d of %d rounds, requests "
+      "failed %d of %d, flows broken %d of %d (stalled %d, longest echo wait %.0f ms)\n",
+      v4.c_str(), seen.moves, seen.double_answers, seen.rounds, seen.failed, seen.requests,
+      seen.streams.broken, seen.streams.opened, seen.streams.stalled, seen.streams.longest_wait_ms);
+  EXPECT_EQ(seen.double_answers, 0);
   for (const auto& ip : local) ExpectWebAnswers(ip);
 }
 

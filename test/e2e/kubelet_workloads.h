@@ -10,8 +10,12 @@
 
 namespace pylon::e2e {
 
+// The port of the echo pods' long-lived flows (`lab serve --echo-port`, lab::StreamSet).
+inline constexpr int kEchoFlowPort = 9000;
+
 // A Deployment `app` (label app: <app>, the selector of ServiceYaml(app, ...)) of `replicas` echo
-// pods on port 8080, spread one per node, Ready once they answer.
+// pods answering HTTP on port 8080 and echoing flows on kEchoFlowPort, spread one per node, Ready
+// once they answer.
 inline std::string EchoDeploymentYaml(const std::string& app, int replicas) {
   return R"yaml(apiVersion: apps/v1
 kind: Deployment
@@ -46,7 +50,8 @@ spec:
       - name: echo
         image: pylon-lab-echo:lab
         imagePullPolicy: Never
-        args: ["--port", "8080", "--text", "pod=$(POD_NAME) node=$(NODE_NAME)"]
+        args: ["--port", "8080", "--text", "pod=$(POD_NAME) node=$(NODE_NAME)",
+               "--echo-port", "9000"]
         env:
         - name: POD_NAME
           valueFrom:
@@ -58,12 +63,27 @@ spec:
               fieldPath: spec.nodeName
         ports:
         - containerPort: 8080
+        - containerPort: 9000
         readinessProbe:
           httpGet:
             path: /
             port: 8080
           periodSeconds: 1
 )yaml";
+}
+
+// ServiceYaml with a second port, "flows" kEchoFlowPort → the pods' echo port.
+inline std::string WithFlowPort(std::string service_yaml) {
+  const std::string port = std::to_string(kEchoFlowPort);
+  service_yaml +=
+      "  - name: flows\n    port: " + port + "\n    protocol: TCP\n    targetPort: " + port + "\n";
+  // Two ports need names.
+  const std::string first = "  ports:\n  - port:";
+  const auto at = service_yaml.find(first);
+  if (at != std::string::npos) {
+    service_yaml.replace(at, first.size(), "  ports:\n  - name: http\n    port:");
+  }
+  return service_yaml;
 }
 
 struct RunningPod {
