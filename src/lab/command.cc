@@ -85,9 +85,9 @@ int LabCommand(int argc, char** argv) {
       "etcd and kube-apiserver, Pylon's allocator and one agent per node, a client on the\n"
       "nodes' LAN. `pylon-dev lab <command> --help` for a command's flags.");
   app->require_subcommand(1);
-  const std::vector<Subcommand> subs = {AddUp(*app),   AddDown(*app),     AddStatus(*app),
-                                        AddDemo(*app), AddFailover(*app), AddTiming(*app),
-                                        AddServe(*app)};
+  const std::vector<Subcommand> subs = {AddUp(*app),        AddDown(*app),     AddStatus(*app),
+                                        AddDemo(*app),      AddFailover(*app), AddTiming(*app),
+                                        AddLifecycle(*app), AddServe(*app)};
   // A subcommand's --help comes from the lab's before its option defaults: list it with its flags.
   for (const auto& sub : subs) sub.app->get_help_ptr()->group("flags");
   // CLI11 would only say that a subcommand is required: name the word it did not know.

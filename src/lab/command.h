@@ -3,7 +3,7 @@
 // building subcommand takes, and the console output of the demo and the measurements.
 //
 // One file per subcommand or close family: cmd_up.cc (up, down, status), cmd_demo.cc,
-// cmd_failover.cc, cmd_timing.cc, cmd_serve.cc.
+// cmd_failover.cc, cmd_timing.cc, cmd_lifecycle.cc, cmd_serve.cc.
 #pragma once
 
 #include <atomic>
@@ -31,6 +31,7 @@ Subcommand AddStatus(cli::App& lab);
 Subcommand AddDemo(cli::App& lab);
 Subcommand AddFailover(cli::App& lab);
 Subcommand AddTiming(cli::App& lab);
+Subcommand AddLifecycle(cli::App& lab);
 Subcommand AddServe(cli::App& lab);
 
 // Set once SIGINT or SIGTERM arrives (InstallStopSignals); the loops of the subcommands end then.

@@ -10,8 +10,8 @@
 #include <thread>
 
 #include "e2e_lab.h"
-#include "kubelet_workloads.h"
 #include "lab/address_watch.h"
+#include "lab/workloads.h"
 
 namespace pylon::e2e {
 namespace {
@@ -41,19 +41,20 @@ class InstallLabTest : public LabTest {
     LabTest::TearDown();
   }
 
-  std::vector<RunningPod> AgentPods() {
-    return ReadyPods(lab(), "app.kubernetes.io/component=agent", "purelb-system");
+  std::vector<lab::RunningPod> AgentPods() {
+    return lab::ReadyPods(lab(), "app.kubernetes.io/component=agent", "purelb-system");
   }
-  std::vector<RunningPod> AllocatorPods() {
-    return ReadyPods(lab(), "app.kubernetes.io/component=allocator", "purelb-system");
+  std::vector<lab::RunningPod> AllocatorPods() {
+    return lab::ReadyPods(lab(), "app.kubernetes.io/component=allocator", "purelb-system");
   }
   // Waits until every node runs a Ready agent pod, and no other agent pod exists.
-  std::vector<RunningPod> WaitAgentPods(Ms timeout = Ms(120000)) {
-    std::vector<RunningPod> pods;
+  std::vector<lab::RunningPod> WaitAgentPods(Ms timeout = Ms(120000)) {
+    std::vector<lab::RunningPod> pods;
     Eventually(
         [&] {
           size_t total = 0;
-          pods = ReadyPods(lab(), "app.kubernetes.io/component=agent", "purelb-system", &total);
+          pods =
+              lab::ReadyPods(lab(), "app.kubernetes.io/component=agent", "purelb-system", &total);
           return pods.size() == lab().topology().nodes().size() && total == pods.size();
         },
         timeout);
@@ -63,13 +64,13 @@ class InstallLabTest : public LabTest {
   // The echo Deployment "web" and, from seed 000, the ServiceGroup localdual and a dual-stack
   // Service "web" of it: both addresses reached by the client, answered by web's pods, announced.
   std::vector<std::string> SeedFlow() {
-    ImportEchoImage(lab());
-    if (HasFatalFailure()) return {};
-    Apply(EchoDeploymentYaml("web", 2));
+    auto image = lab::ImportEchoImage(lab(), test_support::DevBinary());
+    EXPECT_TRUE(image) << image.error().message();
+    Apply(lab::EchoDeploymentYaml("web", 2));
     auto rollout = lab().Kubectl({"rollout", "status", "deployment/web", "--timeout=180s"});
     EXPECT_TRUE(rollout) << rollout.error().message();
     Apply(kLocalDual);
-    Apply(WithFlowPort(ServiceYaml("web", "    purelb.io/service-group: localdual\n", kDualSpec)));
+    Apply(lab::EchoServiceYaml("web", "localdual", "web"));
     auto ips = WaitIngress("web", 2, Ms(30000));
     EXPECT_EQ(ips.size(), 2u) << Service("web").dump(2);
     for (const auto& ip : ips) ExpectWebAnswers(ip);
@@ -168,9 +169,7 @@ TEST_F(KustomizeInstallTest, SeedFlowBgpStrictArpFailoverAndRolloutRestart) {
   ASSERT_TRUE(Eventually([&] { return AllSessionsUp(); }, Ms(60000)))
       << lab().RouterBird("show protocols").value_or("");
   Apply(lab::kRoutedServiceGroup);
-  std::string routed = ServiceYaml("routed", "    purelb.io/service-group: routed\n", kDualSpec);
-  routed.replace(routed.find("app: routed"), 11, "app: web");
-  Apply(routed);
+  Apply(lab::EchoServiceYaml("routed", "routed", "web"));
   const auto virtuals = WaitIngress("routed", 2, Ms(30000));
   ASSERT_EQ(virtuals.size(), 2u) << Service("routed").dump(2);
   for (const auto& ip : virtuals) {
@@ -219,7 +218,7 @@ TEST_F(KustomizeInstallTest, SeedFlowBgpStrictArpFailoverAndRolloutRestart) {
   // flows, the 10 ms prober, who answered ARP.
   std::set<std::string> before;
   for (const auto& p : AgentPods()) before.insert(p.name);
-  auto watch = lab::AddressWatch::Start(lab(), v4, 80, kEchoFlowPort, 20);
+  auto watch = lab::AddressWatch::Start(lab(), v4, 80, lab::kEchoFlowPort, 20);
   ASSERT_TRUE(watch) << watch.error().message();
   auto restart = lab().Kubectl({"rollout", "restart", "daemonset/agent", "-n", "purelb-system"});
   ASSERT_TRUE(restart) << restart.error().message();
@@ -269,7 +268,7 @@ TEST_F(HelmInstallTest, InstallUpgradeToANewImageAndUninstall) {
   ASSERT_TRUE(lab().WaitRollout("deployment/allocator", 240s));
   ASSERT_TRUE(lab().WaitRollout("daemonset/agent", 240s));
   const std::string image = "pylon:" + tag;
-  std::vector<RunningPod> agents;
+  std::vector<lab::RunningPod> agents;
   EXPECT_TRUE(Eventually(
       [&] {
         agents = WaitAgentPods(Ms(1000));
@@ -292,7 +291,7 @@ TEST_F(HelmInstallTest, InstallUpgradeToANewImageAndUninstall) {
   EXPECT_TRUE(Eventually(
       [&] {
         size_t total = 1;
-        ReadyPods(lab(), "app.kubernetes.io/name=pylon", "purelb-system", &total);
+        lab::ReadyPods(lab(), "app.kubernetes.io/name=pylon", "purelb-system", &total);
         return total == 0;
       },
       Ms(120000)))

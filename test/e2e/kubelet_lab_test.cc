@@ -7,8 +7,8 @@
 #include <fstream>
 
 #include "e2e_lab.h"
-#include "kubelet_workloads.h"
 #include "lab/kubelet.h"
+#include "lab/workloads.h"
 
 namespace pylon::e2e {
 namespace {
@@ -44,12 +44,12 @@ class KubeletLabTest : public LabTest {
   }
 
   // Waits for `count` ready pods (and no others of the Deployment).
-  std::vector<RunningPod> WaitEchoPods(size_t count, Ms timeout) {
-    std::vector<RunningPod> pods;
+  std::vector<lab::RunningPod> WaitEchoPods(size_t count, Ms timeout) {
+    std::vector<lab::RunningPod> pods;
     Eventually(
         [&] {
           size_t total = 0;
-          pods = ReadyPods(lab(), "app=echo", "default", &total);
+          pods = lab::ReadyPods(lab(), "app=echo", "default", &total);
           return pods.size() == count && total == count;
         },
         timeout);
@@ -57,7 +57,7 @@ class KubeletLabTest : public LabTest {
   }
 
   // Every address of `pod` answers with its name and node, from every node of the lab.
-  void ExpectAnswersFromEveryNode(const RunningPod& pod) {
+  void ExpectAnswersFromEveryNode(const lab::RunningPod& pod) {
     ASSERT_FALSE(pod.ips.empty()) << pod.name;
     for (const auto& node : lab().topology().nodes()) {
       for (const auto& ip : pod.ips) {
@@ -105,9 +105,9 @@ TEST_F(KubeletLabTest, DeploymentRunsOnKubeletsAnswersLogsAndReplacesDeletedPod)
         << n.name << ": " << last.error << " " << last.status;
   }
 
-  ImportEchoImage(lab());
-  if (HasFatalFailure()) return;
-  Apply(EchoDeploymentYaml("echo", 2));
+  auto image = lab::ImportEchoImage(lab(), test_support::DevBinary());
+  ASSERT_TRUE(image) << image.error().message();
+  Apply(lab::EchoDeploymentYaml("echo", 2));
   auto rollout = lab().Kubectl({"rollout", "status", "deployment/echo", "--timeout=180s"});
   ASSERT_TRUE(rollout) << rollout.error().message() << "\n"
                        << lab().Kubectl({"describe", "pods", "-l", "app=echo"}).value_or("");

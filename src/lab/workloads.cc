@@ -1,22 +1,12 @@
-// Workloads of the kubelet lab (docs/lab.md "Kubelet lab"): Deployments of the lab's echo image
-// (scripts/lab-images.sh `echo`: `pylon-dev lab serve` answering "pod=<name> node=<node>"), and the
-// Ready pods of one. Shared by the kubelet lab's tests.
-#pragma once
+#include "lab/workloads.h"
 
-#include <string>
-#include <vector>
+#include <nlohmann/json.hpp>
 
-#include "e2e_lab.h"
+namespace pylon::lab {
 
-namespace pylon::e2e {
+using Json = nlohmann::json;
 
-// The port of the echo pods' long-lived flows (`lab serve --echo-port`, lab::StreamSet).
-inline constexpr int kEchoFlowPort = 9000;
-
-// A Deployment `app` (label app: <app>, the selector of ServiceYaml(app, ...)) of `replicas` echo
-// pods answering HTTP on port 8080 and echoing flows on kEchoFlowPort, spread one per node, Ready
-// once they answer.
-inline std::string EchoDeploymentYaml(const std::string& app, int replicas) {
+std::string EchoDeploymentYaml(const std::string& app, int replicas) {
   return R"yaml(apiVersion: apps/v1
 kind: Deployment
 metadata:
@@ -72,32 +62,21 @@ spec:
 )yaml";
 }
 
-// ServiceYaml with a second port, "flows" kEchoFlowPort → the pods' echo port.
-inline std::string WithFlowPort(std::string service_yaml) {
-  const std::string port = std::to_string(kEchoFlowPort);
-  service_yaml +=
-      "  - name: flows\n    port: " + port + "\n    protocol: TCP\n    targetPort: " + port + "\n";
-  // Two ports need names.
-  const std::string first = "  ports:\n  - port:";
-  const auto at = service_yaml.find(first);
-  if (at != std::string::npos) {
-    service_yaml.replace(at, first.size(), "  ports:\n  - name: http\n    port:");
-  }
-  return service_yaml;
+std::string EchoServiceYaml(const std::string& name, const std::string& group,
+                            const std::string& app) {
+  const std::string flows = std::to_string(kEchoFlowPort);
+  return "apiVersion: v1\nkind: Service\nmetadata:\n  name: " + name +
+         "\n  namespace: default\n  annotations:\n    purelb.io/service-group: " + group +
+         "\nspec:\n  type: LoadBalancer\n  ipFamilyPolicy: RequireDualStack\n  ipFamilies:\n"
+         "  - IPv4\n  - IPv6\n  selector:\n    app: " +
+         app +
+         "\n  ports:\n  - name: http\n    port: 80\n    protocol: TCP\n    targetPort: 8080\n"
+         "  - name: flows\n    port: " +
+         flows + "\n    protocol: TCP\n    targetPort: " + flows + "\n";
 }
 
-struct RunningPod {
-  std::string name;
-  std::string node;
-  std::vector<std::string> ips;
-  std::vector<std::string> images;  // of its init containers and containers (spec)
-};
-
-// The pods of `selector` in `ns` that run, are Ready and are not being deleted; `total` (if
-// given) gets how many pods match at all.
-inline std::vector<RunningPod> ReadyPods(const lab::Lab& lab, const std::string& selector,
-                                         const std::string& ns = "default",
-                                         size_t* total = nullptr) {
+std::vector<RunningPod> ReadyPods(const Lab& lab, const std::string& selector,
+                                  const std::string& ns, size_t* total) {
   std::vector<RunningPod> out;
   auto text = lab.Kubectl({"get", "pods", "-n", ns, "-l", selector, "-o", "json"});
   Json pods = text ? Json::parse(*text, nullptr, false) : Json();
@@ -129,12 +108,10 @@ inline std::vector<RunningPod> ReadyPods(const lab::Lab& lab, const std::string&
   return out;
 }
 
-// Builds the echo image with this build's pylon-dev and imports it into every node.
-inline void ImportEchoImage(lab::Lab& lab) {
-  auto archive = lab.BuildImage({"echo", test_support::DevBinary()});
-  ASSERT_TRUE(archive) << archive.error().message();
-  auto imported = lab.ImportImage(*archive);
-  ASSERT_TRUE(imported) << imported.error().message();
+Status ImportEchoImage(const Lab& lab, const std::string& dev_binary) {
+  auto archive = lab.BuildImage({"echo", dev_binary});
+  if (!archive) return Fail(archive.error());
+  return lab.ImportImage(*archive);
 }
 
-}  // namespace pylon::e2e
+}  // namespace pylon::lab
