@@ -211,9 +211,7 @@ std::vector<FaultCase> Failover::Cases() {
     }
     (void)lab->StartAgent(node);
   };
-  auto set_link = [lab](const std::string& node, bool up) {
-    if (const auto* n = lab->FindNode(node)) (void)lab->topology().SetNodeLink(*n, up);
-  };
+  auto set_link = [lab](const std::string& node, bool up) { (void)lab->SetNodeLink(node, up); };
   std::vector<FaultCase> cases = {
       {"SIGTERM", Ms(5000), [lab](const std::string& n) { (void)lab->SignalAgent(n, SIGTERM); },
        restart},

@@ -347,6 +347,14 @@ Status Lab::InstallForProcesses() {
   return Ok();
 }
 
+Status Lab::SetNodeLink(const std::string& node, bool up) {
+  const LabNode* n = FindNode(node);
+  if (!n) return Fail(ErrorCode::kNotFound, "no node " + node + " in lab " + config_.name);
+  if (auto s = topology_.SetNodeLink(*n, up); !s) return s;
+  if (up && pod_routing_) return SetUpPodRouting(topology_);
+  return Ok();
+}
+
 Status Lab::SetUpHeartbeat() {
   std::string help;
   (void)RunCommand({config_.binary, "agent", "--help"}, &help);

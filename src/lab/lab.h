@@ -187,6 +187,9 @@ class Lab {
   // forwarder and its pods; in a kubelet lab also its kubelet and containerd, and every container
   // (the freezer cgroup of its cgroupRoot). false thaws it.
   Status FreezeNode(const std::string& node, bool frozen);
+  // A node's eth0 down or up again (Topology::SetNodeLink); up also puts back the routes to the
+  // other nodes' pod CIDRs, which the kernel removed with the link (a CNI would re-add them too).
+  Status SetNodeLink(const std::string& node, bool up);
   const LabNode* FindNode(const std::string& name) const;
 
   // --- The kubelet lab (config().kubelet) ---

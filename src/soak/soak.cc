@@ -745,11 +745,10 @@ void Soak::Decide() {
     Log("link down " + nname + " for " + std::to_string(hold));
     if (node_busy) return Count("skipped (busy)");
     Count("node link down");
-    const lab::LabNode* n = lab_->FindNode(nname);
-    (void)lab_->topology().SetNodeLink(*n, false);
+    (void)lab_->SetNodeLink(nname, false);
     node_down_.insert(node);
     Schedule(hold, "link up " + nname, [this, nname, node] {
-      (void)lab_->topology().SetNodeLink(*lab_->FindNode(nname), true);
+      (void)lab_->SetNodeLink(nname, true);
       node_down_.erase(node);
     });
     return;
