@@ -70,7 +70,9 @@ TEST(Config, IntervalTable) {
     auto applied = ApplyHeartbeatFlag("heartbeat-interval", r.text, c);
     const bool ok = applied && *applied && ValidateHeartbeatConfig(c).has_value();
     EXPECT_EQ(ok, r.want.has_value()) << r.text;
-    if (ok && r.want) EXPECT_EQ(c.interval, *r.want) << r.text;
+    if (ok && r.want) {
+      EXPECT_EQ(c.interval, *r.want) << r.text;
+    }
   }
 }
 
