@@ -235,7 +235,7 @@ void LeaseKeeper::Run() {
     kick_ = false;
     const Duration retry = health_.timing().retry_period;
     lock.unlock();
-    (void)RenewOnce();
+    (void)RenewOnce();  // it logs and counts its own failure; the next period tries again
     lock.lock();
     // Real time here: the worker paces real API requests. The FakeClock never drives this thread;
     // tests call RenewOnce() directly.
