@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The one test command (README quick start, and .ci/run): installs packages, builds, runs the
-# config-parser fuzzer for a bounded time, then every ctest label (unit, root, e2e). ctest's
-# summary is the last thing printed.
+# fuzzers (config parser, HTTP parser) for a bounded time, then every ctest label (unit, root,
+# e2e). ctest's summary is the last thing printed.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/build.sh

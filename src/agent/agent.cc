@@ -274,7 +274,7 @@ Status Agent::StartHeartbeat(Duration api_timeout) {
     ro.factor = 2.0;
     ro.cap = std::chrono::seconds(5);
     ro.steps = std::max(1, static_cast<int>(api_timeout / ro.cap) + 5);
-    (void)k8s::RetryOnError(
+    Status read = k8s::RetryOnError(
         ro, [](const Error& e) { return e.code() == ErrorCode::kUnavailable; },
         [&]() -> Status {
           text = EnsureHeartbeatKey(*d_.client, options_.ns, cfg.key_secret,
@@ -283,7 +283,7 @@ Status Agent::StartHeartbeat(Duration api_timeout) {
           log::Warn("heartbeat key not read yet", {{"error", text.error().message()}});
           return Fail(text.error());
         });
-    if (!text) return Fail(text.error().Wrap("heartbeats"));
+    if (!read) return Fail(read.error().Wrap("heartbeats"));  // says when the retries ran out
     const std::string where = "Secret " + options_.ns + "/" + cfg.key_secret;
     keys = heartbeat::KeyRing::Parse(*text, where);
     if (!keys) return Fail(keys.error().Wrap("heartbeats"));

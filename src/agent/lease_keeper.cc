@@ -8,6 +8,7 @@
 #include "k8s/lease.h"
 #include "k8s/object.h"
 #include "k8s/resource.h"
+#include "k8s/retry.h"
 
 namespace pylon::agent {
 
@@ -151,12 +152,19 @@ Status LeaseKeeper::RenewOnce() {
     last_written_ = std::move(*updated);
     return Ok();
   };
-  Status st = attempt(true);
-  if (!st && (st.error().code() == ErrorCode::kConflict ||
-              st.error().code() == ErrorCode::kAlreadyExists ||
-              st.error().code() == ErrorCode::kNotFound)) {
-    st = attempt(false);  // changed or deleted behind our back (a previous incarnation): reread
-  }
+  // The first attempt writes over the lease as we last wrote it; if it changed or went away
+  // behind our back (a previous incarnation), the second reads it again. No wait in between.
+  k8s::RetryOptions once;
+  once.steps = 2;
+  once.initial = Duration::zero();
+  bool use_cached = true;
+  Status st = k8s::RetryOnError(
+      once,
+      [](const Error& e) {
+        return e.code() == ErrorCode::kConflict || e.code() == ErrorCode::kAlreadyExists ||
+               e.code() == ErrorCode::kNotFound;
+      },
+      [&] { return attempt(std::exchange(use_cached, false)); });
   bool before, after;
   {
     std::lock_guard<std::mutex> lock(mu_);
@@ -200,24 +208,25 @@ Result<LeaseDeleteOutcome> LeaseKeeper::Delete() {
   if (instance.empty()) {
     return absent_or(client_.Delete(res, ns_, LeaseName(), {}), LeaseDeleteOutcome::kDeleted);
   }
-  for (int attempt = 0;; ++attempt) {
+  // Deleted with the resourceVersion read just before as a precondition: a write in between
+  // (409) makes it read and check again; after the last attempt the error says it gave up.
+  LeaseDeleteOutcome outcome = LeaseDeleteOutcome::kDeleted;
+  Status st = k8s::RetryOnConflict([&]() -> Status {
     auto current = client_.Get(res, ns_, LeaseName());
-    if (!current) {
-      if (current.error().code() == ErrorCode::kNotFound) return LeaseDeleteOutcome::kAbsent;
-      return Fail(current.error());
-    }
+    if (!current) return Fail(current.error());
     const std::string holder = k8s::Annotation(*current, kInstanceAnnotation);
     if (holder != instance) {
       log::Info("node lease belongs to another instance; not deleting it",
                 {{"lease", LeaseName()}, {"instance", holder}, {"self", instance}});
-      return LeaseDeleteOutcome::kOtherInstance;
+      outcome = LeaseDeleteOutcome::kOtherInstance;
+      return Ok();
     }
     k8s::DeleteOptions opts;
     opts.precondition_resource_version = k8s::ResourceVersion(*current);
-    auto st = client_.Delete(res, ns_, LeaseName(), opts);
-    if (!st && st.error().code() == ErrorCode::kConflict && attempt == 0) continue;
-    return absent_or(st, LeaseDeleteOutcome::kDeleted);
-  }
+    outcome = LeaseDeleteOutcome::kDeleted;
+    return client_.Delete(res, ns_, LeaseName(), opts);
+  });
+  return absent_or(st, outcome);
 }
 
 void LeaseKeeper::Run() {
@@ -226,7 +235,7 @@ void LeaseKeeper::Run() {
     kick_ = false;
     const Duration retry = health_.timing().retry_period;
     lock.unlock();
-    (void)RenewOnce();
+    (void)RenewOnce();  // it logs and counts its own failure; the next period tries again
     lock.lock();
     // Real time here: the worker paces real API requests. The FakeClock never drives this thread;
     // tests call RenewOnce() directly.

@@ -58,12 +58,12 @@ std::unique_ptr<cli::App> NewAgentCommand(AgentOptions* o) {
          [o](const std::string& v) {
            o->metrics_enabled = !v.empty();
            if (v.empty()) return;
-           auto hp = cli::ParseHostPort(v);
+           auto hp = cli::ParseListenAddress(v);
            if (!hp) throw CLI::ValidationError("--metrics-addr", hp.error().message());
            o->metrics_host = hp->host;
            o->metrics_port = hp->port;
          },
-         "/metrics, /healthz, /readyz (\"\" = off)")
+         "/metrics, /healthz, /readyz (\":PORT\" = 0.0.0.0:PORT, \"\" = off)")
       ->type_name("HOST:PORT")
       ->default_str(o->metrics_host + ":" + std::to_string(o->metrics_port));
   AddChoice(

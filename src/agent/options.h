@@ -41,7 +41,7 @@ struct AgentOptions {
   std::string kubeconfig;            // --kubeconfig; empty: $KUBECONFIG, in-cluster, ~/.kube/config
   std::string node_name;             // --node-name, else $NODE_NAME (required)
   std::string ns = "purelb-system";  // --namespace
-  std::string metrics_host = "0.0.0.0";  // --metrics-addr host:port ("" port 0 = disabled)
+  std::string metrics_host = "0.0.0.0";  // --metrics-addr (cli::ParseListenAddress; "" = off)
   std::uint16_t metrics_port = 7473;
   bool metrics_enabled = true;
   EtpLocalMode etp_mode = EtpLocalMode::kReset;           // --etp-local=reset|elect

@@ -39,12 +39,11 @@ std::unique_ptr<cli::App> NewAllocatorCommand(CommandOptions* o) {
   app->add_option_function<std::string>(
          "--metrics-addr",
          [o](const std::string& v) {
-           auto hp = cli::ParseHostPort(v);
+           auto hp = cli::ParseListenAddress(v);
            if (!hp) throw CLI::ValidationError("--metrics-addr", hp.error().message());
-           if (hp->host.empty()) hp->host = "0.0.0.0";
            o->metrics_addr = *hp;
          },
-         "/metrics, /healthz, /readyz (port 0: any free port)")
+         "/metrics, /healthz, /readyz (\":PORT\" = 0.0.0.0:PORT; port 0: any free port)")
       ->type_name("HOST:PORT")
       ->default_str(o->metrics_addr.host + ":" + std::to_string(o->metrics_addr.port));
   app->add_option("--lease-name", o->lease_name, "leader election Lease")->type_name("NAME");

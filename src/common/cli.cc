@@ -90,6 +90,12 @@ Result<HostPort> ParseHostPort(std::string_view text) {
   return HostPort{std::string(host), static_cast<std::uint16_t>(value)};
 }
 
+Result<HostPort> ParseListenAddress(std::string_view text) {
+  auto hp = ParseHostPort(text);
+  if (hp && hp->host.empty()) hp->host = "0.0.0.0";
+  return hp;
+}
+
 CLI::Option* AddDuration(App& app, const std::string& flag, Duration* out,
                          const std::string& description, bool allow_zero) {
   auto* opt = app.add_option_function<std::string>(

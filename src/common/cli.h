@@ -56,6 +56,11 @@ struct HostPort {
 };
 Result<HostPort> ParseHostPort(std::string_view text);
 
+// A listen address for a server flag (--metrics-addr of every component): ParseHostPort, and
+// ":port" (no host) means every IPv4 address, "0.0.0.0:port", as Go's servers read ":port".
+// "[::]:port" listens on IPv6 (and on IPv4 too where net.ipv6.bindv6only is 0, the default).
+Result<HostPort> ParseListenAddress(std::string_view text);
+
 // A duration flag in Go's syntax ("10s", "500ms", "1m30s"); `*out` keeps its value as the default.
 // `allow_zero` false rejects "0".
 CLI::Option* AddDuration(App& app, const std::string& flag, Duration* out,

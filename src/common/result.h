@@ -56,10 +56,20 @@ class Error {
   std::chrono::milliseconds retry_after_{0};
 };
 
+// tl::expected with [[nodiscard]]: a dropped Result or Status is a compile error (warnings are
+// errors). Where dropping one is right, say why beside a (void) cast. Everything else is
+// tl::expected's own interface; a tl::expected<T, Error> (from map, and_then, ...) converts.
 template <typename T>
-using Result = tl::expected<T, Error>;
+class [[nodiscard]] Result : public tl::expected<T, Error> {
+ public:
+  using Base = tl::expected<T, Error>;
+  using Base::Base;
+  Result() = default;
+  Result(const Base& other) : Base(other) {}
+  Result(Base&& other) : Base(std::move(other)) {}
+};
 
-using Status = tl::expected<void, Error>;
+using Status = Result<void>;
 
 inline tl::unexpected<Error> Fail(ErrorCode code, std::string message) {
   return tl::unexpected<Error>(Error(code, std::move(message)));

@@ -1,7 +1,8 @@
 #include "heartbeat/config.h"
 
 #include <charconv>
-#include <cmath>
+
+#include "common/duration.h"
 
 namespace pylon::heartbeat {
 
@@ -33,36 +34,6 @@ Result<long> ParseInt(std::string_view text, long lo, long hi, std::string_view 
 
 }  // namespace
 
-Result<Duration> ParseDuration(std::string_view text) {
-  auto bad = [&] {
-    return Fail(ErrorCode::kInvalidArgument,
-                "duration \"" + std::string(text) + "\": expected e.g. 100ms, 1s, 1.5s");
-  };
-  std::size_t i = 0;
-  while (i < text.size() && ((text[i] >= '0' && text[i] <= '9') || text[i] == '.')) ++i;
-  const std::string_view number = text.substr(0, i);
-  const std::string_view unit = text.substr(i);
-  if (number.empty() || number == "." || number.find('.') != number.rfind('.')) return bad();
-  double scale = 0;
-  if (unit == "ns") {
-    scale = 1;
-  } else if (unit == "us" || unit == "µs") {
-    scale = 1e3;
-  } else if (unit == "ms") {
-    scale = 1e6;
-  } else if (unit == "s") {
-    scale = 1e9;
-  } else {
-    return bad();
-  }
-  double value = 0;
-  auto [end, ec] = std::from_chars(number.data(), number.data() + number.size(), value);
-  if (ec != std::errc() || end != number.data() + number.size()) return bad();
-  const double ns = value * scale;
-  if (!std::isfinite(ns) || ns > 1e15) return bad();
-  return Duration(static_cast<std::int64_t>(std::llround(ns)));
-}
-
 Result<bool> ApplyHeartbeatFlag(std::string_view name, std::string_view value,
                                 HeartbeatConfig& config) {
   if (name == "heartbeat-key-file") {
@@ -71,7 +42,7 @@ Result<bool> ApplyHeartbeatFlag(std::string_view name, std::string_view value,
   } else if (name == "heartbeat-key-secret") {
     config.key_secret = std::string(value);  // "" turns the Secret off (explicitly)
   } else if (name == "heartbeat-interval") {
-    auto d = ParseDuration(value);
+    auto d = ParseGoDuration(value);
     if (!d) return Fail(d.error().Wrap("--heartbeat-interval"));
     config.interval = *d;
   } else if (name == "heartbeat-miss-count") {

@@ -46,9 +46,6 @@ struct HeartbeatConfig {
   Duration bound() const { return interval * miss_count; }
 };
 
-// Parses "100ms", "1s", "1.5s", "250us", "2500000ns" (a Go-style duration with one unit).
-Result<Duration> ParseDuration(std::string_view text);
-
 // Applies one flag (`name` without the leading dashes, e.g. "heartbeat-port"). Returns false if
 // the flag is not a heartbeat flag, an error if the value is bad.
 Result<bool> ApplyHeartbeatFlag(std::string_view name, std::string_view value,

@@ -44,6 +44,29 @@ std::size_t FindLineEnd(std::string_view buf, std::size_t pos, std::size_t* next
   return (nl > pos && buf[nl - 1] == '\r') ? nl - 1 : nl;
 }
 
+// The end of the header section: the first empty line after `pos`, where every line ends in
+// "\r\n" or a bare "\n". Returns the index where that empty line starts (one past the last
+// header line's terminator) and sets *body to the first byte after it; npos when not yet there.
+// (Searching for "\r\n\r\n" first and "\n\n" second would pass over an earlier bare-LF blank
+// line and read the bytes between the two as headers of nothing: they would vanish.)
+std::size_t FindHeaderEnd(std::string_view buf, std::size_t pos, std::size_t* body) {
+  for (std::size_t nl = buf.find('\n', pos); nl != std::string_view::npos;
+       nl = buf.find('\n', nl + 1)) {
+    if (nl + 1 < buf.size() && buf[nl + 1] == '\n') {
+      *body = nl + 2;
+      return nl + 1;
+    }
+    if (nl + 2 < buf.size() && buf[nl + 1] == '\r' && buf[nl + 2] == '\n') {
+      *body = nl + 3;
+      return nl + 1;
+    }
+  }
+  return std::string_view::npos;
+}
+
+// A chunk-size line (size and extensions) longer than this is refused.
+constexpr std::size_t kMaxChunkLine = 1024;
+
 }  // namespace
 
 std::string Request::Header(std::string_view name) const {
@@ -179,17 +202,13 @@ ParseOutcome ParseRequest(std::string_view buf, const Limits& limits, Request* o
   // Skip empty lines before a request (RFC 9112 section 2.2 robustness).
   std::size_t pos = 0;
   while (pos < buf.size() && (buf[pos] == '\r' || buf[pos] == '\n')) ++pos;
-  std::size_t head_end = buf.find("\r\n\r\n", pos);
-  std::size_t body_start = head_end == std::string_view::npos ? head_end : head_end + 4;
+  std::size_t body_start = 0;
+  const std::size_t head_end = FindHeaderEnd(buf, pos, &body_start);
   if (head_end == std::string_view::npos) {
-    std::size_t alt = buf.find("\n\n", pos);
-    if (alt != std::string_view::npos) {
-      head_end = alt;
-      body_start = alt + 2;
-    }
-  }
-  if (head_end == std::string_view::npos) {
-    if (buf.size() - pos > limits.max_header_bytes) return Error(431, "request header too large");
+    // The empty line could still start at the last byte (after a '\r'): only more than that can
+    // never fit, so a request split anywhere is judged as if it were whole.
+    if (buf.size() - pos > limits.max_header_bytes + 1)
+      return Error(431, "request header too large");
     return {};
   }
   if (head_end - pos > limits.max_header_bytes) return Error(431, "request header too large");
@@ -224,7 +243,7 @@ ParseOutcome ParseRequest(std::string_view buf, const Limits& limits, Request* o
   }
 
   pos = next;
-  while (pos < head_end + 2 && pos < buf.size()) {
+  while (pos < head_end) {
     line_end = FindLineEnd(buf, pos, &next);
     if (line_end == std::string_view::npos) break;
     line = buf.substr(pos, line_end - pos);
@@ -250,9 +269,11 @@ ParseOutcome ParseRequest(std::string_view buf, const Limits& limits, Request* o
     for (;;) {
       line_end = FindLineEnd(buf, body_pos, &next);
       if (line_end == std::string_view::npos) {
-        if (buf.size() - body_pos > 1024) return Error(400, "malformed chunk size");
+        // As for the header: a '\r' may still be followed by the '\n' of a line that fits.
+        if (buf.size() - body_pos > kMaxChunkLine + 1) return Error(400, "malformed chunk size");
         return {};
       }
+      if (line_end - body_pos > kMaxChunkLine) return Error(400, "malformed chunk size");
       std::string_view size_text = buf.substr(body_pos, line_end - body_pos);
       size_text = size_text.substr(0, size_text.find(';'));  // chunk extensions
       size_text = Trim(size_text, " \t", " \t\r");

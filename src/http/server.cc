@@ -1,13 +1,8 @@
 #include "http/server.h"
 
-#include <sys/stat.h>
-#include <sys/un.h>
-
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
-#include <openssl/err.h>
-#include <openssl/ssl.h>
 #include <poll.h>
 #include <sys/eventfd.h>
 #include <sys/socket.h>
@@ -24,53 +19,27 @@ namespace {
 
 constexpr int kPollSliceMs = 250;
 
-// One accepted socket, plain or TLS. Blocking I/O; reads are preceded by poll() so that
-// server shutdown and idle timeouts are noticed.
+// One accepted socket. Blocking I/O; reads are preceded by poll() so that server shutdown and
+// idle timeouts are noticed.
 class Conn {
  public:
-  Conn(int fd, SSL* ssl) : fd_(fd), ssl_(ssl) {}
-  ~Conn() {
-    if (ssl_ != nullptr) {
-      SSL_shutdown(ssl_);
-      SSL_free(ssl_);
-    }
-  }
-  Conn(const Conn&) = delete;
-  Conn& operator=(const Conn&) = delete;
+  explicit Conn(int fd) : fd_(fd) {}
 
   // Returns bytes read, 0 on orderly close, -1 on error.
   long Read(char* buf, std::size_t n) {
-    if (ssl_ != nullptr) {
-      int r = SSL_read(ssl_, buf, static_cast<int>(n));
-      if (r <= 0) {
-        ERR_clear_error();
-        return SSL_get_error(ssl_, r) == SSL_ERROR_ZERO_RETURN ? 0 : -1;
-      }
-      return r;
-    }
     for (;;) {
       ssize_t r = ::recv(fd_, buf, n, 0);
       if (r < 0 && errno == EINTR) continue;
       return static_cast<long>(r);
     }
   }
-  bool HasBuffered() const { return ssl_ != nullptr && SSL_pending(ssl_) > 0; }
 
   bool WriteAll(std::string_view data) {
     while (!data.empty()) {
-      if (ssl_ != nullptr) {
-        int w = SSL_write(ssl_, data.data(), static_cast<int>(data.size()));
-        if (w <= 0) {
-          ERR_clear_error();
-          return false;
-        }
-        data.remove_prefix(static_cast<std::size_t>(w));
-      } else {
-        ssize_t w = ::send(fd_, data.data(), data.size(), MSG_NOSIGNAL);
-        if (w < 0 && errno == EINTR) continue;
-        if (w <= 0) return false;
-        data.remove_prefix(static_cast<std::size_t>(w));
-      }
+      ssize_t w = ::send(fd_, data.data(), data.size(), MSG_NOSIGNAL);
+      if (w < 0 && errno == EINTR) continue;
+      if (w <= 0) return false;
+      data.remove_prefix(static_cast<std::size_t>(w));
     }
     return true;
   }
@@ -84,7 +53,6 @@ class Conn {
 
  private:
   int fd_;
-  SSL* ssl_;
 };
 
 std::string Serialize(const Response& r, bool head_only, bool close) {
@@ -156,43 +124,8 @@ std::string Lower(std::string s) {
 
 }  // namespace
 
-namespace {
-
-Result<UniqueFd> ListenUnix(const std::string& path) {
-  sockaddr_un sun{};
-  if (path.empty() || path.size() >= sizeof(sun.sun_path)) {
-    return Fail(ErrorCode::kInvalidArgument,
-                "unix socket path \"" + path + "\" is empty or too long");
-  }
-  UniqueFd fd(::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0));
-  if (!fd) return FailErrno(errno, "socket");
-  sun.sun_family = AF_UNIX;
-  std::memcpy(sun.sun_path, path.c_str(), path.size() + 1);
-  ::unlink(path.c_str());  // a stale socket from a previous run
-  if (::bind(fd.get(), reinterpret_cast<sockaddr*>(&sun), sizeof(sun)) != 0) {
-    return FailErrno(errno, "bind " + path);
-  }
-  ::chmod(path.c_str(), 0600);
-  if (::listen(fd.get(), 128) != 0) return FailErrno(errno, "listen " + path);
-  return fd;
-}
-
-}  // namespace
-
 Result<std::unique_ptr<Server>> Server::Start(ServerOptions options, Handler handler) {
   std::signal(SIGPIPE, SIG_IGN);
-  if (!options.unix_path.empty()) {
-    auto fd = ListenUnix(options.unix_path);
-    if (!fd) return Fail(fd.error());
-    std::unique_ptr<Server> s(new Server(std::move(options), std::move(handler)));
-    s->host_ = s->opts_.unix_path;
-    s->listen_fd_ = std::move(*fd);
-    s->wake_fd_ = UniqueFd(::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));
-    if (!s->wake_fd_) return FailErrno(errno, "eventfd");
-    Server* raw = s.get();
-    s->accept_thread_ = std::thread([raw] { raw->AcceptLoop(); });
-    return s;
-  }
   std::string host = options.address;
   if (host.empty() || host == "localhost") host = "127.0.0.1";
   auto ip = net::IpAddress::Parse(host);
@@ -240,11 +173,10 @@ Result<std::unique_ptr<Server>> Server::Start(ServerOptions options, Handler han
 Server::~Server() { Stop(); }
 
 std::string Server::Url() const {
-  if (!opts_.unix_path.empty()) return "unix://" + opts_.unix_path;
   std::string h = host_.find(':') != std::string::npos ? "[" + host_ + "]" : host_;
   if (h == "0.0.0.0") h = "127.0.0.1";
   if (h == "[::]") h = "[::1]";
-  return std::string(opts_.tls ? "https://" : "http://") + h + ":" + std::to_string(port_);
+  return "http://" + h + ":" + std::to_string(port_);
 }
 
 void Server::Stop() {
@@ -267,7 +199,6 @@ void Server::Stop() {
   for (auto& [id, t] : threads)
     if (t.joinable()) t.join();
   listen_fd_.reset();
-  if (!opts_.unix_path.empty()) ::unlink(opts_.unix_path.c_str());
 }
 
 void Server::ReapFinished() {
@@ -308,8 +239,6 @@ void Server::AcceptLoop() {
       auto* sin6 = reinterpret_cast<sockaddr_in6*>(&ss);
       ::inet_ntop(AF_INET6, &sin6->sin6_addr, addr, sizeof(addr));
       port = ntohs(sin6->sin6_port);
-    } else if (ss.ss_family == AF_UNIX) {
-      std::snprintf(addr, sizeof(addr), "unix");
     }
     int one = 1;
     ::setsockopt(cfd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
@@ -324,29 +253,11 @@ void Server::AcceptLoop() {
 }
 
 void Server::Serve(std::uint64_t id, UniqueFd fd, std::string peer) {
-  SSL* ssl = nullptr;
-  bool ok = true;
-  if (opts_.tls) {
-    ssl = SSL_new(opts_.tls->get());
-    if (ssl == nullptr) {
-      ok = false;
-    } else {
-      SSL_set_fd(ssl, fd.get());
-      timeval tv{10, 0};
-      ::setsockopt(fd.get(), SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
-      if (SSL_accept(ssl) != 1) {
-        log::Debug("tls handshake failed", {{"peer", peer}, {"error", OpenSslErrors()}});
-        ok = false;
-      }
-      timeval zero{0, 0};
-      ::setsockopt(fd.get(), SOL_SOCKET, SO_RCVTIMEO, &zero, sizeof(zero));
-    }
-  }
   {
-    Conn conn(fd.get(), ssl);
+    Conn conn(fd.get());
     std::string buf;
     auto idle_since = std::chrono::steady_clock::now();
-    while (ok && !stopping_.load()) {
+    while (!stopping_.load()) {
       Request req;
       ParseOutcome po = ParseRequest(buf, opts_.limits, &req);
       if (po.state == ParseState::kError) {
@@ -355,14 +266,12 @@ void Server::Serve(std::uint64_t id, UniqueFd fd, std::string peer) {
         break;
       }
       if (po.state == ParseState::kNeedMore) {
-        if (!conn.HasBuffered()) {
-          pollfd p{fd.get(), POLLIN, 0};
-          int n = ::poll(&p, 1, kPollSliceMs);
-          if (n < 0 && errno != EINTR) break;
-          if (n <= 0) {
-            if (std::chrono::steady_clock::now() - idle_since > opts_.idle_timeout) break;
-            continue;
-          }
+        pollfd p{fd.get(), POLLIN, 0};
+        int n = ::poll(&p, 1, kPollSliceMs);
+        if (n < 0 && errno != EINTR) break;
+        if (n <= 0) {
+          if (std::chrono::steady_clock::now() - idle_since > opts_.idle_timeout) break;
+          continue;
         }
         char chunk[16384];
         long r = conn.Read(chunk, sizeof(chunk));
@@ -380,7 +289,7 @@ void Server::Serve(std::uint64_t id, UniqueFd fd, std::string peer) {
       if (!writer.Finish()) break;
       idle_since = std::chrono::steady_clock::now();
     }
-  }  // Conn (and SSL) destroyed before the fd closes
+  }
   std::lock_guard<std::mutex> lock(mu_);
   conn_fds_.erase(id);
   finished_.push_back(id);

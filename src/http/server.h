@@ -1,6 +1,6 @@
-// A small HTTP/1.1 server: one thread per connection, keep-alive, optional TLS, streaming
-// (chunked) responses for long-lived handlers such as watches. Used by the API server and by every
-// component for /metrics and /healthz.
+// A small HTTP/1.1 server over TCP: one thread per connection, keep-alive, streaming (chunked)
+// responses for long-lived handlers. Serves every component's /metrics and /healthz, the agent's
+// kube-proxy health port and the fault proxy's control endpoint.
 //
 // Threading: the handler runs on the connection's thread and may block (streaming handlers must
 // poll ResponseWriter::Done() at least every few hundred milliseconds). Stop() stops accepting,
@@ -23,7 +23,6 @@
 #include "common/result.h"
 #include "http/http.h"
 #include "http/parser.h"
-#include "http/tls.h"
 
 namespace pylon::http {
 
@@ -32,10 +31,6 @@ using Handler = std::function<void(const Request&, ResponseWriter&)>;
 struct ServerOptions {
   std::string address = "127.0.0.1";  // IPv4/IPv6 literal, "localhost", or "" (= 127.0.0.1)
   std::uint16_t port = 0;             // 0: the kernel picks one; see Server::port()
-  // Non-empty: listen on this unix-domain socket instead of TCP (address and port are ignored).
-  // Unix sockets are not network-namespaced: processes in any netns of the host can connect.
-  std::string unix_path;
-  std::shared_ptr<TlsContext> tls;  // null: plain HTTP
   Limits limits;
   std::chrono::milliseconds idle_timeout{std::chrono::seconds(120)};  // keep-alive idle close
 };
@@ -49,8 +44,7 @@ class Server {
   Server& operator=(const Server&) = delete;
 
   std::uint16_t port() const { return port_; }
-  // "http://127.0.0.1:8080" or "https://[::1]:8443" (the bound address, with the real port);
-  // "unix:///path/to.sock" for a unix-domain listener.
+  // "http://127.0.0.1:8080" or "http://[::1]:8080" (the bound address, with the real port).
   std::string Url() const;
   bool stopping() const { return stopping_.load(); }
   void Stop();  // idempotent; must not be called from a handler thread

@@ -12,12 +12,18 @@ Status RetryOnError(const RetryOptions& opts, const std::function<bool(const Err
   std::uniform_real_distribution<double> unit(0.0, 1.0);
   Duration wait = opts.initial;
   Status last = fn();
-  for (int step = 1; step < opts.steps && !last && retriable(last.error()); ++step) {
+  int step = 1;
+  for (; step < opts.steps && !last && retriable(last.error()); ++step) {
     Duration d = wait + std::chrono::duration_cast<Duration>(wait * (opts.jitter * unit(rng)));
     d = std::max<Duration>(d, last.error().retry_after());
     std::this_thread::sleep_for(d);
     wait = std::min(std::chrono::duration_cast<Duration>(wait * opts.factor), opts.cap);
     last = fn();
+  }
+  if (!last && step > 1 && retriable(last.error())) {
+    // Still retriable after the last step: say so, so that the caller's log line or event shows
+    // that the retries ran out, not only the last 409.
+    return Fail(last.error().Wrap("gave up after " + std::to_string(step) + " attempts"));
   }
   return last;
 }

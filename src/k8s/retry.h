@@ -19,7 +19,9 @@ struct RetryOptions {
 };
 
 // Runs `fn` up to `opts.steps` times while `retriable(error)` holds; returns the last result.
-// A server-provided retry-after longer than the computed wait is honoured.
+// A server-provided retry-after longer than the computed wait is honoured. When every step failed
+// with a retriable error, the error (same code) reads "gave up after N attempts: <last error>",
+// so that giving up is visible wherever the caller logs or reports it.
 Status RetryOnError(const RetryOptions& opts, const std::function<bool(const Error&)>& retriable,
                     const std::function<Status()>& fn);
 

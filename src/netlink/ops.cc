@@ -1,58 +1,6 @@
 #include "netlink/ops.h"
 
-#include <algorithm>
-
 namespace pylon::netlink {
-
-Result<std::vector<LinkInfo>> FindLinks(Netlink& nl, const std::regex& pattern) {
-  auto links = nl.ListLinks();
-  if (!links) return tl::unexpected(links.error());
-  std::vector<LinkInfo> out;
-  for (LinkInfo& l : *links) {
-    if (std::regex_match(l.name, pattern)) out.push_back(std::move(l));
-  }
-  std::sort(out.begin(), out.end(),
-            [](const LinkInfo& a, const LinkInfo& b) { return a.index < b.index; });
-  return out;
-}
-
-Result<DefaultRoute> DefaultInterfaces(Netlink& nl, net::Family family) {
-  auto routes = nl.ListRoutes(family);
-  if (!routes) return tl::unexpected(routes.error());
-  return SelectDefaultRoute(*routes, family);
-}
-
-Result<LinkInfo> DefaultInterface(Netlink& nl, net::Family family) {
-  auto route = DefaultInterfaces(nl, family);
-  if (!route) return tl::unexpected(route.error());
-  auto links = nl.ListLinks();
-  if (!links) return tl::unexpected(links.error());
-  for (LinkInfo& l : *links) {
-    if (l.index == route->ifindexes.front()) return std::move(l);
-  }
-  return Fail(ErrorCode::kNotFound,
-              "default route interface " + std::to_string(route->ifindexes.front()) + " vanished");
-}
-
-Result<std::vector<net::Prefix>> InterfaceSubnetsOf(Netlink& nl, int ifindex, net::Family family,
-                                                    std::optional<std::uint8_t> exclude_proto) {
-  auto addrs = nl.ListAddresses(family);
-  if (!addrs) return tl::unexpected(addrs.error());
-  auto routes = nl.ListRoutes(family);
-  if (!routes) return tl::unexpected(routes.error());
-  return InterfaceSubnets(*addrs, *routes, ifindex, family, exclude_proto);
-}
-
-Result<std::vector<AddressInfo>> AddressesOn(Netlink& nl, int ifindex,
-                                             std::optional<net::Family> family) {
-  auto addrs = nl.ListAddresses(family);
-  if (!addrs) return tl::unexpected(addrs.error());
-  std::vector<AddressInfo> out;
-  for (AddressInfo& a : *addrs) {
-    if (a.ifindex == ifindex) out.push_back(std::move(a));
-  }
-  return out;
-}
 
 std::string_view VirtualLinkKindName(VirtualLinkKind k) {
   switch (k) {
@@ -104,11 +52,6 @@ Result<VirtualLink> EnsureVirtualLink(Netlink& nl, std::string_view name) {
     out.link = std::move(*refreshed);
   }
   return out;
-}
-
-Status ApplyStrictArp(Netlink& nl, const std::string& lan_interface) {
-  if (auto st = nl.WriteSysctl(ArpIgnore(lan_interface), "1"); !st) return st;
-  return nl.WriteSysctl(ArpAnnounce(lan_interface), "2");
 }
 
 }  // namespace pylon::netlink

@@ -1,36 +1,14 @@
-// High-level operations the agent composes, written once against the Netlink interface so they
-// run unchanged over the kernel (NetlinkImpl) and the fake (FakeNetlink).
+// High-level operations written once against the Netlink interface so they run unchanged over the
+// kernel (NetlinkImpl) and the fake (FakeNetlink): kube-lb0's creation.
 #pragma once
 
-#include <optional>
-#include <regex>
 #include <string>
 #include <string_view>
-#include <vector>
 
 #include "common/result.h"
-#include "net/ip.h"
 #include "netlink/netlink.h"
-#include "netlink/select.h"
 
 namespace pylon::netlink {
-
-// Links whose whole name matches `pattern` (LBNodeAgent `localint` regex), in ifindex order.
-Result<std::vector<LinkInfo>> FindLinks(Netlink& nl, const std::regex& pattern);
-
-// The lowest-metric usable default route of `family` (multipath included), see select.h.
-Result<DefaultRoute> DefaultInterfaces(Netlink& nl, net::Family family);
-// The first interface of that route, with its link state.
-Result<LinkInfo> DefaultInterface(Netlink& nl, net::Family family);
-
-// The subnets of `ifindex` for `family` (select.h: InterfaceSubnets). Addresses tagged with
-// `exclude_proto` (our VIPs) do not count.
-Result<std::vector<net::Prefix>> InterfaceSubnetsOf(Netlink& nl, int ifindex, net::Family family,
-                                                    std::optional<std::uint8_t> exclude_proto);
-
-// The addresses on one interface (optionally one family).
-Result<std::vector<AddressInfo>> AddressesOn(Netlink& nl, int ifindex,
-                                             std::optional<net::Family> family);
 
 // How kube-lb0 (the interface for virtual addresses) exists on this node.
 enum class VirtualLinkKind {
@@ -57,9 +35,5 @@ struct VirtualLink {
 // with NODAD there (DAD never completes without carrier). An existing link is reused whatever
 // its kind and only set up.
 Result<VirtualLink> EnsureVirtualLink(Netlink& nl, std::string_view name = "kube-lb0");
-
-// The sysctls that stop `lan_interface` from answering ARP for addresses held on other
-// interfaces (kube-lb0, lo): arp_ignore=1, arp_announce=2 (kube-proxy IPVS strictARP).
-Status ApplyStrictArp(Netlink& nl, const std::string& lan_interface);
 
 }  // namespace pylon::netlink

@@ -1,6 +1,6 @@
 // AddressSync against the real kernel (LABELS root), in a throw-away network namespace whose
 // promote_secondaries is 0 (the kernel default; set explicitly, as systemd hosts set 1):
-// withdrawing an IPv4 primary of kube-lb0 (issue 21, defect 4). The agent's pod cannot write
+// withdrawing an IPv4 primary of kube-lb0. The agent's pod cannot write
 // /proc/sys (EROFS); ReadOnlySysctls plays that part over NetlinkImpl.
 #include <gtest/gtest.h>
 

@@ -6,9 +6,9 @@
 
 #include <string>
 
-#include "support/k8s/fake_client.h"
 #include "k8s/object.h"
 #include "k8s/resource.h"
+#include "support/k8s/fake_client.h"
 
 namespace pylon::agent {
 namespace {
@@ -67,8 +67,9 @@ TEST(LeaseKeeperInstance, DeleteScenarioTable) {
 }
 
 // A lease rewritten between the read and the delete (resourceVersion precondition fails) is read
-// again: still ours, it is deleted; an API error is returned.
-TEST(LeaseKeeperInstance, DeleteRetriesOnceAfterAConflictAndReportsErrors) {
+// again (k8s::RetryOnConflict): still ours, it is deleted; an API error is returned, and a
+// conflict on every attempt ends in an error that says the retries ran out.
+TEST(LeaseKeeperInstance, DeleteRetriesAfterAConflictAndReportsErrors) {
   const auto& leases = k8s::resources::Leases();
   k8s::FakeClient client;
   FakeClock clock;
@@ -85,6 +86,14 @@ TEST(LeaseKeeperInstance, DeleteRetriesOnceAfterAConflictAndReportsErrors) {
   ASSERT_TRUE(keeper.RenewOnce());
   client.FailNext(k8s::Verb::kGet, Error(ErrorCode::kUnavailable, "down"), 1);
   EXPECT_FALSE(keeper.Delete());
+
+  client.FailNext(k8s::Verb::kDelete, Error(ErrorCode::kConflict, "precondition"), 100);
+  auto gave_up = keeper.Delete();
+  ASSERT_FALSE(gave_up);
+  EXPECT_EQ(gave_up.error().code(), ErrorCode::kConflict);
+  EXPECT_NE(gave_up.error().message().find("gave up after 5 attempts"), std::string::npos)
+      << gave_up.error().message();
+  EXPECT_TRUE(client.Get(leases, "purelb-system", "purelb-node-node1"));
 }
 
 }  // namespace

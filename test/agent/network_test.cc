@@ -225,6 +225,18 @@ TEST(AgentOptionsTest, Table) {
   EXPECT_EQ(EffectiveAddressLifetime(*o), std::chrono::seconds(60));
   o->address_lifetime.reset();
   EXPECT_EQ(EffectiveAddressLifetime(*o), std::chrono::seconds(10));  // the lease duration
+
+  // ":port" means every IPv4 address, as on the allocator (it used to mean 127.0.0.1 here).
+  auto any = ParseAgentOptions({"--node-name=n1", "--metrics-addr=:9100"},
+                               [](const std::string&) { return std::nullopt; });
+  ASSERT_TRUE(any);
+  EXPECT_EQ(any->metrics_host, "0.0.0.0");
+  EXPECT_EQ(any->metrics_port, 9100);
+  EXPECT_TRUE(any->metrics_enabled);
+  auto off = ParseAgentOptions({"--node-name=n1", "--metrics-addr="},
+                               [](const std::string&) { return std::nullopt; });
+  ASSERT_TRUE(off);
+  EXPECT_FALSE(off->metrics_enabled);
 }
 
 // --- ownership record ---------------------------------------------------------------------

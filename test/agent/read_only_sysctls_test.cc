@@ -1,6 +1,6 @@
-// The agent core where /proc/sys is read-only, as in its non-privileged pod (issue 21, defects 3
-// and 4), over FakeNetlink: strict ARP is checked and reported once per change, and a withdrawal
-// with promote_secondaries=0 (the kernel default) converges without spinning the loop.
+// The agent core where /proc/sys is read-only, as in its non-privileged pod, over FakeNetlink:
+// strict ARP is checked and reported once per change, and a withdrawal with promote_secondaries=0
+// (the kernel default) converges without spinning the loop.
 #include <gtest/gtest.h>
 
 #include "agent/agent_metrics.h"

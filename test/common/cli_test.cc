@@ -157,5 +157,20 @@ TEST(CliTest, HostPort) {
   }
 }
 
+// One meaning for ":port" in every component's --metrics-addr: every IPv4 address.
+TEST(CliTest, ListenAddress) {
+  auto any = ParseListenAddress(":7473");
+  ASSERT_TRUE(any);
+  EXPECT_EQ(any->host, "0.0.0.0");
+  EXPECT_EQ(any->port, 7473);
+  auto v6 = ParseListenAddress("[::]:7473");
+  ASSERT_TRUE(v6);
+  EXPECT_EQ(v6->host, "::");
+  auto lo = ParseListenAddress("127.0.0.1:0");
+  ASSERT_TRUE(lo);
+  EXPECT_EQ(lo->host, "127.0.0.1");
+  EXPECT_FALSE(ParseListenAddress("7473"));
+}
+
 }  // namespace
 }  // namespace pylon::cli

@@ -26,9 +26,13 @@ TEST(GoDurationTest, Accepts) {
       {"500ms", milliseconds(500)},
       {"0", Duration(0)},
       {"1m30s", seconds(90)},
+      {"1s500ms", milliseconds(1500)},
+      {"0.1s", milliseconds(100)},
+      {"1.1s", milliseconds(1100)},
       {"1.5h", minutes(90)},
       {"2h45m", minutes(165)},
       {"300us", std::chrono::microseconds(300)},
+      {"250us", std::chrono::microseconds(250)},
       {"300\xc2\xb5s", std::chrono::microseconds(300)},
       {"7ns", nanoseconds(7)},
       {"+2s", seconds(2)},
@@ -44,8 +48,8 @@ TEST(GoDurationTest, Accepts) {
 }
 
 TEST(GoDurationTest, Rejects) {
-  for (const char* bad :
-       {"", "10", "s", "1x", "1.2.3s", "ten seconds", "1 s", "-", ".s", "99999999999h"}) {
+  for (const char* bad : {"", "10", "s", "ms", "1x", "1.2.3s", "ten seconds", "1 s", "-", ".s",
+                          "1s500", "99999999999h"}) {
     auto d = ParseGoDuration(bad);
     ASSERT_FALSE(d.has_value()) << bad;
     EXPECT_EQ(d.error().code(), ErrorCode::kInvalidArgument);

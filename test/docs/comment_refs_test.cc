@@ -1,9 +1,14 @@
-// Every comment under src/ cites only what is in the repository: a path it names (a token ending
-// in .md/.h/.cc/.yaml/.yml or starting with docs/, deploy/, src/, test/, scripts/, bench/, fuzz/)
-// must exist, relative to the repository root, to src/ or to the commenting file's directory;
-// and no comment names an issue number ("issue 8": the tracker is not in a clone) or "../shared"
-// (the design documents outside the checkout; docs/design.md, docs/references.md and
-// docs/seeds.md hold what the code relies on).
+// Every comment of the C++ sources (src/, test/, bench/, fuzz/) and every line of the pages in
+// docs/ cites only what is in the repository:
+//  - a path a comment names (a token ending in .md, .h, .cc, .yaml or .yml, or starting with
+//    docs/, deploy/, src/, test/, scripts/, bench/, fuzz/) must exist, relative to the repository
+//    root, to src/, to the commenting file's directory or, for a test, to test/ and to the source
+//    directory it mirrors (test/agent -> src/agent). In docs/ only paths starting with one of
+//    those directories are checked: the pages name files relative to the section they are in;
+//  - nothing names one of this project's issue numbers (the tracker is not in a clone; a peer's
+//    issue is cited as metallb#2723) or the design share beside the checkout (tests reach it as
+//    PYLON_SHARED_DIR; docs/design.md, docs/references.md and docs/seeds.md hold what the code
+//    relies on).
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -104,16 +109,20 @@ bool EndsWith(std::string_view s, std::string_view suffix) {
   return s.size() >= suffix.size() && s.substr(s.size() - suffix.size()) == suffix;
 }
 
-// Whether a token of a comment reads as a path inside the repository.
-bool LooksLikeRepoPath(std::string_view t) {
-  for (std::string_view ext : {".md", ".h", ".cc", ".yaml", ".yml"}) {
-    if (EndsWith(t, ext) && t.size() > ext.size()) return true;
-  }
+bool StartsWithRepoDir(std::string_view t) {
   for (std::string_view dir :
        {"docs/", "deploy/", "src/", "test/", "scripts/", "bench/", "fuzz/"}) {
     if (t.substr(0, dir.size()) == dir) return true;
   }
   return false;
+}
+
+// Whether a token of a comment reads as a path inside the repository.
+bool LooksLikeRepoPath(std::string_view t) {
+  for (std::string_view ext : {".md", ".h", ".cc", ".yaml", ".yml"}) {
+    if (EndsWith(t, ext) && t.size() > ext.size()) return true;
+  }
+  return StartsWithRepoDir(t);
 }
 
 struct Finding {
@@ -123,12 +132,15 @@ struct Finding {
 
 // The problems in the comments of one file. `exists(path)` answers whether `path` (relative to the
 // repository root, as written in the comment) exists; `file_dir` is the file's directory relative
-// to the root (e.g. "src/agent"), so that a comment may name a sibling ("garp.h").
-std::vector<Finding> ScanSource(std::string_view source, const std::string& file_dir,
-                                const std::function<bool(const std::string&)>& exists) {
+// to the root (e.g. "src/agent"), so that a comment may name a sibling by its bare file name.
+std::vector<Finding> ScanLines(const std::vector<CommentLine>& lines, const std::string& file_dir,
+                               const std::function<bool(const std::string&)>& exists,
+                               bool rooted_paths_only) {
   static const std::regex kIssue(R"(\bissues? #?[0-9])", std::regex::icase);
+  const std::string mirror =
+      file_dir.rfind("test/", 0) == 0 ? "src/" + file_dir.substr(5) : std::string();
   std::vector<Finding> findings;
-  for (const CommentLine& c : ExtractComments(source)) {
+  for (const CommentLine& c : lines) {
     const std::string& t = c.text;
     if (t.find("../shared") != std::string::npos) {
       findings.push_back({c.line, "names ../shared (outside the repository)"});
@@ -156,11 +168,29 @@ std::vector<Finding> ScanSource(std::string_view source, const std::string& file
       }
       while (!tok.empty() && (tok.back() == '.' || tok.back() == '-')) tok.pop_back();
       if (tok.empty() || !LooksLikeRepoPath(tok)) continue;
+      if (rooted_paths_only && !StartsWithRepoDir(tok)) continue;
       if (exists(tok) || exists("src/" + tok) || exists(file_dir + "/" + tok)) continue;
+      if (!mirror.empty() && (exists(mirror + "/" + tok) || exists("test/" + tok))) continue;
       findings.push_back({c.line, "names \"" + tok + "\", which is not in the repository"});
     }
   }
   return findings;
+}
+
+// The problems in the comments of one C++ file.
+std::vector<Finding> ScanSource(std::string_view source, const std::string& file_dir,
+                                const std::function<bool(const std::string&)>& exists) {
+  return ScanLines(ExtractComments(source), file_dir, exists, false);
+}
+
+// The problems in one Markdown page: every line counts, paths only when rooted.
+std::vector<Finding> ScanPage(std::string_view page, const std::string& file_dir,
+                              const std::function<bool(const std::string&)>& exists) {
+  std::vector<CommentLine> lines;
+  std::istringstream in{std::string(page)};
+  std::string text;
+  for (int n = 1; std::getline(in, text); ++n) lines.push_back({n, text});
+  return ScanLines(lines, file_dir, exists, true);
 }
 
 // --- the scanner itself (so that the repository test below can fail) ---
@@ -214,6 +244,26 @@ TEST(CommentScanner, IgnoresStringsAndCharacterLiterals) {
             (std::vector<std::string>{"6: names \"peers.md\", which is not in the repository"}));
 }
 
+TEST(CommentScanner, TestsMayNameTheSourceTheyMirror) {
+  EXPECT_TRUE(ScanSource("// garp.h, as src/agent/garp.h\n", "test/agent", Known).empty());
+  EXPECT_EQ(Describe(ScanSource("// garp.h\n", "test/pool", Known)),
+            (std::vector<std::string>{"1: names \"garp.h\", which is not in the repository"}));
+}
+
+TEST(PageScanner, ChecksRootedPathsIssuesAndSharedOnEveryLine) {
+  const std::string page =
+      "| `garp.h` | bare names are relative to the section: not checked |\n"
+      "See docs/design.md and [x](peers.md); docs/missing.md is not there.\n"
+      "Fixed in issue 21; MetalLB's is metallb#2723.\n"
+      "```\ncat ../shared/reference/peers.md\n```\n";
+  EXPECT_EQ(Describe(ScanPage(page, "docs", Known)),
+            (std::vector<std::string>{
+                "2: names \"docs/missing.md\", which is not in the repository",
+                "3: names an issue number (not in the repository)",
+                "5: names ../shared (outside the repository)",
+            }));
+}
+
 TEST(CommentScanner, CountsLinesThroughRawStringsAndBlocks) {
   const auto cs = ExtractComments("/* a\nb */ R\"(\n\n)\" // c\n");
   ASSERT_EQ(cs.size(), 3u);
@@ -225,32 +275,73 @@ TEST(CommentScanner, CountsLinesThroughRawStringsAndBlocks) {
 
 // --- the repository ---
 
-TEST(RepositoryComments, EverySourceCommentCitesOnlyWhatIsInTheRepository) {
-  const fs::path root = PYLON_SOURCE_DIR;
-  ASSERT_TRUE(fs::is_directory(root / "src")) << root;
-  auto exists = [&](const std::string& p) { return fs::exists(root / p); };
-  std::vector<std::string> problems;
+// Every file under `dir` with one of `exts`, scanned by `scan`, findings appended as
+// "path:line: what". Returns the number of files read.
+int ScanTree(const fs::path& root, const std::string& dir, const std::vector<std::string>& exts,
+             const std::function<std::vector<Finding>(std::string_view, const std::string&)>& scan,
+             std::vector<std::string>* problems) {
   int files = 0;
-  for (const auto& e : fs::recursive_directory_iterator(root / "src")) {
+  if (!fs::is_directory(root / dir)) return 0;
+  for (const auto& e : fs::recursive_directory_iterator(root / dir)) {
     if (!e.is_regular_file()) continue;
     const std::string ext = e.path().extension().string();
-    if (ext != ".h" && ext != ".cc" && ext != ".cpp" && ext != ".hpp") continue;
+    if (std::find(exts.begin(), exts.end(), ext) == exts.end()) continue;
     ++files;
     std::ifstream in(e.path(), std::ios::binary);
     std::stringstream ss;
     ss << in.rdbuf();
     const std::string rel = fs::relative(e.path(), root).generic_string();
-    const std::string dir = fs::path(rel).parent_path().generic_string();
-    for (const Finding& f : ScanSource(ss.str(), dir, exists)) {
-      problems.push_back(rel + ":" + std::to_string(f.line) + ": " + f.what);
+    const std::string file_dir = fs::path(rel).parent_path().generic_string();
+    for (const Finding& f : scan(ss.str(), file_dir)) {
+      problems->push_back(rel + ":" + std::to_string(f.line) + ": " + f.what);
     }
   }
-  EXPECT_GT(files, 50);
+  return files;
+}
+
+std::string Report(std::vector<std::string> problems) {
   std::sort(problems.begin(), problems.end());
-  std::string all;
+  std::string all = std::to_string(problems.size()) + " place(s) cite what a clone lacks:\n";
   for (const std::string& p : problems) all += p + "\n";
-  EXPECT_TRUE(problems.empty()) << problems.size() << " comment(s) cite what a clone lacks:\n"
-                                << all;
+  return all;
+}
+
+class RepositoryComments : public ::testing::Test {
+ protected:
+  const fs::path root_ = PYLON_SOURCE_DIR;
+  std::function<bool(const std::string&)> exists_ = [this](const std::string& p) {
+    return fs::exists(root_ / p);
+  };
+  std::function<std::vector<Finding>(std::string_view, const std::string&)> source_ =
+      [this](std::string_view text, const std::string& dir) {
+        return ScanSource(text, dir, exists_);
+      };
+};
+
+TEST_F(RepositoryComments, EverySourceCommentCitesOnlyWhatIsInTheRepository) {
+  ASSERT_TRUE(fs::is_directory(root_ / "src")) << root_;
+  std::vector<std::string> problems;
+  const std::vector<std::string> cpp = {".h", ".cc", ".cpp", ".hpp"};
+  EXPECT_GT(ScanTree(root_, "src", cpp, source_, &problems), 50);
+  EXPECT_TRUE(problems.empty()) << Report(problems);
+}
+
+TEST_F(RepositoryComments, EveryTestCommentCitesOnlyWhatIsInTheRepository) {
+  std::vector<std::string> problems;
+  const std::vector<std::string> cpp = {".h", ".cc", ".cpp", ".hpp"};
+  EXPECT_GT(ScanTree(root_, "test", cpp, source_, &problems), 50);
+  ScanTree(root_, "bench", cpp, source_, &problems);
+  ScanTree(root_, "fuzz", cpp, source_, &problems);
+  EXPECT_TRUE(problems.empty()) << Report(problems);
+}
+
+TEST_F(RepositoryComments, EveryDocsPageCitesOnlyWhatIsInTheRepository) {
+  std::vector<std::string> problems;
+  auto page = [this](std::string_view text, const std::string& dir) {
+    return ScanPage(text, dir, exists_);
+  };
+  EXPECT_GT(ScanTree(root_, "docs", {".md"}, page, &problems), 10);
+  EXPECT_TRUE(problems.empty()) << Report(problems);
 }
 
 }  // namespace

@@ -1,7 +1,8 @@
-// Issue 8: a foreign host on the lab LAN owns addresses of the pool (configured on the client
-// namespace's eth0, which answers ARP and DAD for them like any host would). Pylon must refuse
-// them with a clear error: a Service that did not ask for a specific address gets another one
-// that the client reaches; a Service that requested one is refused and gets nothing else.
+// Addresses in use on the network: a foreign host on the lab LAN owns addresses of the pool
+// (configured on the client namespace's eth0, which answers ARP and DAD for them like any host
+// would). Pylon must refuse them with a clear error: a Service that did not ask for a specific
+// address gets another one that the client reaches; a Service that requested one is refused and
+// gets nothing else.
 #include <string>
 #include <vector>
 

@@ -1,4 +1,4 @@
-// API-server outage (issue 8): the API server hangs for a minute while the winner of a Service's
+// API-server outage: the API server hangs for a minute while the winner of a Service's
 // address has its agent SIGKILLed. The hang is SIGSTOP of the lab's kube-apiserver: its
 // sockets stay open, requests are accepted by the kernel and never answered, which is worse than
 // a refused connection (clients wait on timeouts instead of failing fast). With heartbeats (on by

@@ -94,6 +94,53 @@ TEST(ParseRequest, FieldsAndPipelining) {
   EXPECT_EQ(next.path, "/next");
 }
 
+// The header ends at the first empty line, whether it ends in CRLF or a bare LF: bytes after a
+// bare-LF blank line are the next message, not swallowed up to a later CRLFCRLF (found by
+// pylon_http_fuzz; fuzz/http/corpus/regress_blank_line_before_crlfcrlf).
+TEST(ParseRequest, FirstBlankLineEndsTheHeader) {
+  const std::string head = "POST /a HTTP/1.1\n\n";
+  const std::string input = head + "Transfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n0\r\n\r\n";
+  Request req;
+  ParseOutcome o = ParseRequest(input, Limits{}, &req);
+  ASSERT_EQ(o.state, ParseState::kComplete);
+  EXPECT_EQ(o.consumed, head.size());
+  EXPECT_TRUE(req.headers.empty());
+  EXPECT_EQ(req.body, "");
+  Request next;
+  EXPECT_EQ(ParseRequest(std::string_view(input).substr(o.consumed), Limits{}, &next).state,
+            ParseState::kError);
+}
+
+// The server parses again as TCP segments arrive: every proper prefix of a complete request asks
+// for more, never an error, also right at the header and chunk-line limits.
+TEST(ParseRequest, EveryPrefixOfACompleteRequestNeedsMore) {
+  Limits small;
+  small.max_header_bytes = 64;
+  const std::string at_limit = "GET / HTTP/1.1\r\nX: " + std::string(64 - 21, 'a') + "\r\n";
+  ASSERT_EQ(at_limit.size(), 64u);
+  const std::string chunk_line = "5;" + std::string(1022, 'e');
+  const std::string inputs[] = {
+      at_limit + "\r\n",
+      at_limit + "\n",
+      "POST /a HTTP/1.1\r\nContent-Length: 2\r\n\r\nhi",
+      "POST /a HTTP/1.1\nTransfer-Encoding: chunked\n\n" + chunk_line + "\r\nhello\r\n0\r\n\r\n",
+  };
+  for (const std::string& input : inputs) {
+    Request req;
+    ParseOutcome whole = ParseRequest(input, small, &req);
+    ASSERT_EQ(whole.state, ParseState::kComplete) << input << ": " << whole.error;
+    ASSERT_EQ(whole.consumed, input.size());
+    for (std::size_t n = 0; n < input.size(); ++n) {
+      ParseOutcome part = ParseRequest(std::string_view(input).substr(0, n), small, &req);
+      EXPECT_EQ(part.state, ParseState::kNeedMore)
+          << n << " bytes of " << input << ": " << part.error;
+    }
+  }
+  Request req;
+  EXPECT_EQ(ParseRequest(at_limit + "Y\r\n\r\n", small, &req).error_status, 431);
+  EXPECT_EQ(ParseRequest(at_limit + "YZ", small, &req).error_status, 431);
+}
+
 TEST(UrlCoding, RoundTrip) {
   std::string decoded;
   for (std::string s : {"", "a b", "x=y&z", "ünïcode/%"}) {

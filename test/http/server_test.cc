@@ -1,12 +1,11 @@
 // The HTTP server over real loopback sockets: keep-alive, malformed requests, chunked streaming
-// with client-disconnect detection, stop while streaming, TLS.
+// with client-disconnect detection, stop while streaming, bad listen addresses.
 #include "http/server.h"
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <poll.h>
 #include <sys/socket.h>
-#include <sys/un.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -112,29 +111,6 @@ TEST(Server, StopEndsStreams) {
   EXPECT_TRUE((*s)->stopping());
 }
 
-TEST(Server, UnixSocketListener) {
-  std::string path = "/tmp/pylon-http-test-" + std::to_string(::getpid()) + ".sock";
-  ServerOptions o;
-  o.unix_path = path;
-  auto s = Server::Start(o, [](const Request& r, ResponseWriter& w) {
-    w.Send(Response::Text(200, "unix " + r.path));
-  });
-  ASSERT_TRUE(s) << s.error().message();
-  EXPECT_EQ((*s)->Url(), "unix://" + path);
-  UniqueFd fd(::socket(AF_UNIX, SOCK_STREAM, 0));
-  sockaddr_un sun{};
-  sun.sun_family = AF_UNIX;
-  std::snprintf(sun.sun_path, sizeof(sun.sun_path), "%s", path.c_str());
-  ASSERT_EQ(::connect(fd.get(), reinterpret_cast<sockaddr*>(&sun), sizeof(sun)), 0);
-  SendAll(fd.get(), "GET /version HTTP/1.1\r\nHost: x\r\n\r\n");
-  EXPECT_NE(ReadUntil(fd.get(), "unix /version").find("unix /version"), std::string::npos);
-  (*s)->Stop();
-  EXPECT_NE(::access(path.c_str(), F_OK), 0) << "socket file removed on Stop";
-  ServerOptions bad;
-  bad.unix_path = std::string(200, 'x');
-  EXPECT_FALSE(Server::Start(bad, [](const Request&, ResponseWriter&) {}));
-}
-
 TEST(Server, BadListenAddress) {
   ServerOptions o;
   o.address = "not-an-ip";
@@ -146,18 +122,6 @@ TEST(Server, BadListenAddress) {
   auto taken = Server::Start(o, [](const Request&, ResponseWriter&) {});
   ASSERT_FALSE(taken);
   EXPECT_EQ(taken.error().code(), ErrorCode::kSystem);
-}
-
-TEST(Tls, GeneratedCertificatesLoad) {
-  auto certs = GenerateCertificates("t", {"127.0.0.1", "localhost", "::1"});
-  ASSERT_TRUE(certs) << certs.error().message();
-  EXPECT_NE(certs->ca_cert_pem.find("BEGIN CERTIFICATE"), std::string::npos);
-  EXPECT_TRUE(TlsContext::FromPem(certs->server_cert_pem, certs->server_key_pem));
-  auto other = GenerateCertificates("u", {"localhost"});
-  ASSERT_TRUE(other);
-  auto mismatch = TlsContext::FromPem(certs->server_cert_pem, other->server_key_pem);
-  EXPECT_FALSE(mismatch);
-  EXPECT_FALSE(TlsContext::FromPem("garbage", "garbage"));
 }
 
 }  // namespace

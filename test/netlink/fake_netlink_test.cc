@@ -1,4 +1,4 @@
-// FakeNetlink semantics, and the high-level operations (ops.h) run over it.
+// FakeNetlink semantics, and EnsureVirtualLink (ops.h) run over it.
 #include "support/netlink/fake_netlink.h"
 
 #include <linux/if.h>
@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include "netlink/ops.h"
+#include "netlink/select.h"
 
 namespace pylon::netlink {
 namespace {
@@ -28,7 +29,14 @@ class FakeNetlinkTest : public ::testing::Test {
     }
     return nullptr;
   }
-  std::vector<AddressInfo> On(int ifindex) { return *AddressesOn(nl_, ifindex, std::nullopt); }
+  std::vector<AddressInfo> On(int ifindex) {
+    std::vector<AddressInfo> out;
+    auto all = nl_.ListAddresses(std::nullopt);
+    for (AddressInfo& a : *all) {
+      if (a.ifindex == ifindex) out.push_back(std::move(a));
+    }
+    return out;
+  }
   AddressSpec Plain(int ifindex, const char* prefix) {
     AddressSpec s;
     s.ifindex = ifindex;
@@ -191,26 +199,21 @@ TEST_F(FakeNetlinkTest, DefaultInterfaceAndSubnets) {
   fast.nexthops = {{eth1_, Ip("198.51.100.1"), 0, 1}, {eth0_, Ip("192.0.2.1"), 0, 1}};
   nl_.AddTestRoute(slow);
   nl_.AddTestRoute(fast);
-  auto d = DefaultInterfaces(nl_, net::Family::kV4);
+  // The fake's dumps feed the pure selection (select.h) as the agent's network view does.
+  auto d = SelectDefaultRoute(*nl_.ListRoutes(net::Family::kV4), net::Family::kV4);
   ASSERT_TRUE(d.has_value());
   EXPECT_EQ(d->metric, 100u);
   EXPECT_EQ(d->ifindexes, (std::vector<int>{eth1_, eth0_}));
-  auto link = DefaultInterface(nl_, net::Family::kV4);
-  ASSERT_TRUE(link.has_value());
-  EXPECT_EQ(link->name, "eth1");
-  EXPECT_EQ(DefaultInterface(nl_, net::Family::kV6).error().code(), ErrorCode::kNotFound);
+  EXPECT_EQ(SelectDefaultRoute(*nl_.ListRoutes(net::Family::kV6), net::Family::kV6).error().code(),
+            ErrorCode::kNotFound);
 
   ASSERT_TRUE(nl_.AddAddress(Plain(eth1_, "198.51.100.20/24")));
   ASSERT_TRUE(nl_.AddAddress(
       VipAddressSpec(eth1_, P("198.51.100.99/24"), seconds(300), kPylonAddressProto)));
-  auto subnets = InterfaceSubnetsOf(nl_, eth1_, net::Family::kV4, kPylonAddressProto);
-  ASSERT_TRUE(subnets.has_value());
-  EXPECT_EQ(*subnets, std::vector<net::Prefix>{P("198.51.100.0/24")});
-
-  auto matches = FindLinks(nl_, std::regex("eth[0-9]+"));
-  ASSERT_TRUE(matches.has_value());
-  EXPECT_EQ(matches->size(), 2u);
-  EXPECT_TRUE(FindLinks(nl_, std::regex("eth"))->empty());  // whole-name match
+  auto subnets =
+      InterfaceSubnets(*nl_.ListAddresses(net::Family::kV4), *nl_.ListRoutes(net::Family::kV4),
+                       eth1_, net::Family::kV4, kPylonAddressProto);
+  EXPECT_EQ(subnets, std::vector<net::Prefix>{P("198.51.100.0/24")});
 }
 
 TEST_F(FakeNetlinkTest, CarrierLossIsNotified) {
@@ -227,7 +230,8 @@ TEST_F(FakeNetlinkTest, CarrierLossIsNotified) {
 
 TEST_F(FakeNetlinkTest, SysctlsAndFailureInjection) {
   EXPECT_EQ(*nl_.ReadSysctl(ArpIgnore("eth0")), "0");
-  ASSERT_TRUE(ApplyStrictArp(nl_, "eth0"));
+  ASSERT_TRUE(nl_.WriteSysctl(ArpIgnore("eth0"), "1"));
+  ASSERT_TRUE(nl_.WriteSysctl(ArpAnnounce("eth0"), "2"));
   EXPECT_EQ(*nl_.ReadSysctl(ArpIgnore("eth0")), "1");
   EXPECT_EQ(*nl_.ReadSysctl(ArpAnnounce("eth0")), "2");
   EXPECT_EQ(*nl_.ReadSysctl(AcceptDad("eth1")), "1");

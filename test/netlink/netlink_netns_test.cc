@@ -5,6 +5,7 @@
 
 #include "netlink/netlink_impl.h"
 #include "netlink/ops.h"
+#include "netlink/select.h"
 #include "netns_helper.h"
 
 namespace pylon::netlink {
@@ -16,6 +17,20 @@ using pylon::testing::Netns;
 using std::chrono::seconds;
 
 net::Prefix P(const char* s) { return *net::Prefix::Parse(s); }
+
+// The kernel's dumps through the pure selection (select.h), as the agent's network view does.
+Result<DefaultRoute> KernelDefaultRoute(Netlink& nl, net::Family family) {
+  auto routes = nl.ListRoutes(family);
+  if (!routes) return tl::unexpected(routes.error());
+  return SelectDefaultRoute(*routes, family);
+}
+std::vector<net::Prefix> Subnets(Netlink& nl, int ifindex, net::Family family) {
+  auto addrs = nl.ListAddresses(family);
+  auto routes = nl.ListRoutes(family);
+  EXPECT_TRUE(addrs && routes);
+  if (!addrs || !routes) return {};
+  return InterfaceSubnets(*addrs, *routes, ifindex, family, kPylonAddressProto);
+}
 
 class NetlinkNetnsTest : public ::testing::Test {
  protected:
@@ -88,10 +103,11 @@ TEST_F(NetlinkNetnsTest, AddRenewRemoveAddresses) {
     EXPECT_LE(v6.value("valid_life_time", 0u), 300u);
 
     // What our own dump sees, including IFA_PROTO on 6.1+.
-    auto mine = AddressesOn(*nl, a0->index, std::nullopt);
-    ASSERT_TRUE(mine.has_value());
+    auto all = nl->ListAddresses(std::nullopt);
+    ASSERT_TRUE(all.has_value());
     int tagged = 0;
-    for (const AddressInfo& a : *mine) {
+    for (const AddressInfo& a : *all) {
+      if (a.ifindex != a0->index) continue;
       if (a.prefix == P("2001:db8::10/64")) {
         EXPECT_TRUE(a.has_flag(addr_flags::kNoDad));
         EXPECT_EQ(a.lifetimes.preferred, seconds(0));
@@ -99,9 +115,8 @@ TEST_F(NetlinkNetnsTest, AddRenewRemoveAddresses) {
       if (a.proto == kPylonAddressProto) ++tagged;
     }
     EXPECT_EQ(tagged, nl->SupportsAddressProto() ? 2 : 0);
-    auto subnets = InterfaceSubnetsOf(*nl, a0->index, net::Family::kV4, kPylonAddressProto);
-    ASSERT_TRUE(subnets.has_value());
-    EXPECT_EQ(*subnets, std::vector<net::Prefix>{P("192.0.2.0/24")});
+    EXPECT_EQ(Subnets(*nl, a0->index, net::Family::kV4),
+              std::vector<net::Prefix>{P("192.0.2.0/24")});
 
     // Exclusive add of a present address: EEXIST with context.
     auto dup = nl->AddAddress(VipAddressSpec(a0->index, P("192.0.2.10/24"), seconds(300), proto));
@@ -151,11 +166,10 @@ TEST_F(NetlinkNetnsTest, DefaultInterfaceByMetricAndEcmp) {
     ASSERT_NE(nl, nullptr);
     const int a1 = nl->GetLink("a1")->index;
     for (auto family : {net::Family::kV4, net::Family::kV6}) {
-      auto d = DefaultInterfaces(*nl, family);
+      auto d = KernelDefaultRoute(*nl, family);
       ASSERT_TRUE(d.has_value()) << d.error().message();
       EXPECT_EQ(d->metric, 100u);
       EXPECT_EQ(d->ifindexes, std::vector<int>{a1});
-      EXPECT_EQ(DefaultInterface(*nl, family)->name, "a1");
     }
   });
   ASSERT_EQ(a_->Ip("route add default metric 50 nexthop via 192.0.2.2 dev a0 nexthop via "
@@ -170,7 +184,7 @@ TEST_F(NetlinkNetnsTest, DefaultInterfaceByMetricAndEcmp) {
     const int a0 = nl->GetLink("a0")->index;
     const int a1 = nl->GetLink("a1")->index;
     for (auto family : {net::Family::kV4, net::Family::kV6}) {
-      auto d = DefaultInterfaces(*nl, family);
+      auto d = KernelDefaultRoute(*nl, family);
       ASSERT_TRUE(d.has_value()) << d.error().message();
       EXPECT_EQ(d->metric, 50u) << net::FamilyName(family);
       EXPECT_EQ(d->ifindexes, (std::vector<int>{a0, a1})) << net::FamilyName(family);
@@ -183,7 +197,7 @@ TEST_F(NetlinkNetnsTest, DefaultInterfaceByMetricAndEcmp) {
     ASSERT_NE(nl, nullptr);
     const int a0 = nl->GetLink("a0")->index;
     EXPECT_TRUE(Eventually([&] {
-      auto d = DefaultInterfaces(*nl, net::Family::kV4);
+      auto d = KernelDefaultRoute(*nl, net::Family::kV4);
       return d && d->metric == 50u && d->ifindexes == std::vector<int>{a0};
     }));
   });
@@ -197,10 +211,8 @@ TEST_F(NetlinkNetnsTest, Ipv6HostAddressMatchedToRaPrefix) {
     auto nl = Open();
     ASSERT_NE(nl, nullptr);
     const int a0 = nl->GetLink("a0")->index;
-    auto subnets = InterfaceSubnetsOf(*nl, a0, net::Family::kV6, kPylonAddressProto);
-    ASSERT_TRUE(subnets.has_value()) << subnets.error().message();
     // fe80::/64 (link-local) and the /128 without an on-link route are not subnets.
-    EXPECT_EQ(*subnets, std::vector<net::Prefix>{P("2001:db8:5::/64")});
+    EXPECT_EQ(Subnets(*nl, a0, net::Family::kV6), std::vector<net::Prefix>{P("2001:db8:5::/64")});
   });
 }
 
@@ -315,7 +327,8 @@ TEST_F(NetlinkNetnsTest, SysctlsAreReadAndWrittenInTheNamespace) {
     auto nl = Open();
     ASSERT_NE(nl, nullptr);
     EXPECT_EQ(*nl->ReadSysctl(ArpIgnore("a0")), "0");
-    ASSERT_TRUE(ApplyStrictArp(*nl, "a0"));
+    ASSERT_TRUE(nl->WriteSysctl(ArpIgnore("a0"), "1"));
+    ASSERT_TRUE(nl->WriteSysctl(ArpAnnounce("a0"), "2"));
     EXPECT_EQ(*nl->ReadSysctl(ArpIgnore("a0")), "1");
     EXPECT_EQ(*nl->ReadSysctl(ArpAnnounce("a0")), "2");
     ASSERT_TRUE(nl->WriteSysctl(PromoteSecondaries("a0"), "1"));

@@ -62,7 +62,7 @@ TEST(AddressBookTest, ChangesOnlyWhenAsked) {
   // Allocation from nothing, then a second family: never a loss.
   EXPECT_TRUE(book.Observe({Svc("a", {"192.0.2.64"})}).empty());
   EXPECT_TRUE(book.Observe({Svc("a", {"192.0.2.64", "2001:db8:1::a:1"})}).empty());
-  // Losing one unasked: the defect of issue 20.
+  // Losing one unasked: the defect the soak found first.
   EXPECT_EQ(book.Observe({Svc("a", {"192.0.2.64"})}).size(), 1u);
   // Asked: a move is fine until the asks are cleared.
   book.Ask("a");
