@@ -184,8 +184,7 @@ void Agent::OnLease(const Json& obj, bool deleted) {
   o.renew_time = FindString(obj, {"spec", "renewTime"}).value_or("");
   o.subnets_annotation = k8s::Annotation(obj, election::kSubnetsAnnotation);
   o.macs_annotation = k8s::Annotation(obj, election::kMacsAnnotation);
-  const bool restarting =
-      !deleted && !k8s::Annotation(obj, kRestartingAnnotation).empty();
+  const bool restarting = !deleted && !k8s::Annotation(obj, kRestartingAnnotation).empty();
   if (hb_ && node->str() != options_.node_name) {
     auto issues = hb_->ObservePeerLease(
         *node, k8s::Annotation(obj, heartbeat::kHeartbeatAnnotation), deleted);
@@ -214,7 +213,15 @@ void Agent::OnLease(const Json& obj, bool deleted) {
 
 Status Agent::Start(Duration sync_timeout) {
   if (auto st = sync_->Load(); !st) return st;
-  loaded_owned_ = sync_->owned();
+  // What a previous agent on this node left: ours (recorded, or tagged) and still on the NIC.
+  if (auto present = d_.netlink->ListAddresses(std::nullopt); present) {
+    for (const auto& a : *present) {
+      if (a.proto == netlink::kPylonAddressProto) adoptable_.insert(a.prefix.address());
+      for (const auto& o : sync_->owned()) {
+        if (a.prefix.address() == o.address.address()) adoptable_.insert(o.address.address());
+      }
+    }
+  }
 
   RefreshNetwork();
   if (options_.heartbeat.enabled()) {
@@ -637,11 +644,15 @@ void Agent::OnePass(bool shutting_down) {
   in.hold_off = !first_healthy_ || now < *first_healthy_ + options_.timing.retry_period;
   in.defer_to_unseen_announcers =
       !first_healthy_ || now < *first_healthy_ + options_.timing.lease_duration;
-  // An agent restart: what the predecessor left stays until this agent is first healthy, for at
-  // most an address lifetime (then the addresses would have expired anyway).
+  // An agent restart: what the predecessor left stays until this agent is healthy and its own
+  // lease is seen as such (its first write may have released it while its kube-proxy check had
+  // not passed yet): a lease duration after it is first healthy, and at most an address lifetime
+  // after start (then the addresses would have expired anyway).
   if (!started_at_) started_at_ = now;
-  in.keep_held = !first_healthy_ && !loaded_owned_.empty() &&
-                 now < *started_at_ + EffectiveAddressLifetime(options_);
+  if (!adoptable_.empty() && now < *started_at_ + EffectiveAddressLifetime(options_) &&
+      (!first_healthy_ || now < *first_healthy_ + options_.timing.lease_duration)) {
+    in.keep = &adoptable_;
+  }
   in.network = &network_;
   in.config = &config_;
   in.services = &services_in_;
@@ -755,8 +766,8 @@ void Agent::Run() {
       adoption_reported_ = true;
       int adopted = 0;
       const auto held = reconciler_->HeldLocal();
-      for (const auto& o : loaded_owned_) {
-        if (std::find(held.begin(), held.end(), o.address.address()) != held.end()) ++adopted;
+      for (const auto& ip : adoptable_) {
+        if (std::find(held.begin(), held.end(), ip) != held.end()) ++adopted;
       }
       if (adopted > 0) {
         log::Info("adopted the addresses the previous agent left",
@@ -779,8 +790,8 @@ void Agent::RefreshPeerSigns() {
   if (hb_) {
     for (const auto& p : hb_->Peers()) {
       HolderSigns& s = peer_signs_[p.node];
-      s.leaving = p.state == heartbeat::PeerState::kDead &&
-                  (p.flags & heartbeat::flags::kLeaving) != 0;
+      s.leaving =
+          p.state == heartbeat::PeerState::kDead && (p.flags & heartbeat::flags::kLeaving) != 0;
       s.last_alive = p.last_heard;
     }
   }
@@ -793,9 +804,8 @@ std::string Agent::PeerKubeProxyUrl(const Json& node) const {
   const auto scheme_end = own.find("://");
   if (scheme_end == std::string::npos) return "";
   const auto path_at = own.find('/', scheme_end + 3);
-  const std::string hostport = own.substr(scheme_end + 3, path_at == std::string::npos
-                                                              ? std::string::npos
-                                                              : path_at - scheme_end - 3);
+  const std::string hostport = own.substr(
+      scheme_end + 3, path_at == std::string::npos ? std::string::npos : path_at - scheme_end - 3);
   const std::string path = path_at == std::string::npos ? "" : own.substr(path_at);
   const auto colon = hostport.rfind(':');
   if (colon == std::string::npos || hostport.find(']', colon) != std::string::npos) return "";

@@ -38,8 +38,8 @@
 #include "agent/garp.h"
 #include "agent/kube_proxy_check.h"
 #include "agent/kube_writer.h"
-#include "agent/lifecycle.h"
 #include "agent/lease_keeper.h"
+#include "agent/lifecycle.h"
 #include "agent/node_agent_select.h"
 #include "agent/options.h"
 #include "agent/ownership.h"
@@ -194,12 +194,13 @@ class Agent {
   std::optional<NodeAgentState> selector_state_reported_;
   std::map<std::string, int> created_virtual_;  // virtual interfaces this run created: ifindex
   std::optional<SteadyTime> first_healthy_;     // start of the hold-off (planner.h)
-  std::set<OwnedAddress> loaded_owned_;         // the ownership record as loaded at start
-  std::optional<SteadyTime> started_at_;        // the first pass
+  std::set<net::IpAddress>
+      adoptable_;  // recorded as ours and on the NIC at start (PlanInputs::keep)
+  std::optional<SteadyTime> started_at_;  // the first pass
   bool adoption_reported_ = false;
   std::map<NodeName, std::string> peer_kube_proxy_;  // node -> its kube-proxy URL (inputs)
   std::map<NodeName, HolderSigns> peer_signs_;       // rebuilt every pass
-  bool last_healthy_ = true;                    // for logging health transitions
+  bool last_healthy_ = true;                         // for logging health transitions
 
   // Shared with informer threads.
   mutable std::mutex mu_;

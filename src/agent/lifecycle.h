@@ -59,8 +59,8 @@ NodeFacts ParseNodeFacts(const Json* node);  // null: not found
 struct PodFacts {
   bool found = false;
   bool deleting = false;
-  bool disruption_target = false;  // condition DisruptionTarget True
-  bool node_shutdown = false;      // status.reason Terminated
+  bool disruption_target = false;                // condition DisruptionTarget True
+  bool node_shutdown = false;                    // status.reason Terminated
   std::optional<long long> template_generation;  // label pod-template-generation
   std::string daemonset;                         // the owning DaemonSet's name ("" = none)
 };
@@ -75,7 +75,7 @@ DaemonSetFacts ParseDaemonSetFacts(const Json* ds);
 
 struct StopFacts {
   SigtermMode mode = SigtermMode::kAuto;
-  bool in_pod = false;        // $POD_NAME set
+  bool in_pod = false;  // $POD_NAME set
   bool lookup_failed = false;
   std::string lookup_error;
   NodeFacts node;

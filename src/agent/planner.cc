@@ -159,8 +159,8 @@ Plan Planner::Compute(const PlanInputs& in, const election::Membership& membersh
 
   // Classify; hand the local ones to the elector.
   std::set<net::IpAddress> local;
-  std::set<net::IpAddress> unannounced;  // local, with no recorded announcer
-  std::set<net::IpAddress> deferred;     // local, its announcer not seen yet (start-up)
+  std::set<net::IpAddress> unannounced;           // local, with no recorded announcer
+  std::set<net::IpAddress> deferred;              // local, its announcer not seen yet (start-up)
   std::map<net::IpAddress, NodeName> announcers;  // local, announced by another node
   std::set<std::string> seen_problems;
   std::set<net::IpAddress> affinity_fallback_now;
@@ -316,13 +316,13 @@ Plan Planner::Compute(const PlanInputs& in, const election::Membership& membersh
     const AddressGroup& g = groups[ip];
     if (g.lace) lace_names.insert(L2AdvertisementName(ip));
     const NodeName* winner = elector_.WinnerOf(ip);
-    if (in.keep_held && !in.shutting_down && in.held && in.held->count(ip) &&
+    if (in.keep && !in.shutting_down && in.keep->count(ip) &&
         !(winner && *winner == options_.self && active)) {
       // Kept as it is: no announcing annotation, no L2Advertisement, no reset.
       if (auto match = network.Find(ip)) {
         if (auto prefix = net::Prefix::Make(ip, match->subnet.length())) {
-          DesiredAddress d{*prefix, match->interface->name, match->interface->ifindex,
-                           AddressKind::kLocal, {}};
+          DesiredAddress d{
+              *prefix, match->interface->name, match->interface->ifindex, AddressKind::kLocal, {}};
           for (const ServiceInput* si : g.services) d.services.push_back(si->service.Key());
           std::sort(d.services.begin(), d.services.end());
           plan.addresses.push_back(std::move(d));

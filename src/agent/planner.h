@@ -76,11 +76,12 @@ struct PlanInputs {
   // announcer never seen is dead, as before.
   bool defer_to_unseen_announcers = false;
   // Start-up of an agent that found addresses of its predecessor on the node (an agent restart):
-  // until this node is first healthy (its lease renewed, its kube-proxy check passed), the local
-  // addresses it holds stay (and are renewed) whatever the election says, with no writes for them,
-  // so a restart does not withdraw what the node still serves. Peers defer to the node meanwhile
-  // (takeover.h). The agent sets it for a bounded time after start (agent.cc).
-  bool keep_held = false;
+  // until this node is healthy and elected (its lease renewed, its kube-proxy check passed), these
+  // local addresses (recorded as ours and present on the NIC at start) stay and are renewed
+  // whatever health and the election say, with no writes for them, so a restart does not
+  // withdraw what the node still serves. Peers defer to the node meanwhile (takeover.h). The agent
+  // sets it for a bounded time after start (agent.cc). Null = none.
+  const std::set<net::IpAddress>* keep = nullptr;
   // Nodes that may not win anything: being deleted (deletionTimestamp) or marked for removal
   // (taint ToBeDeletedByClusterAutoscaler). Null = none.
   const std::vector<NodeName>* excluded_nodes = nullptr;

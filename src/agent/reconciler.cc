@@ -119,7 +119,7 @@ PassResult Reconciler::Run(const PlanInputs& in, const election::Membership& mem
   const SteadyTime now = d_.clock->Now();
   std::set<net::IpAddress> held;
   PlanInputs with_held = in;
-  if ((in.hold_off || in.defer_to_unseen_announcers || in.keep_held) && !in.held) {
+  if ((in.hold_off || in.defer_to_unseen_announcers) && !in.held) {
     for (const auto& o : d_.sync->owned()) held.insert(o.address.address());
     with_held.held = &held;
   }
@@ -443,8 +443,7 @@ void Reconciler::ReportMoves(const SyncReport& sync,
     const std::string name(MoveReasonName(reason));
     const std::string& from = added.previous_announcer;
     if (d_.metrics) d_.metrics->Add(kMetricAddressMoves, {{"reason", name}});
-    log::Info("address moved here",
-              {{"address", ip.ToString()}, {"from", from}, {"reason", name}});
+    log::Info("address moved here", {{"address", ip.ToString()}, {"from", from}, {"reason", name}});
     std::string why;
     switch (reason) {
       case MoveReason::kCrash:
@@ -462,9 +461,9 @@ void Reconciler::ReportMoves(const SyncReport& sync,
         break;
     }
     for (const auto& key : added.services) {
-      d_.writer->Event(ServiceEvent{RefFromKey(key), false, "AddressMoved",
-                                    "Node " + self + " took over " + ip.ToString() + " (" + name +
-                                        "): " + why});
+      d_.writer->Event(
+          ServiceEvent{RefFromKey(key), false, "AddressMoved",
+                       "Node " + self + " took over " + ip.ToString() + " (" + name + "): " + why});
     }
   }
 }

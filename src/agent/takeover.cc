@@ -43,8 +43,7 @@ TakeoverGate::Decision TakeoverGate::Decide(const std::vector<TakeoverCandidate>
     // cannot be told apart, and without its kube-proxy (unless it said it restarts) nobody can
     // vouch that its node still serves.
     const bool silent = reason == MoveReason::kCrash || reason == MoveReason::kKubeProxy;
-    if (!silent || signs->macs.empty() ||
-        (!signs->restarting && signs->kube_proxy_url.empty())) {
+    if (!silent || signs->macs.empty() || (!signs->restarting && signs->kube_proxy_url.empty())) {
       d.allowed[c.address] = reason;
       states_.erase(c.address);
       continue;

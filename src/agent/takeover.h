@@ -115,9 +115,9 @@ class TakeoverGate {
     std::string why;
   };
   struct Decision {
-    std::vector<WireCheckJob> start;    // checks to run now
-    std::set<net::IpAddress> withhold;  // not taken this pass
-    std::vector<Deferral> deferred;     // newly deferred (log once per episode)
+    std::vector<WireCheckJob> start;               // checks to run now
+    std::set<net::IpAddress> withhold;             // not taken this pass
+    std::vector<Deferral> deferred;                // newly deferred (log once per episode)
     std::map<net::IpAddress, MoveReason> allowed;  // taken this pass, and why
   };
   // `candidates` of this pass; `holders` by node name (a holder missing there is treated as

@@ -21,8 +21,8 @@ WireCheckResult RunWireCheck(packet::Announcer& announcer, const HttpStatusFn& h
     return r;
   }
   r.answered_by = **owner;
-  r.holder_answers = std::find(job.holder_macs.begin(), job.holder_macs.end(), **owner) !=
-                     job.holder_macs.end();
+  r.holder_answers =
+      std::find(job.holder_macs.begin(), job.holder_macs.end(), **owner) != job.holder_macs.end();
   if (!r.holder_answers) {
     r.detail = "answered by " + (*owner)->ToString() + ", not the holder";
     return r;

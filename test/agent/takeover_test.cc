@@ -33,13 +33,13 @@ WireCheckResult Answer(bool holder, bool kube_proxy, std::optional<net::MacAddre
 }
 
 struct Outcome {
-  bool checked = false;                 // a check was started on the first pass
-  std::optional<MoveReason> allowed;    // the verdict after the check (or at once)
-  bool deferred = false;                // withheld, with one deferral note
+  bool checked = false;               // a check was started on the first pass
+  std::optional<MoveReason> allowed;  // the verdict after the check (or at once)
+  bool deferred = false;              // withheld, with one deferral note
 };
 
 Outcome RunGate(const HolderSigns* signs, std::optional<WireCheckResult> result,
-            WireCheckJob* job = nullptr) {
+                WireCheckJob* job = nullptr) {
   TakeoverGate gate(TakeoverGateOptions{seconds(3), milliseconds(200), seconds(1)});
   std::map<NodeName, HolderSigns> holders;
   if (signs) holders[kHolder] = *signs;
@@ -98,30 +98,51 @@ TEST(TakeoverGate, FirstVerdicts) {
       {"lease deleted", &gone, {}, {false, MoveReason::kPlanned, false}},
       {"heartbeat said leaving", &leaving, {}, {false, MoveReason::kPlanned, false}},
       {"holder excluded (being deleted)", &excluded, {}, {false, MoveReason::kPlanned, false}},
-      {"released (its kube-proxy fails): withdrawn, nobody answers", &released,
-       Answer(false, false, std::nullopt), {true, MoveReason::kKubeProxy, false}},
-      {"released, answers, its kube-proxy fails", &released, Answer(true, false, kHolderMac),
+      {"released (its kube-proxy fails): withdrawn, nobody answers",
+       &released,
+       Answer(false, false, std::nullopt),
        {true, MoveReason::kKubeProxy, false}},
-      {"released by a restarted agent not checked yet, node serving: defer", &released,
-       Answer(true, true, kHolderMac), {true, std::nullopt, true}},
+      {"released, answers, its kube-proxy fails",
+       &released,
+       Answer(true, false, kHolderMac),
+       {true, MoveReason::kKubeProxy, false}},
+      {"released by a restarted agent not checked yet, node serving: defer",
+       &released,
+       Answer(true, true, kHolderMac),
+       {true, std::nullopt, true}},
       {"holder alive: an election input changed", &live, {}, {false, MoveReason::kElection, false}},
       {"holder's MACs unknown", &no_mac, {}, {false, MoveReason::kCrash, false}},
-      {"holder's kube-proxy cannot be checked", &no_kube_proxy, {},
+      {"holder's kube-proxy cannot be checked",
+       &no_kube_proxy,
+       {},
        {false, MoveReason::kCrash, false}},
-      {"silent, nobody answers (frozen / crashed node)", &silent,
-       Answer(false, false, std::nullopt), {true, MoveReason::kCrash, false}},
-      {"silent, another host answers", &silent, Answer(false, false, kOtherMac),
+      {"silent, nobody answers (frozen / crashed node)",
+       &silent,
+       Answer(false, false, std::nullopt),
        {true, MoveReason::kCrash, false}},
-      {"silent, the probe could not run", &silent,
+      {"silent, another host answers",
+       &silent,
+       Answer(false, false, kOtherMac),
+       {true, MoveReason::kCrash, false}},
+      {"silent, the probe could not run",
+       &silent,
        WireCheckResult{kIp, kHolder, false, std::nullopt, false, "probe failed"},
        {true, MoveReason::kCrash, false}},
-      {"silent, holder answers, kube-proxy healthy: defer", &silent,
-       Answer(true, true, kHolderMac), {true, std::nullopt, true}},
-      {"silent, holder answers, kube-proxy fails", &silent, Answer(true, false, kHolderMac),
+      {"silent, holder answers, kube-proxy healthy: defer",
+       &silent,
+       Answer(true, true, kHolderMac),
+       {true, std::nullopt, true}},
+      {"silent, holder answers, kube-proxy fails",
+       &silent,
+       Answer(true, false, kHolderMac),
        {true, MoveReason::kCrash, false}},
-      {"restarting, holder answers: defer without kube-proxy", &restarting,
-       Answer(true, false, kHolderMac), {true, std::nullopt, true}},
-      {"restarting, nobody answers", &restarting, Answer(false, false, std::nullopt),
+      {"restarting, holder answers: defer without kube-proxy",
+       &restarting,
+       Answer(true, false, kHolderMac),
+       {true, std::nullopt, true}},
+      {"restarting, nobody answers",
+       &restarting,
+       Answer(false, false, std::nullopt),
        {true, MoveReason::kCrash, false}},
   };
   for (const auto& c : cases) {

@@ -199,7 +199,8 @@ class LifecycleTest : public LabTest {
     }
     EXPECT_TRUE(Eventually([&] {
       return Moves(victim_, "restart-adopted") == static_cast<double>(victim_ips_.size());
-    })) << "restart-adopted " << Moves(victim_, "restart-adopted");
+    })) << "restart-adopted "
+        << Moves(victim_, "restart-adopted");
     // Past the old addresses' lifetime: had they not been adopted, they would have expired.
     std::this_thread::sleep_for(Ms(9000));
     watch.Stop();
