@@ -134,9 +134,9 @@ PassResult Reconciler::Run(const PlanInputs& in, const election::Membership& mem
       const std::vector<net::IpAddress> give_up = yield(local);
       if (!give_up.empty()) {
         const std::set<net::IpAddress> drop(give_up.begin(), give_up.end());
-        std::erase_if(r.plan.addresses, [&](const DesiredAddress& a) {
-          return a.kind == AddressKind::kLocal && drop.count(a.address.address()) > 0;
-        });
+        // With what announcing them implies: a node that yields must not claim the address in the
+        // announcing annotation (sticky elections everywhere would follow it).
+        WithholdFromPlan(r.plan, drop);
         for (const auto& ip : drop) {
           if (!yielded_.count(ip)) {
             log::Info("yielding address (heartbeat split-brain resolution)",
