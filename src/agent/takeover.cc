@@ -73,6 +73,13 @@ TakeoverGate::Decision TakeoverGate::Decide(const std::vector<TakeoverCandidate>
       continue;
     }
     const bool defer = s.result->holder_answers && (signs->restarting || s.result->kube_proxy_ok);
+    if (!defer && s.deferred_reported && s.misses == 0) {
+      // It answered before: one check without an answer (a lost packet, a busy node) must not
+      // make two nodes answer. Confirmed by a second check at once.
+      ++s.misses;
+      start();
+      continue;
+    }
     if (!defer) {
       d.withhold.erase(c.address);
       d.allowed[c.address] = reason;
@@ -80,6 +87,7 @@ TakeoverGate::Decision TakeoverGate::Decide(const std::vector<TakeoverCandidate>
       continue;
     }
     s.deadline = deadline;
+    s.misses = 0;
     if (!s.deferred_reported) {
       s.deferred_reported = true;
       std::string why = "node " + c.holder.str() + " still answers for " + c.address.ToString();

@@ -16,12 +16,12 @@
 //    The holder still answers with its own MAC, and its kube-proxy passes (or it said it is
 //    restarting, HolderSigns::restarting): DEFER, and check again every `recheck`, until the
 //    holder's agent comes back (then the election gives the address back to it and it stops
-//    being a candidate) or nobody answers any more (its lifetime ended: take it over at once),
-//    and at the latest until last sign of life + lifetime + margin (then take it over anyway).
-//    Anything else (nobody answers, another MAC answers, kube-proxy fails, the check could not
-//    run, no MAC or kube-proxy address known for the holder): take it at once, as
-//    before this gate existed. A frozen or powered-off node does not answer ARP: no delay beyond
-//    the check itself (one probe interval).
+//    being a candidate) or nobody answers any more (its lifetime ended: two checks in a row, the
+//    second at once, then take it over), and at the latest until last sign of life + lifetime +
+//    margin (then take it over anyway). Anything else (nobody answers, another MAC answers,
+//    kube-proxy fails, the check could not run, no MAC or kube-proxy address known for the holder):
+//    take it at once, as before this gate existed. A frozen or powered-off node does not answer
+//    ARP: no delay beyond the check itself (one probe interval).
 //
 // Pure: no clock reads (times are passed in), no I/O (the agent's WireChecker runs the checks).
 // Not thread-safe (the agent loop owns it).
@@ -138,6 +138,7 @@ class TakeoverGate {
     std::optional<WireCheckResult> result;
     SteadyTime result_at{};
     bool deferred_reported = false;
+    int misses = 0;  // checks in a row without the holder's answer since it was deferred to
     std::optional<SteadyTime> deadline;
   };
   TakeoverGateOptions options_;

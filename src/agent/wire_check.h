@@ -45,7 +45,7 @@ WireCheckResult RunWireCheck(packet::Announcer& announcer, const HttpStatusFn& h
 class ThreadWireChecker final : public WireChecker {
  public:
   ThreadWireChecker(packet::Announcer& announcer, HttpStatusFn http, std::function<void()> on_done,
-                    WireCheckOptions options = {}, int workers = 2);
+                    WireCheckOptions options = {}, int workers = 8);
   ~ThreadWireChecker() override;
   ThreadWireChecker(const ThreadWireChecker&) = delete;
   ThreadWireChecker& operator=(const ThreadWireChecker&) = delete;

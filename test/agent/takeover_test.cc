@@ -205,13 +205,26 @@ TEST(TakeoverGate, DefersUntilTheHolderStopsAnswering) {
   e.Answered(520, Answer(true, true, kHolderMac));
   EXPECT_TRUE(e.Pass(530).withhold.count(kIp));
   e.Pass(720);
-  // The holder's lifetime ended: its kernel no longer answers. Taken at once.
+  // One check without an answer: confirmed at once by another, still withheld.
   e.Answered(730, Answer(false, false, std::nullopt));
   d = e.Pass(740);
+  EXPECT_TRUE(d.withhold.count(kIp));
+  EXPECT_EQ(d.start.size(), 1u);
+  // It answers again (a lost packet): still deferred.
+  e.Answered(750, Answer(true, true, kHolderMac));
+  EXPECT_TRUE(e.Pass(760).withhold.count(kIp));
+  e.Pass(950);
+  // The holder's lifetime ended: its kernel no longer answers, twice in a row. Taken.
+  e.Answered(960, Answer(false, false, std::nullopt));
+  d = e.Pass(970);
+  EXPECT_TRUE(d.withhold.count(kIp));
+  EXPECT_EQ(d.start.size(), 1u);
+  e.Answered(980, Answer(false, false, std::nullopt));
+  d = e.Pass(990);
   EXPECT_FALSE(d.withhold.count(kIp));
   EXPECT_EQ(d.allowed.at(kIp), MoveReason::kCrash);
   EXPECT_EQ(e.deferred_notes_, 1) << "one log line per deferral";
-  EXPECT_EQ(e.checks_, 3);
+  EXPECT_EQ(e.checks_, 6);
 }
 
 TEST(TakeoverGate, TakesOverAtTheDeadlineEvenIfTheHolderStillAnswers) {
