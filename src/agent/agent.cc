@@ -28,6 +28,15 @@ namespace {
 
 constexpr Duration kRediscoverEvery = std::chrono::seconds(2);
 
+const k8s::Resource& PodsResource() {
+  static const k8s::Resource r{"", "v1", "pods", "Pod", true};
+  return r;
+}
+const k8s::Resource& DaemonSetsResource() {
+  static const k8s::Resource r{"apps", "v1", "daemonsets", "DaemonSet", true};
+  return r;
+}
+
 std::int64_t SteadyNanos(SteadyTime t) {
   return std::chrono::duration_cast<std::chrono::nanoseconds>(t.time_since_epoch()).count();
 }
@@ -64,6 +73,17 @@ Agent::Agent(AgentOptions options, AgentDeps deps, Planner planner)
     rd.probe.interval =
         std::chrono::duration_cast<std::chrono::milliseconds>(options_.probe_interval);
     rd.gate.conflict_recheck = options_.conflict_recheck;
+  }
+  if (options_.takeover_check && d_.announcer != nullptr) {
+    const Clock* clock = d_.clock;
+    wire_ = std::make_unique<ThreadWireChecker>(
+        *d_.announcer,
+        [clock](const std::string& url, Duration timeout) {
+          return HttpGetStatus(url, timeout, *clock);
+        },
+        [this] { Wake(false); });
+    rd.wire = wire_.get();
+    rd.takeover.lifetime = EffectiveAddressLifetime(options_);
   }
   reconciler_ = std::make_unique<Reconciler>(rd);
   lease_ =
@@ -121,6 +141,7 @@ Agent::~Agent() {
   if (kube_proxy_) kube_proxy_->Stop();
   claim_monitor_.reset();
   prober_.reset();
+  wire_.reset();
   link_stop_.store(true);
   if (link_thread_.joinable()) link_thread_.join();
   if (hb_) hb_->Stop();
@@ -163,6 +184,7 @@ void Agent::OnLease(const Json& obj, bool deleted) {
   o.renew_time = FindString(obj, {"spec", "renewTime"}).value_or("");
   o.subnets_annotation = k8s::Annotation(obj, election::kSubnetsAnnotation);
   o.macs_annotation = k8s::Annotation(obj, election::kMacsAnnotation);
+  const bool restarting = !deleted && !k8s::Annotation(obj, kRestartingAnnotation).empty();
   if (hb_ && node->str() != options_.node_name) {
     auto issues = hb_->ObservePeerLease(
         *node, k8s::Annotation(obj, heartbeat::kHeartbeatAnnotation), deleted);
@@ -171,6 +193,11 @@ void Agent::OnLease(const Json& obj, bool deleted) {
     }
   }
   std::lock_guard<std::mutex> lock(mu_);
+  if (restarting) {
+    restarting_.insert(*node);
+  } else {
+    restarting_.erase(*node);
+  }
   auto outcome = membership_.Observe(o, d_.clock->Now());
   for (const auto& issue : outcome.issues) {
     log::Warn("node lease", {{"node", node->str()}, {"issue", issue}});
@@ -186,6 +213,15 @@ void Agent::OnLease(const Json& obj, bool deleted) {
 
 Status Agent::Start(Duration sync_timeout) {
   if (auto st = sync_->Load(); !st) return st;
+  // What a previous agent on this node left: ours (recorded, or tagged) and still on the NIC.
+  if (auto present = d_.netlink->ListAddresses(std::nullopt); present) {
+    for (const auto& a : *present) {
+      if (a.proto == netlink::kPylonAddressProto) adoptable_.insert(a.prefix.address());
+      for (const auto& o : sync_->owned()) {
+        if (a.prefix.address() == o.address.address()) adoptable_.insert(o.address.address());
+      }
+    }
+  }
 
   RefreshNetwork();
   if (options_.heartbeat.enabled()) {
@@ -487,6 +523,12 @@ void Agent::RefreshInputs() {
     }
     if (excluded) excluded_nodes_.push_back(NodeName(k8s::Name(obj)));
   }
+  peer_kube_proxy_.clear();
+  for (const auto& obj : nodes_->store().List()) {
+    if (k8s::Name(obj) == options_.node_name) continue;
+    std::string url = PeerKubeProxyUrl(obj);
+    if (!url.empty()) peer_kube_proxy_[NodeName(k8s::Name(obj))] = std::move(url);
+  }
   l2_in_.clear();
   for (const auto& obj : l2advs_->store().List()) {
     auto l2 = ParseL2Advertisement(obj);
@@ -593,11 +635,24 @@ void Agent::OnePass(bool shutting_down) {
     last_healthy_ = healthy;
   }
   const SteadyTime now = d_.clock->Now();
-  if (healthy && !first_healthy_) first_healthy_ = now;
+  if (healthy && !first_healthy_) {
+    first_healthy_ = now;
+    // Fit to announce: a mark left by a predecessor that restarted is cleared.
+    lease_->ClearAnnotation(std::string(kRestartingAnnotation));
+  }
   PlanInputs in;
   in.hold_off = !first_healthy_ || now < *first_healthy_ + options_.timing.retry_period;
   in.defer_to_unseen_announcers =
       !first_healthy_ || now < *first_healthy_ + options_.timing.lease_duration;
+  // An agent restart: what the predecessor left stays until this agent is healthy and its own
+  // lease is seen as such (its first write may have released it while its kube-proxy check had
+  // not passed yet): a lease duration after it is first healthy, and at most an address lifetime
+  // after start (then the addresses would have expired anyway).
+  if (!started_at_) started_at_ = now;
+  if (!adoptable_.empty() && now < *started_at_ + EffectiveAddressLifetime(options_) &&
+      (!first_healthy_ || now < *first_healthy_ + options_.timing.lease_duration)) {
+    in.keep = &adoptable_;
+  }
   in.network = &network_;
   in.config = &config_;
   in.services = &services_in_;
@@ -608,6 +663,8 @@ void Agent::OnePass(bool shutting_down) {
   PassResult pass;
   {
     std::lock_guard<std::mutex> lock(mu_);
+    RefreshPeerSigns();
+    in.peer_signs = &peer_signs_;
     if (hb_) {
       pass = reconciler_->Run(in, membership_, [this](std::span<const net::IpAddress> mine) {
         return hb_->AddressesToYield(mine);
@@ -704,14 +761,127 @@ void Agent::Run() {
       ready_.store(true);
       log::Info("agent ready", {{"node", options_.node_name}});
     }
+    if (!adoption_reported_ && first_healthy_) {
+      // What the previous agent on this node left and this one kept in place (no move).
+      adoption_reported_ = true;
+      int adopted = 0;
+      const auto held = reconciler_->HeldLocal();
+      for (const auto& ip : adoptable_) {
+        if (std::find(held.begin(), held.end(), ip) != held.end()) ++adopted;
+      }
+      if (adopted > 0) {
+        log::Info("adopted the addresses the previous agent left",
+                  {{"count", std::to_string(adopted)}});
+        if (d_.metrics) {
+          d_.metrics->Add(kMetricAddressMoves,
+                          {{"reason", std::string(MoveReasonName(MoveReason::kRestartAdopted))}},
+                          adopted);
+        }
+      }
+    }
   }
   Shutdown();
 }
 
+void Agent::RefreshPeerSigns() {
+  peer_signs_.clear();
+  for (const auto& [node, url] : peer_kube_proxy_) peer_signs_[node].kube_proxy_url = url;
+  for (const auto& node : restarting_) peer_signs_[node].restarting = true;
+  if (hb_) {
+    for (const auto& p : hb_->Peers()) {
+      HolderSigns& s = peer_signs_[p.node];
+      s.leaving =
+          p.state == heartbeat::PeerState::kDead && (p.flags & heartbeat::flags::kLeaving) != 0;
+      s.last_alive = p.last_heard;
+    }
+  }
+}
+
+std::string Agent::PeerKubeProxyUrl(const Json& node) const {
+  if (!options_.kube_proxy.enabled) return "";
+  // This node's URL gives the scheme, port and path: http://127.0.0.1:10256/healthz.
+  const std::string& own = options_.kube_proxy.url;
+  const auto scheme_end = own.find("://");
+  if (scheme_end == std::string::npos) return "";
+  const auto path_at = own.find('/', scheme_end + 3);
+  const std::string hostport = own.substr(
+      scheme_end + 3, path_at == std::string::npos ? std::string::npos : path_at - scheme_end - 3);
+  const std::string path = path_at == std::string::npos ? "" : own.substr(path_at);
+  const auto colon = hostport.rfind(':');
+  if (colon == std::string::npos || hostport.find(']', colon) != std::string::npos) return "";
+  const std::string port = hostport.substr(colon + 1);
+  std::optional<net::IpAddress> v4, v6;
+  if (const Json* addrs = Find(node, {"status", "addresses"}); addrs && addrs->is_array()) {
+    for (const auto& a : *addrs) {
+      if (!a.is_object() || FindString(a, {"type"}).value_or("") != "InternalIP") continue;
+      auto ip = net::IpAddress::Parse(FindString(a, {"address"}).value_or(""));
+      if (!ip) continue;
+      if (ip->is_v4() && !v4) v4 = *ip;
+      if (!ip->is_v4() && !v6) v6 = *ip;
+    }
+  }
+  const std::string scheme = own.substr(0, scheme_end);
+  if (v4) return scheme + "://" + v4->ToString() + ":" + port + path;
+  if (v6) return scheme + "://[" + v6->ToString() + "]:" + port + path;
+  return "";
+}
+
+StopDecision Agent::DecideStopNow() {
+  StopFacts f;
+  f.mode = options_.on_sigterm;
+  f.in_pod = !options_.pod_name.empty();
+  if (f.mode != SigtermMode::kAuto || !f.in_pod) return DecideStop(f);
+  auto fail = [&](const std::string& what, const Error& e) {
+    f.lookup_failed = true;
+    f.lookup_error = what + ": " + e.message();
+  };
+  const auto node = nodes_ ? nodes_->store().Get("", options_.node_name) : std::nullopt;
+  f.node = ParseNodeFacts(node ? &*node : nullptr);
+  auto pod = d_.client->Get(PodsResource(), options_.ns, options_.pod_name);
+  if (pod) {
+    f.pod = ParsePodFacts(&*pod);
+  } else if (pod.error().code() != ErrorCode::kNotFound) {
+    fail("pod " + options_.pod_name, pod.error());
+  }
+  if (!f.lookup_failed && f.pod.found && f.pod.deleting && !f.pod.daemonset.empty()) {
+    auto ds = d_.client->Get(DaemonSetsResource(), options_.ns, f.pod.daemonset);
+    if (ds) {
+      f.daemonset = ParseDaemonSetFacts(&*ds);
+    } else if (ds.error().code() != ErrorCode::kNotFound) {
+      fail("daemonset " + f.pod.daemonset, ds.error());
+    }
+  }
+  return DecideStop(f);
+}
+
 void Agent::Shutdown() {
-  log::Info("shutting down: withdrawing addresses, then deleting the lease",
-            {{"node", options_.node_name}});
+  const StopDecision decision = DecideStopNow();
   ready_.store(false);
+  if (decision.restart) {
+    log::Info("restarting: the addresses and the lease stay for the next agent on this node",
+              {{"node", options_.node_name}, {"why", decision.why}});
+    // Peers must know before they miss the heartbeats: one more renewal, with the annotation.
+    lease_->Stop();
+    lease_->SetAnnotation(std::string(kRestartingAnnotation),
+                          options_.pod_uid.empty() ? std::string("restarting") : options_.pod_uid);
+    if (auto st = lease_->RenewOnce(); !st) {
+      log::Warn("could not mark the node lease restarting; peers judge this node by the wire",
+                {{"error", st.error().message()}});
+    }
+    // No Leave(): silence, as after a crash, and the peers' wire check finds the node answering.
+    if (hb_) hb_->Stop();
+    // kube-lb0 and everything on it stay for the next agent.
+    created_virtual_.clear();
+    if (kube_proxy_) kube_proxy_->Stop();
+    if (claim_monitor_) claim_monitor_->Stop();
+    link_stop_.store(true);
+    if (link_thread_.joinable()) link_thread_.join();
+    for (auto& i : informers_) i->Stop();
+    writer_->Stop(std::chrono::seconds(2));
+    return;
+  }
+  log::Info("shutting down: withdrawing addresses, then deleting the lease",
+            {{"node", options_.node_name}, {"why", decision.why}});
   // BGP first: the router withdraws this node's routes while the sessions are still up and the
   // addresses still answer here; only then do the addresses leave kube-lb0.
   if (bgp_) bgp_->Drain();

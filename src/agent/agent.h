@@ -8,12 +8,16 @@
 // It also wakes for time-driven work: announcement bursts, address renewals, a peer's lease
 // expiring, this node's own health deadline, and a periodic network rediscovery.
 //
-// Shutdown (RequestStop, e.g. on SIGTERM): a last pass withdraws every address of ours, then the
+// Shutdown (RequestStop, e.g. on SIGTERM) first decides between restart and leave (lifecycle.h
+// DecideStop). Leave: a last pass withdraws every address of ours, then the
 // lease keeper stops and the lease is deleted (only if it still names this pod, with
 // $PURELB_POD_UID: LeaseKeeper::Delete), so peers take over at once without ever seeing two
 // holders. Last, as PureLB, the virtual interface (kube-lb0) is deleted -- only a link this run
 // of the agent created, still there under the same name and index; one that existed before it
 // started (created by someone else, or left by an agent that did not shut down) stays.
+// Restart: nothing is withdrawn or deleted; the lease is renewed once more with
+// purelb.io/restarting, heartbeats just stop (no "leaving"), and the next agent adopts the
+// addresses (the ownership record); peers defer to the node while it answers (takeover.h).
 #pragma once
 
 #include <atomic>
@@ -35,12 +39,15 @@
 #include "agent/kube_proxy_check.h"
 #include "agent/kube_writer.h"
 #include "agent/lease_keeper.h"
+#include "agent/lifecycle.h"
 #include "agent/node_agent_select.h"
 #include "agent/options.h"
 #include "agent/ownership.h"
 #include "agent/planner.h"
 #include "agent/prober.h"
 #include "agent/reconciler.h"
+#include "agent/takeover.h"
+#include "agent/wire_check.h"
 #include "common/clock.h"
 #include "config/parse.h"
 #include "config/validate.h"
@@ -117,6 +124,13 @@ class Agent {
   // With BGP on: hands the BGP objects and this node to BgpSync (loop thread).
   void SyncBgp();
   void Shutdown();
+  // Restart or leave (lifecycle.h): reads this agent's Pod and DaemonSet when it must.
+  StopDecision DecideStopNow();
+  // What peers' wire checks need beyond the Membership (loop thread).
+  void RefreshPeerSigns();
+  // The URL of `node`'s kube-proxy /healthz: this node's --kube-proxy-healthz port and path at
+  // the node's InternalIP; "" when the check is off or the node has no address.
+  std::string PeerKubeProxyUrl(const Json& node) const;
   // `api_timeout`: how long to wait for the API when the key comes from the Secret.
   Status StartHeartbeat(Duration api_timeout);
   // --kube-proxy-check=on: starts the checker (kube_proxy_check.h).
@@ -140,6 +154,7 @@ class Agent {
   std::unique_ptr<KubeWriter> writer_;
   std::unique_ptr<ThreadProber> prober_;         // null: probing off
   std::unique_ptr<ClaimMonitor> claim_monitor_;  // null: probing off
+  std::unique_ptr<ThreadWireChecker> wire_;      // null: --takeover-check=off
   std::unique_ptr<Reconciler> reconciler_;
   std::unique_ptr<LeaseKeeper> lease_;
   std::unique_ptr<heartbeat::HeartbeatService> hb_;  // null: heartbeats off
@@ -179,12 +194,19 @@ class Agent {
   std::optional<NodeAgentState> selector_state_reported_;
   std::map<std::string, int> created_virtual_;  // virtual interfaces this run created: ifindex
   std::optional<SteadyTime> first_healthy_;     // start of the hold-off (planner.h)
-  bool last_healthy_ = true;                    // for logging health transitions
+  std::set<net::IpAddress>
+      adoptable_;  // recorded as ours and on the NIC at start (PlanInputs::keep)
+  std::optional<SteadyTime> started_at_;  // the first pass
+  bool adoption_reported_ = false;
+  std::map<NodeName, std::string> peer_kube_proxy_;  // node -> its kube-proxy URL (inputs)
+  std::map<NodeName, HolderSigns> peer_signs_;       // rebuilt every pass
+  bool last_healthy_ = true;                         // for logging health transitions
 
   // Shared with informer threads.
   mutable std::mutex mu_;
   std::condition_variable cv_;
   election::Membership membership_;  // guarded by mu_
+  std::set<NodeName> restarting_;    // leases with purelb.io/restarting; guarded by mu_
   bool inputs_dirty_ = true;
   bool rediscover_ = false;  // a link changed: rediscover the network on the next pass
   bool wake_ = false;

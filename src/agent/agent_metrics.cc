@@ -1,5 +1,6 @@
 #include "agent/agent_metrics.h"
 
+#include "agent/takeover.h"
 #include "heartbeat/detector.h"
 #include "net/ip.h"
 
@@ -29,6 +30,13 @@ void DescribeAgentMetrics(metrics::Registry& r) {
              Type::kCounter, {family});
   r.Describe(kMetricAddressOps, "Address adds and removals on this node, by op (add|remove)",
              Type::kCounter, {{"op", {"add", "remove"}}});
+  std::vector<std::string> reasons;
+  for (auto m : kMoveReasons) reasons.emplace_back(MoveReasonName(m));
+  r.Describe(kMetricAddressMoves,
+             "Local addresses this node took over from another node, by reason "
+             "(crash|planned|kube-proxy|election), and those a restarted agent kept in place "
+             "(restart-adopted)",
+             Type::kCounter, {{"reason", reasons}});
   r.Describe(kMetricAddressConflicts,
              "Addresses in conflict now: held by someone else on this node (left untouched), "
              "withheld because a foreign MAC answered their probe, or claimed by a foreign MAC "

@@ -15,6 +15,9 @@ inline constexpr char kMetricAnnounced[] = "purelb_announced_addresses";
 inline constexpr char kMetricGarpSent[] = "purelb_garp_sent_total";
 inline constexpr char kMetricGarpFailed[] = "purelb_garp_failed_total";
 inline constexpr char kMetricAddressOps[] = "purelb_address_operations_total";
+// Local addresses taken over from another node, by reason (takeover.h MoveReason), and
+// restart-adopted: addresses a restarted agent kept in place.
+inline constexpr char kMetricAddressMoves[] = "purelb_address_moves_total";
 inline constexpr char kMetricAddressConflicts[] = "purelb_address_conflicts";
 inline constexpr char kMetricConflictsDetected[] = "purelb_address_conflicts_detected_total";
 inline constexpr char kMetricLeaseRenewals[] = "purelb_election_lease_renewals_total";

@@ -7,6 +7,23 @@
 
 namespace pylon::agent {
 
+Result<int> HttpGetStatus(const std::string& url, Duration timeout, const Clock& clock) {
+  k8s::RestConfig rc;
+  rc.server = url;
+  rc.user_agent = "pylon-agent/wire-check";
+  rc.connect_timeout = std::chrono::duration_cast<std::chrono::milliseconds>(timeout);
+  rc.request_timeout = rc.connect_timeout;
+  auto t = k8s::CurlTransport::Create(rc, clock);
+  if (!t) return Fail(t.error());
+  k8s::HttpRequest req;
+  req.path = "";
+  req.accept = "*/*";
+  req.timeout = rc.request_timeout;
+  auto r = (*t)->Do(req);
+  if (!r) return Fail(r.error());
+  return static_cast<int>(r->status);
+}
+
 Result<std::unique_ptr<KubeProxyChecker>> KubeProxyChecker::Create(KubeProxyCheckOptions options,
                                                                    const Clock& clock,
                                                                    std::function<void()> on_change,

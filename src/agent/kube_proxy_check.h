@@ -31,6 +31,11 @@ struct KubeProxyTransition {
   std::string last_result;  // e.g. "HTTP 200", "HTTP 503", "connection refused ..."
 };
 
+// One GET of `url` (http:// or https://, no client certificate) with `timeout` for connecting and
+// for the whole request: the HTTP status, or the transport error. For the wire check of another
+// node's kube-proxy (takeover.h).
+Result<int> HttpGetStatus(const std::string& url, Duration timeout, const Clock& clock);
+
 class KubeProxyChecker {
  public:
   // One GET of the health URL: the HTTP status, or the transport error. Tests inject one.

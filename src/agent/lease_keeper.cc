@@ -42,6 +42,15 @@ void LeaseKeeper::SetAnnotation(const std::string& key, std::string value) {
   cv_.notify_all();
 }
 
+void LeaseKeeper::ClearAnnotation(const std::string& key) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = extra_annotations_.find(key);
+  if (it != extra_annotations_.end() && it->second.empty()) return;
+  extra_annotations_[key] = "";
+  kick_ = true;
+  cv_.notify_all();
+}
+
 void LeaseKeeper::SetReleased(bool released) {
   std::lock_guard<std::mutex> lock(mu_);
   if (released_ == released) return;

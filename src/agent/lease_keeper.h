@@ -50,6 +50,9 @@ class LeaseKeeper {
   // An extra annotation to publish (e.g. purelb.io/heartbeat); an empty value removes it. A
   // change is written at the next renewal (made due at once).
   void SetAnnotation(const std::string& key, std::string value);
+  // Removes `key` from the lease at the next renewal (made due at once), even if another writer
+  // (a previous agent) put it there.
+  void ClearAnnotation(const std::string& key);
   // While released, renewals write holderIdentity "" (the lease's "released" form): peers see
   // this node as a member that is not live (election/membership.h) and re-elect its addresses at
   // once, without waiting for the lease to expire. Used while this node is not eligible (e.g. its

@@ -35,6 +35,15 @@ Status ApplyAgentEnv(const EnvFn& env, AgentOptions* o) {
   if (!timing) return Fail(timing.error());
   o->timing = *timing;
   o->pod_uid = env("PURELB_POD_UID").value_or("");
+  o->pod_name = env("POD_NAME").value_or("");
+  if (auto m = env("PYLON_ON_SIGTERM"); m && !m->empty()) {
+    auto mode = ParseSigtermMode(*m);
+    if (!mode) {
+      return Fail(ErrorCode::kInvalidArgument,
+                  "PYLON_ON_SIGTERM: want auto, restart or leave, got \"" + *m + "\"");
+    }
+    o->on_sigterm = *mode;
+  }
   return heartbeat::ApplyHeartbeatEnv(env, o->heartbeat);
 }
 
@@ -92,6 +101,31 @@ std::unique_ptr<cli::App> NewAgentCommand(AgentOptions* o) {
          },
          "valid lifetime of announced addresses (default: the lease duration)")
       ->type_name("DURATION");
+  AddChoice(
+      *app, "--on-sigterm",
+      [o](const std::string& v) {
+        auto mode = ParseSigtermMode(v);
+        if (!mode) {
+          throw CLI::ValidationError("--on-sigterm",
+                                     "want auto, restart or leave, got \"" + v + "\"");
+        }
+        o->on_sigterm = *mode;
+      },
+      "auto|restart|leave", std::string(SigtermModeName(o->on_sigterm)),
+      "on SIGTERM: keep the addresses for the next agent (restart), withdraw them (leave), or "
+      "decide from the Node, the Pod ($POD_NAME) and its DaemonSet (auto; default: "
+      "$PYLON_ON_SIGTERM)");
+  AddChoice(
+      *app, "--takeover-check",
+      [o](const std::string& v) {
+        if (v != "on" && v != "off") {
+          throw CLI::ValidationError("--takeover-check", "want on or off, got \"" + v + "\"");
+        }
+        o->takeover_check = v == "on";
+      },
+      "on|off", o->takeover_check ? "on" : "off",
+      "before taking over from a silent node, ask the wire (ARP / NS, its kube-proxy /healthz) "
+      "whether it still answers, and leave the address there until it stops");
   app->add_option("--garp-count", o->garp.count, "gratuitous ARP / NA per takeover")
       ->type_name("N")
       ->check(CLI::Range(1, 20));

@@ -15,6 +15,7 @@
 #include "agent/garp.h"
 #include "agent/kube_proxy_health.h"
 #include "agent/lease_health.h"
+#include "agent/lifecycle.h"
 #include "agent/types.h"
 #include "common/log.h"
 #include "common/result.h"
@@ -53,6 +54,14 @@ struct AgentOptions {
   heartbeat::HeartbeatConfig heartbeat;      // --heartbeat-*, PYLON_HEARTBEAT_* (off: no key)
   // $PURELB_POD_UID: the node lease's purelb.io/instance ("" = none).
   std::string pod_uid;
+  // $POD_NAME (downward API): this agent's Pod, read on SIGTERM ("" = not in a pod).
+  std::string pod_name;
+  // --on-sigterm auto|restart|leave (or $PYLON_ON_SIGTERM): restart keeps the addresses and the
+  // lease for the next agent; leave withdraws them; auto decides (lifecycle.h DecideStop).
+  SigtermMode on_sigterm = SigtermMode::kAuto;
+  // --takeover-check on|off: the successor's wire check before taking over from a silent holder
+  // (takeover.h; docs/failover.md "A killed agent").
+  bool takeover_check = true;
   // --reannounce-interval: gratuitous ARP / NA for every held local address this often, so
   // switches and neighbours that forgot or mislearned it relearn it. 0 = off (default).
   Duration reannounce_interval{0};

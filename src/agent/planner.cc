@@ -159,8 +159,9 @@ Plan Planner::Compute(const PlanInputs& in, const election::Membership& membersh
 
   // Classify; hand the local ones to the elector.
   std::set<net::IpAddress> local;
-  std::set<net::IpAddress> unannounced;  // local, with no recorded announcer
-  std::set<net::IpAddress> deferred;     // local, its announcer not seen yet (start-up)
+  std::set<net::IpAddress> unannounced;           // local, with no recorded announcer
+  std::set<net::IpAddress> deferred;              // local, its announcer not seen yet (start-up)
+  std::map<net::IpAddress, NodeName> announcers;  // local, announced by another node
   std::set<std::string> seen_problems;
   std::set<net::IpAddress> affinity_fallback_now;
   for (auto& [ip, g] : groups) {
@@ -182,6 +183,9 @@ Plan Planner::Compute(const PlanInputs& in, const election::Membership& membersh
         }
       }
       if (!spec.current_announcer) unannounced.insert(ip);
+      if (spec.current_announcer && *spec.current_announcer != options_.self) {
+        announcers[ip] = *spec.current_announcer;
+      }
       if (in.defer_to_unseen_announcers && spec.current_announcer &&
           *spec.current_announcer != options_.self) {
         // Never seen at all (no lease yet); a node seen and then lost fails over as always.
@@ -312,6 +316,20 @@ Plan Planner::Compute(const PlanInputs& in, const election::Membership& membersh
     const AddressGroup& g = groups[ip];
     if (g.lace) lace_names.insert(L2AdvertisementName(ip));
     const NodeName* winner = elector_.WinnerOf(ip);
+    if (in.keep && !in.shutting_down && in.keep->count(ip) &&
+        !(winner && *winner == options_.self && active)) {
+      // Kept as it is: no announcing annotation, no L2Advertisement, no reset.
+      if (auto match = network.Find(ip)) {
+        if (auto prefix = net::Prefix::Make(ip, match->subnet.length())) {
+          DesiredAddress d{
+              *prefix, match->interface->name, match->interface->ifindex, AddressKind::kLocal, {}};
+          for (const ServiceInput* si : g.services) d.services.push_back(si->service.Key());
+          std::sort(d.services.begin(), d.services.end());
+          plan.addresses.push_back(std::move(d));
+          continue;
+        }
+      }
+    }
     if (!winner) {
       for (const ServiceInput* si : g.services) {
         Report(plan, seen_problems, {si->service.ns, si->service.name}, "NoLiveNode",
@@ -329,6 +347,7 @@ Plan Planner::Compute(const PlanInputs& in, const election::Membership& membersh
     const std::string& iface = match->interface->name;
     DesiredAddress d{*prefix, iface, match->interface->ifindex, AddressKind::kLocal, {}};
     d.first_announcement = unannounced.count(ip) > 0;
+    if (auto a = announcers.find(ip); a != announcers.end()) d.previous_announcer = a->second.str();
     // The annotation's form follows the API version of the address's ServiceGroup
     // (model/announcing.h).
     const auto group_of = in.config->FindAddress(ip);

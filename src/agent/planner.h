@@ -39,6 +39,7 @@
 #include <string>
 #include <vector>
 
+#include "agent/takeover.h"
 #include "agent/types.h"
 #include "common/clock.h"
 #include "common/result.h"
@@ -74,9 +75,20 @@ struct PlanInputs {
   // PureLB). The agent sets this for a lease duration after it first became healthy; after that an
   // announcer never seen is dead, as before.
   bool defer_to_unseen_announcers = false;
+  // Start-up of an agent that found addresses of its predecessor on the node (an agent restart):
+  // until this node is healthy and elected (its lease renewed, its kube-proxy check passed), these
+  // local addresses (recorded as ours and present on the NIC at start) stay and are renewed
+  // whatever health and the election say, with no writes for them, so a restart does not
+  // withdraw what the node still serves. Peers defer to the node meanwhile (takeover.h). The agent
+  // sets it for a bounded time after start (agent.cc). Null = none.
+  const std::set<net::IpAddress>* keep = nullptr;
   // Nodes that may not win anything: being deleted (deletionTimestamp) or marked for removal
   // (taint ToBeDeletedByClusterAutoscaler). Null = none.
   const std::vector<NodeName>* excluded_nodes = nullptr;
+  // What the agent knows of other nodes beyond their leases, for the successor's wire check
+  // (takeover.h): per node `leaving`, `restarting`, `kube_proxy_url` and `last_alive` (its last
+  // heartbeat); the Reconciler adds what the Membership says. Null = nothing more known.
+  const std::map<NodeName, HolderSigns>* peer_signs = nullptr;
 };
 
 struct Plan {

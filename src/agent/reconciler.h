@@ -28,6 +28,8 @@
 #include "agent/node_sysctls.h"
 #include "agent/planner.h"
 #include "agent/prober.h"
+#include "agent/takeover.h"
+#include "agent/wire_check.h"
 #include "agent/writer.h"
 #include "common/clock.h"
 #include "metrics/registry.h"
@@ -57,6 +59,9 @@ struct ReconcilerDeps {
   ClaimOptions claim{};
   // How often the node's sysctls are read again while the interfaces stay the same.
   Duration sysctl_recheck = std::chrono::seconds(30);
+  // The successor's wire check before a takeover (takeover.h). Null: takeovers are immediate.
+  WireChecker* wire = nullptr;
+  TakeoverGateOptions takeover{};
 };
 
 // Given the local addresses this pass elected for this node, the ones it must not announce
@@ -120,6 +125,15 @@ class Reconciler {
                              const net::IpAddress& address,
                              const std::optional<model::AddressConflict>& entry);
   std::optional<net::MacAddress> InterfaceMac(const std::string& interface) const;
+  // What is known of every other member (Membership + PlanInputs::peer_signs).
+  std::map<NodeName, HolderSigns> Holders(const PlanInputs& in,
+                                          const election::Membership& membership,
+                                          SteadyTime now) const;
+  // The successor's wire check: withholds takeovers from holders that still answer; records
+  // the reason of each takeover allowed (move_reasons_).
+  void GateTakeovers(const std::map<NodeName, HolderSigns>& holders, Plan& plan, SteadyTime now);
+  // Counts and reports (event AddressMoved) the takeovers the sync just made.
+  void ReportMoves(const SyncReport& sync, const std::map<NodeName, HolderSigns>& holders);
 
   ReconcilerDeps d_;
   NodeSysctlCheck sysctls_;
@@ -131,6 +145,8 @@ class Reconciler {
   std::optional<SteadyTime> next_reannounce_;
   std::set<net::IpAddress> yielded_;  // yielded by the last pass (logged on entry only)
   ProbeGate gate_;
+  TakeoverGate takeover_;
+  std::map<net::IpAddress, MoveReason> move_reasons_;  // allowed by the last GateTakeovers
   ClaimTracker claim_tracker_;
   // The annotation entry of each address withheld for a conflict (kept while it lasts).
   std::map<net::IpAddress, model::AddressConflict> conflict_entries_;

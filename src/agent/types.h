@@ -92,6 +92,9 @@ struct DesiredAddress {
   // annotation), so it is being announced for the first time and is probed first (ProbeGate).
   // A takeover (a recorded announcer) is never probed: the wait would add to failover.
   bool first_announcement = false;
+  // Local only: the other node recorded as announcing it (a takeover from that node: the
+  // successor's wire check, takeover.h); empty when none is, or this node is.
+  std::string previous_announcer{};
   friend bool operator==(const DesiredAddress&, const DesiredAddress&) = default;
 };
 

@@ -202,6 +202,29 @@ class FakeClaims final : public ClaimSource {
   std::vector<SeenClaim> pending;
 };
 
+// Wire checks answered by the test: Start queues the job; Answer() turns the queued jobs into
+// results with the given verdict.
+class FakeWireChecker final : public WireChecker {
+ public:
+  void Start(WireCheckJob job, net::MacAddress) override { jobs.push_back(std::move(job)); }
+  std::vector<WireCheckResult> TakeResults() override {
+    std::vector<WireCheckResult> out;
+    out.swap(results);
+    return out;
+  }
+  void Answer(bool holder_answers, bool kube_proxy_ok) {
+    for (const auto& j : jobs) {
+      results.push_back(WireCheckResult{j.address, j.holder, holder_answers, std::nullopt,
+                                        kube_proxy_ok, "fake"});
+    }
+    started += static_cast<int>(jobs.size());
+    jobs.clear();
+  }
+  std::vector<WireCheckJob> jobs;
+  std::vector<WireCheckResult> results;
+  int started = 0;
+};
+
 // One agent (node `self`) in a three-node cluster.
 class AgentWorld {
  public:
@@ -240,6 +263,15 @@ class AgentWorld {
     d.prober = prober_.get();
     d.claims = &claims_;
     d.gate = gate;
+    reconciler_ = std::make_unique<Reconciler>(d);
+  }
+
+  // Turns the successor's wire check on, with checks answered by `checker`.
+  void EnableWireCheck(WireChecker* checker, Duration lifetime = std::chrono::seconds(10)) {
+    ReconcilerDeps d{planner_.get(), sync_.get(), &garp_,    &announcer_,
+                     &nl_,           &writer_,    &metrics_, &clock_};
+    d.wire = checker;
+    d.takeover.lifetime = lifetime;
     reconciler_ = std::make_unique<Reconciler>(d);
   }
 
@@ -286,6 +318,8 @@ class AgentWorld {
     in.hold_off = hold_off_;
     in.defer_to_unseen_announcers = defer_unseen_;
     in.excluded_nodes = &excluded_;
+    if (!keep_.empty()) in.keep = &keep_;
+    in.peer_signs = &peer_signs_;
     return reconciler_->Run(in, membership_);
   }
 
@@ -330,6 +364,8 @@ class AgentWorld {
   bool shutting_down_ = false;
   bool hold_off_ = false;
   bool defer_unseen_ = false;
+  std::set<net::IpAddress> keep_;
+  std::map<NodeName, HolderSigns> peer_signs_;
   std::vector<NodeName> excluded_;
   election::Membership membership_;
   MemoryOwnershipStore store_;

@@ -712,3 +712,115 @@ TEST(ReconcilerTest, ServicesOfOtherClassesAreIgnored) {
 
 }  // namespace
 }  // namespace pylon::agent::testing
+
+namespace pylon::agent::testing {
+namespace {
+
+// --- The successor's wire check (takeover.h) ---------------------------------------------------
+
+TEST(ReconcilerTest, TakeoverWaitsWhileTheSilentHolderStillAnswers) {
+  const std::string ip = "192.0.2.100";
+  const std::string self = HashWinner({"node2", "node3"}, Ip(ip));
+  AgentWorld w(self);
+  FakeWireChecker wire;
+  // Longer than the lease (10 s): the holder's addresses outlive its lease's expiry.
+  w.EnableWireCheck(&wire, std::chrono::seconds(30));
+  w.macs_["node1"] = "02:00:00:00:00:01";
+  w.Renew("node1");
+  w.peer_signs_[NodeName("node1")].kube_proxy_url = "http://192.0.2.11:10256/healthz";
+  w.services_.push_back(
+      Svc("web", {.ips = {ip}, .annotations = {{model::kAnnAnnouncingV4, "node1,eth0"}}}));
+  w.Pass();
+  EXPECT_FALSE(w.KernelHas(w.eth0_, ip + "/24")) << "node1 is alive and sticky";
+  EXPECT_TRUE(wire.jobs.empty());
+
+  // node1's agent dies; its lease runs out. A check starts, the address waits for it.
+  w.Advance(std::chrono::seconds(11), {"node2", "node3"});
+  w.Pass();
+  ASSERT_EQ(wire.jobs.size(), 1u);
+  EXPECT_EQ(wire.jobs[0].holder, NodeName("node1"));
+  EXPECT_EQ(wire.jobs[0].holder_macs.size(), 1u);
+  EXPECT_EQ(wire.jobs[0].kube_proxy_url, "http://192.0.2.11:10256/healthz");
+  EXPECT_FALSE(w.KernelHas(w.eth0_, ip + "/24"));
+  // node1's kernel answers and its kube-proxy passes: deferred, nothing written.
+  wire.Answer(true, true);
+  w.Pass();
+  EXPECT_FALSE(w.KernelHas(w.eth0_, ip + "/24"));
+  EXPECT_TRUE(w.writer_.patches.empty());
+  EXPECT_TRUE(w.announcer_.sent().empty());
+  // node1's agent is back: the address stays there, no check is due.
+  w.Advance(milliseconds(100), {"node1", "node2", "node3"});
+  w.Pass();
+  EXPECT_FALSE(w.KernelHas(w.eth0_, ip + "/24"));
+  EXPECT_TRUE(wire.jobs.empty());
+  EXPECT_EQ(w.metrics_.Get(kMetricAddressMoves, {{"reason", "crash"}}), 0);
+
+  // Dead again, and this time its address expired: nobody answers, taken over at once.
+  w.Advance(std::chrono::seconds(11), {"node2", "node3"});
+  w.Pass();
+  ASSERT_EQ(wire.jobs.size(), 1u);
+  wire.Answer(false, false);
+  w.Pass();
+  EXPECT_TRUE(w.KernelHas(w.eth0_, ip + "/24"));
+  EXPECT_EQ(w.metrics_.Get(kMetricAddressMoves, {{"reason", "crash"}}), 1);
+  bool moved_event = false;
+  for (const auto& e : w.writer_.events) {
+    if (e.reason == "AddressMoved") {
+      moved_event = true;
+      EXPECT_NE(e.message.find("took over " + ip + " (crash)"), std::string::npos) << e.message;
+    }
+  }
+  EXPECT_TRUE(moved_event);
+}
+
+TEST(ReconcilerTest, TakeoverFromAHolderThatLeftIsImmediateAndCountedPlanned) {
+  const std::string ip = "192.0.2.100";
+  const std::string self = HashWinner({"node2", "node3"}, Ip(ip));
+  AgentWorld w(self);
+  FakeWireChecker wire;
+  w.EnableWireCheck(&wire);
+  w.macs_["node1"] = "02:00:00:00:00:01";
+  w.Renew("node1");
+  w.peer_signs_[NodeName("node1")].kube_proxy_url = "http://192.0.2.11:10256/healthz";
+  w.services_.push_back(
+      Svc("web", {.ips = {ip}, .annotations = {{model::kAnnAnnouncingV4, "node1,eth0"}}}));
+  w.Pass();
+  w.DeleteLease("node1");  // a graceful stop: withdrawn, then the lease deleted
+  w.Pass();
+  EXPECT_TRUE(wire.jobs.empty());
+  EXPECT_TRUE(w.KernelHas(w.eth0_, ip + "/24"));
+  EXPECT_EQ(w.metrics_.Get(kMetricAddressMoves, {{"reason", "planned"}}), 1);
+}
+
+TEST(ReconcilerTest, RestartedAgentKeepsWhatItHoldsUntilFirstHealthy) {
+  const std::string ip = "192.0.2.100";
+  const std::string self = HashWinner(kNodes, Ip(ip));
+  AgentWorld w(self);
+  w.services_.push_back(Svc("web", {.ips = {ip}}));
+  w.Pass();
+  ASSERT_TRUE(w.KernelHas(w.eth0_, ip + "/24"));
+  const auto patches = w.writer_.patches.size();
+  // Not healthy yet (lease not renewed, kube-proxy not checked): kept while in PlanInputs::keep.
+  w.healthy_ = false;
+  w.keep_ = {Ip(ip)};
+  w.Pass();
+  EXPECT_TRUE(w.KernelHas(w.eth0_, ip + "/24"));
+  EXPECT_EQ(w.writer_.patches.size(), patches) << "no write for a kept address";
+  // Nothing new is taken meanwhile.
+  std::string other;
+  for (int i = 101; i < 140 && other.empty(); ++i) {
+    const std::string cand = "192.0.2." + std::to_string(i);
+    if (HashWinner(kNodes, Ip(cand)) == self) other = cand;
+  }
+  ASSERT_FALSE(other.empty());
+  w.services_.push_back(Svc("other", {.ips = {other}}));
+  w.Pass();
+  EXPECT_FALSE(w.KernelHas(w.eth0_, other + "/24"));
+  // Without it, an unhealthy node withdraws.
+  w.keep_.clear();
+  w.Pass();
+  EXPECT_FALSE(w.KernelHas(w.eth0_, ip + "/24"));
+}
+
+}  // namespace
+}  // namespace pylon::agent::testing

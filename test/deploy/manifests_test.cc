@@ -585,11 +585,12 @@ TEST_F(DeployTest, ChangedInstallReappliesAsAStrategicMerge) {
       "{.spec.template.spec.containers[0].env[*].name}|"
       "{.spec.template.spec.containers[0].volumeMounts[*].name}|"
       "{.spec.template.spec.volumes[*].name}'");
-  EXPECT_EQ(c.out,
-            "--log-level=debug|NODE_NAME POD_NAMESPACE PURELB_POD_UID PURELB_LEASE_DURATION "
-            "PURELB_RENEW_DEADLINE PURELB_RETRY_PERIOD PYLON_HEARTBEAT_KEY_FILE "
-            "PYLON_HEARTBEAT_KEY_SECRET|run heartbeat-key|"
-            "run heartbeat-key");
+  EXPECT_EQ(
+      c.out,
+      "--log-level=debug|NODE_NAME POD_NAMESPACE PURELB_POD_UID POD_NAME PURELB_LEASE_DURATION "
+      "PURELB_RENEW_DEADLINE PURELB_RETRY_PERIOD PYLON_HEARTBEAT_KEY_FILE "
+      "PYLON_HEARTBEAT_KEY_SECRET|run heartbeat-key|"
+      "run heartbeat-key");
   // A template change is a new template generation.
   const std::string after = Kubectl(get_ds).out;
   EXPECT_EQ(std::atoi(after.c_str()), std::atoi(before.c_str()) + 1) << before << " " << after;

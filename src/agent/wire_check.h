@@ -1,0 +1,71 @@
+// Runs the successor's wire checks (takeover.h) off the agent loop, as ThreadProber runs
+// duplicate-address probes: the loop starts a check and picks its result up on a later pass (the
+// checker wakes it). One check: one ARP probe (IPv4) or DAD NS (IPv6) for the address from this
+// node's interface, answers collected for `arp_wait`; if one of the holder's MACs answered and a
+// kube-proxy URL is given, one GET of it with `http_timeout` (200 = passes).
+#pragma once
+
+#include <condition_variable>
+#include <deque>
+#include <functional>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "agent/takeover.h"
+#include "common/result.h"
+#include "packet/announcer.h"
+
+namespace pylon::agent {
+
+class WireChecker {
+ public:
+  virtual ~WireChecker() = default;
+  // Never waits for the check; `own_mac` is the MAC of job.interface. Thread: the agent loop.
+  virtual void Start(WireCheckJob job, net::MacAddress own_mac) = 0;
+  // The checks finished since the last call. Thread: the agent loop.
+  virtual std::vector<WireCheckResult> TakeResults() = 0;
+};
+
+// One GET of `url` with `timeout`: the HTTP status, or the transport error.
+using HttpStatusFn = std::function<Result<int>(const std::string& url, Duration timeout)>;
+
+struct WireCheckOptions {
+  std::chrono::milliseconds arp_wait{50};
+  Duration http_timeout = std::chrono::milliseconds(100);
+};
+
+// One check, blocking for at most arp_wait + http_timeout (shared by the checkers).
+WireCheckResult RunWireCheck(packet::Announcer& announcer, const HttpStatusFn& http,
+                             const WireCheckJob& job, net::MacAddress own_mac,
+                             const WireCheckOptions& options);
+
+// `on_done` (may be empty) is called from the worker after each result is queued.
+class ThreadWireChecker final : public WireChecker {
+ public:
+  ThreadWireChecker(packet::Announcer& announcer, HttpStatusFn http, std::function<void()> on_done,
+                    WireCheckOptions options = {}, int workers = 8);
+  ~ThreadWireChecker() override;
+  ThreadWireChecker(const ThreadWireChecker&) = delete;
+  ThreadWireChecker& operator=(const ThreadWireChecker&) = delete;
+
+  void Start(WireCheckJob job, net::MacAddress own_mac) override;
+  std::vector<WireCheckResult> TakeResults() override;
+
+ private:
+  void Work();
+
+  packet::Announcer& announcer_;
+  HttpStatusFn http_;
+  std::function<void()> on_done_;
+  const WireCheckOptions options_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::deque<std::pair<WireCheckJob, net::MacAddress>> jobs_;
+  std::vector<WireCheckResult> results_;
+  bool stop_ = false;
+  std::vector<std::thread> threads_;
+};
+
+}  // namespace pylon::agent
