@@ -140,6 +140,7 @@ class Agent {
   std::unique_ptr<KubeWriter> writer_;
   std::unique_ptr<ThreadProber> prober_;         // null: probing off
   std::unique_ptr<ClaimMonitor> claim_monitor_;  // null: probing off
+  std::unique_ptr<ThreadProber> ahead_prober_;   // null: probe ahead off (background probes)
   std::unique_ptr<Reconciler> reconciler_;
   std::unique_ptr<LeaseKeeper> lease_;
   std::unique_ptr<heartbeat::HeartbeatService> hb_;  // null: heartbeats off
@@ -173,13 +174,17 @@ class Agent {
   std::vector<ServiceInput> services_in_;
   std::vector<L2Advertisement> l2_in_;
   std::vector<NodeName> excluded_nodes_;
+  // Probe ahead: the allocator's next addresses (ServiceGroup status.probeAhead).
+  std::vector<net::IpAddress> probe_ahead_candidates_;
   std::set<std::string> virtual_tried_;  // virtual interface names that could not be created
   // The state purelb_lbnodeagent_selector_state shows (set when it changes; none before the
   // first read of the LBNodeAgents).
   std::optional<NodeAgentState> selector_state_reported_;
   std::map<std::string, int> created_virtual_;  // virtual interfaces this run created: ifindex
   std::optional<SteadyTime> first_healthy_;     // start of the hold-off (planner.h)
-  bool last_healthy_ = true;                    // for logging health transitions
+  // Under mu_: the addresses each peer published as proven free (purelb.io/probe-ahead).
+  std::map<std::string, std::set<net::IpAddress>> peer_probed_free_;
+  bool last_healthy_ = true;  // for logging health transitions
 
   // Shared with informer threads.
   mutable std::mutex mu_;
