@@ -59,6 +59,17 @@ class ConflictTest : public LabTest {
     }
     return out;
   }
+  Json Group() {
+    return GetJson({"get", "servicegroups.purelb.io", "-n", "purelb-system", "localdual"});
+  }
+  // The ServiceGroup's status.<field> as JSON text; "" when absent.
+  std::string GroupStatus(const std::string& field) {
+    try {
+      return Group().at("status").at(field).dump();
+    } catch (const std::exception&) {
+      return "";
+    }
+  }
   std::string Condition(const Json& svc, std::string* message) {
     try {
       for (const auto& c : svc.at("status").at("conditions")) {
@@ -164,30 +175,22 @@ TEST_F(ConflictTest, AddressTakenBeforeAnyServiceIsNeverHandedOut) {
   Apply(kLocalDual);
 
   // The pool's status names both addresses before any Service exists.
-  Json sg;
-  auto status = [&](const char* field) -> Json {
-    sg = GetJson({"get", "servicegroups.purelb.io", "-n", "purelb-system", "localdual"});
-    return sg.contains("status") ? sg["status"].value(field, Json()) : Json();
-  };
   ASSERT_TRUE(Eventually(
       [&] {
         return GroupConflicts(kForeignV4) == std::vector<std::string>{"Skipped"} &&
                GroupConflicts(kForeignV6) == std::vector<std::string>{"Skipped"};
       },
       Ms(30000)))
-      << sg.dump();
-  EXPECT_EQ(status("conflictCount"), 2) << sg.dump();
-  bool named = false;
-  for (const auto& c : status("conflicts")) {
-    if (c.value("address", "") == kForeignV4) named = c.value("mac", "") == client_mac;
-  }
-  EXPECT_TRUE(named) << sg.dump();
+      << Group().dump();
+  EXPECT_EQ(GroupStatus("conflictCount"), "2") << Group().dump();
+  EXPECT_TRUE(AnyContains({Group().dump()}, {kForeignV4, client_mac})) << Group().dump();
   // The next addresses offered for probing skip them.
+  std::string next;
   EXPECT_TRUE(Eventually([&] {
-    const Json next = status("probeAhead");
-    return next.is_object() && !next["ipv4"].empty() && !next["ipv6"].empty() &&
-           next["ipv4"][0] != kForeignV4 && next["ipv6"][0] != kForeignV6;
-  })) << sg.dump();
+    next = GroupStatus("probeAhead");
+    return next.find("ipv4") != std::string::npos && next.find(kForeignV4) == std::string::npos &&
+           next.find(kForeignV6) == std::string::npos;
+  })) << next;
   // The node that probed them lists them on its lease, with the foreign MAC.
   Json leases = GetJson({"get", "leases", "-n", "purelb-system"});
   std::string listed;
