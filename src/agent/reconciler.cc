@@ -386,7 +386,14 @@ std::vector<model::ProbedAddress> Reconciler::ProbeAheadFindings() const {
 void Reconciler::RunProbeAhead(const PlanInputs& in, const election::Membership& membership,
                                const Plan& plan, SteadyTime now) {
   const WallTime wall = d_.clock->WallNow();
-  for (const ProbeResult& res : d_.background->TakeResults()) {
+  const std::set<std::string> member_macs = MemberMacs(membership);
+  for (ProbeResult res : d_.background->TakeResults()) {
+    if (res.owner && member_macs.count(res.owner->ToString())) {
+      // Another node probing the same address (two views of the membership, or a MAC not known
+      // when the probe started): not a foreign host. Unproven; probed again.
+      res.owner.reset();
+      res.error = "answered by member node MAC";
+    }
     if (res.error) {
       log::Debug("probe ahead failed",
                  {{"address", res.target.address.ToString()}, {"error", *res.error}});
@@ -423,8 +430,11 @@ void Reconciler::RunProbeAhead(const PlanInputs& in, const election::Membership&
   ahead_elected_ = want;
   if (in.excluded_nodes) ahead_elector_->SetExcludedNodes(*in.excluded_nodes);
   std::vector<ProbeTarget> targets;
-  // Only while this node may take addresses at all: healthy, not stopping.
-  if (in.healthy && !in.shutting_down && in.network) {
+  // Only while this node may take addresses at all: healthy, not stopping, and not in the
+  // start-up hold-off (until it has seen its peers, every agent would think itself elected and
+  // they would probe the same addresses at once, each seeing the others' probes as claims).
+  if (in.healthy && !in.shutting_down && !in.hold_off && !in.defer_to_unseen_announcers &&
+      in.network) {
     for (const auto& ip : ahead_elector_->Evaluate(membership, now).local) {
       auto m = in.network->Find(ip);
       if (!m) continue;

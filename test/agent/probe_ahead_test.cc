@@ -232,6 +232,38 @@ TEST(ProbeAheadReconcilerTest, OnlyTheElectedNodeProbesAhead) {
   EXPECT_TRUE(w.reconciler_->ProbeAheadFindings().empty());
 }
 
+TEST(ProbeAheadReconcilerTest, NothingIsProbedAheadDuringTheStartUpHoldOff) {
+  AgentWorld w(Winner());
+  w.EnableProbeAhead();
+  w.reconciler_->SetProbeAhead({Ip(kIp)}, {});
+  w.hold_off_ = true;
+  w.Pass();
+  w.hold_off_ = false;
+  w.defer_unseen_ = true;
+  w.Pass();
+  EXPECT_TRUE(w.background_->started().empty());
+  w.defer_unseen_ = false;
+  w.Pass();
+  EXPECT_EQ(w.background_->started().size(), 1u);
+}
+
+TEST(ProbeAheadReconcilerTest, AnAnswerFromAMemberNodeIsNoForeignOwner) {
+  // Another node probing the same address at the same moment (its probe counts as a claim).
+  const std::string winner = Winner();
+  const std::string other = SomeLoser({"node1", "node2", "node3"}, winner);
+  AgentWorld w(winner);
+  w.EnableProbeAhead();
+  w.announcer_.SetOwner(Ip(kIp), Mac("02:00:00:00:77:01"));
+  w.reconciler_->SetProbeAhead({Ip(kIp)}, {});
+  w.Pass();  // probed before the peer's MACs were known: its answer comes back as an owner
+  ASSERT_EQ(w.background_->started().size(), 1u);
+  w.macs_[other] = "02:00:00:00:77:01";
+  w.Renew(other);
+  w.Pass();
+  EXPECT_TRUE(w.reconciler_->ProbeAheadFindings().empty());  // unproven, not taken
+  EXPECT_EQ(w.metrics_.Get(kMetricProbeAheadConflicts, {}), 0);
+}
+
 TEST(ProbeAheadReconcilerTest, FreeElsewhereCountsAndUnprovenAddressesKeepTheFullProbe) {
   AgentWorld w(Winner());
   w.EnableProbeAhead();
