@@ -285,6 +285,25 @@ void Reconciler::GateProbes(const PlanInputs& in, const election::Membership& me
   std::vector<ProbeTarget> candidates;
   std::map<net::IpAddress, std::vector<std::string>> services;
   std::set<net::IpAddress> preprobed;
+  // Requested addresses (purelb.io/addresses, the lace annotation, spec.loadBalancerIP) keep the
+  // full probe even when they were probed ahead.
+  std::set<net::IpAddress> requested;
+  if (d_.background && in.services) {
+    for (const auto& si : *in.services) {
+      std::string text = si.service.load_balancer_ip;
+      for (const char* key : {model::kAnnAddresses, model::kAnnLaceAddresses}) {
+        if (const std::string* v = si.service.Annotation(key)) text += "," + *v;
+      }
+      std::size_t from = 0;
+      while (from <= text.size()) {
+        const std::size_t comma = std::min(text.find(',', from), text.size());
+        std::string item = text.substr(from, comma - from);
+        std::erase_if(item, [](char c) { return c == ' ' || c == '\t'; });
+        if (auto ip = net::IpAddress::Parse(item)) requested.insert(*ip);
+        from = comma + 1;
+      }
+    }
+  }
   for (const auto& a : plan.addresses) {
     if (a.kind != AddressKind::kLocal) continue;
     const net::IpAddress& ip = a.address.address();
@@ -294,7 +313,8 @@ void Reconciler::GateProbes(const PlanInputs& in, const election::Membership& me
       if (!a.first_announcement) continue;
       if (owned.count(OwnedAddress{a.interface, a.address})) continue;
     }
-    if (d_.background && (ahead_.Fresh(ip, a.interface, now) || ahead_free_elsewhere_.count(ip))) {
+    if (d_.background && !requested.count(ip) &&
+        (ahead_.Fresh(ip, a.interface, now) || ahead_free_elsewhere_.count(ip))) {
       preprobed.insert(ip);
     }
     candidates.push_back(ProbeTarget{a.address.address(), a.interface, a.ifindex});

@@ -232,6 +232,19 @@ TEST(ProbeAheadReconcilerTest, OnlyTheElectedNodeProbesAhead) {
   EXPECT_TRUE(w.reconciler_->ProbeAheadFindings().empty());
 }
 
+TEST(ProbeAheadReconcilerTest, ARequestedAddressKeepsTheFullProbeEvenProbedAhead) {
+  AgentWorld w(Winner());
+  w.EnableProbeAhead();
+  w.reconciler_->SetProbeAhead({}, {Ip(kIp)});
+  w.services_.push_back(Svc("web", {.ips = {kIp}, .annotations = {{"purelb.io/addresses", kIp}}}));
+  w.Pass();
+  EXPECT_FALSE(w.KernelHas(w.eth0_, kIp + "/24"));
+  ASSERT_EQ(w.prober_->started().size(), 1u);
+  EXPECT_EQ(w.prober_->started()[0].options.count, 3);
+  w.Pass();
+  EXPECT_TRUE(w.KernelHas(w.eth0_, kIp + "/24"));
+}
+
 TEST(ProbeAheadReconcilerTest, NothingIsProbedAheadDuringTheStartUpHoldOff) {
   AgentWorld w(Winner());
   w.EnableProbeAhead();
