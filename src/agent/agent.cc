@@ -18,6 +18,7 @@
 #include "k8s/resource.h"
 #include "k8s/retry.h"
 #include "model/endpoints.h"
+#include "model/probe_ahead.h"
 #include "model/service.h"
 #include "netlink/ops.h"
 #include "netlink/types.h"
@@ -73,6 +74,17 @@ Agent::Agent(AgentOptions options, AgentDeps deps, Planner planner)
     rd.probe.interval =
         std::chrono::duration_cast<std::chrono::milliseconds>(options_.probe_interval);
     rd.gate.conflict_recheck = options_.conflict_recheck;
+    if (options_.probe_ahead) {
+      // One worker: background probes are paced (ProbeAhead's rate), never urgent.
+      ahead_prober_ = std::make_unique<ThreadProber>(
+          *d_.announcer, [this] { Wake(false); }, 1);
+      rd.background = ahead_prober_.get();
+      rd.ahead.rate = options_.probe_ahead_rate;
+      rd.ahead.burst = std::max(1, static_cast<int>(options_.probe_ahead_rate));
+      rd.ahead.refresh = options_.probe_ahead_refresh;
+      rd.ahead.fresh_for = 3 * options_.probe_ahead_refresh;
+      rd.ahead.taken_recheck = options_.conflict_recheck;
+    }
   }
   if (options_.takeover_check && d_.announcer != nullptr) {
     const Clock* clock = d_.clock;
@@ -140,6 +152,7 @@ Agent::~Agent() {
   // Their threads call Wake(): join them while mu_ and cv_ still exist.
   if (kube_proxy_) kube_proxy_->Stop();
   claim_monitor_.reset();
+  ahead_prober_.reset();
   prober_.reset();
   wire_.reset();
   link_stop_.store(true);
@@ -192,11 +205,23 @@ void Agent::OnLease(const Json& obj, bool deleted) {
       log::Warn("heartbeat annotation", {{"node", node->str()}, {"issue", issue}});
     }
   }
+  std::set<net::IpAddress> probed_free;
+  if (!deleted && node->str() != options_.node_name) {
+    for (const auto& e :
+         model::ParseProbeAhead(k8s::Annotation(obj, model::kAnnProbeAhead)).entries) {
+      if (!e.taken) probed_free.insert(e.address);
+    }
+  }
   std::lock_guard<std::mutex> lock(mu_);
   if (restarting) {
     restarting_.insert(*node);
   } else {
     restarting_.erase(*node);
+  }
+  if (probed_free.empty()) {
+    peer_probed_free_.erase(node->str());
+  } else {
+    peer_probed_free_[node->str()] = std::move(probed_free);
   }
   auto outcome = membership_.Observe(o, d_.clock->Now());
   for (const auto& issue : outcome.issues) {
@@ -478,6 +503,23 @@ void Agent::RefreshInputs() {
 
   RefreshNodeAgent();
 
+  // Probe ahead: every ServiceGroup's next addresses, as the allocator publishes them.
+  probe_ahead_candidates_.clear();
+  if (ahead_prober_) {
+    for (const auto& g : groups_->store().List()) {
+      for (const char* fam : {"ipv4", "ipv6"}) {
+        const Json* list = Find(g, {"status", "probeAhead", fam});
+        if (list == nullptr || !list->is_array()) continue;
+        for (const auto& item : *list) {
+          if (!item.is_string()) continue;
+          if (auto ip = net::IpAddress::Parse(item.get<std::string>())) {
+            probe_ahead_candidates_.push_back(*ip);
+          }
+        }
+      }
+    }
+  }
+
   // EndpointSlices by Service, read only for Services that need them: ETP Local, and
   // purelb.io/node-affinity: service-endpoints.
   std::map<std::string, std::vector<model::EndpointSlice>> slices;
@@ -665,6 +707,16 @@ void Agent::OnePass(bool shutting_down) {
     std::lock_guard<std::mutex> lock(mu_);
     RefreshPeerSigns();
     in.peer_signs = &peer_signs_;
+    if (ahead_prober_) {
+      // What live peers proved free counts as pre-probed here too (the winner of an address is
+      // not always the node that probed it ahead: ETP Local, node affinity).
+      std::set<net::IpAddress> free_elsewhere;
+      for (const auto& [node, ips] : peer_probed_free_) {
+        if (!membership_.IsLive(NodeName(node), now)) continue;
+        free_elsewhere.insert(ips.begin(), ips.end());
+      }
+      reconciler_->SetProbeAhead(probe_ahead_candidates_, std::move(free_elsewhere));
+    }
     if (hb_) {
       pass = reconciler_->Run(in, membership_, [this](std::span<const net::IpAddress> mine) {
         return hb_->AddressesToYield(mine);
@@ -689,6 +741,11 @@ void Agent::OnePass(bool shutting_down) {
     ready_detail_ = verdict && !verdict->ok() ? "warning: " + verdict->Explain() : "";
   }
   if (hb_) hb_->SetAnnounced(reconciler_->HeldLocal());
+  if (ahead_prober_) {
+    // Written with the next renewal when it changed (LeaseKeeper drops an unchanged value).
+    lease_->SetAnnotation(model::kAnnProbeAhead,
+                          model::FormatProbeAhead(reconciler_->ProbeAheadFindings()));
+  }
   if (d_.metrics) d_.metrics->Set(kMetricLeaseHealthy, {}, lease_healthy ? 1 : 0);
   if (d_.metrics) d_.metrics->Set(kMetricKubeProxyHealthy, {}, kube_proxy_ok ? 1 : 0);
   if (d_.metrics && hb_) {

@@ -155,6 +155,7 @@ class Agent {
   std::unique_ptr<ThreadProber> prober_;         // null: probing off
   std::unique_ptr<ClaimMonitor> claim_monitor_;  // null: probing off
   std::unique_ptr<ThreadWireChecker> wire_;      // null: --takeover-check=off
+  std::unique_ptr<ThreadProber> ahead_prober_;   // null: probe ahead off (background probes)
   std::unique_ptr<Reconciler> reconciler_;
   std::unique_ptr<LeaseKeeper> lease_;
   std::unique_ptr<heartbeat::HeartbeatService> hb_;  // null: heartbeats off
@@ -188,6 +189,8 @@ class Agent {
   std::vector<ServiceInput> services_in_;
   std::vector<L2Advertisement> l2_in_;
   std::vector<NodeName> excluded_nodes_;
+  // Probe ahead: the allocator's next addresses (ServiceGroup status.probeAhead).
+  std::vector<net::IpAddress> probe_ahead_candidates_;
   std::set<std::string> virtual_tried_;  // virtual interface names that could not be created
   // The state purelb_lbnodeagent_selector_state shows (set when it changes; none before the
   // first read of the LBNodeAgents).
@@ -200,7 +203,9 @@ class Agent {
   bool adoption_reported_ = false;
   std::map<NodeName, std::string> peer_kube_proxy_;  // node -> its kube-proxy URL (inputs)
   std::map<NodeName, HolderSigns> peer_signs_;       // rebuilt every pass
-  bool last_healthy_ = true;                         // for logging health transitions
+  // Under mu_: the addresses each peer published as proven free (purelb.io/probe-ahead).
+  std::map<std::string, std::set<net::IpAddress>> peer_probed_free_;
+  bool last_healthy_ = true;  // for logging health transitions
 
   // Shared with informer threads.
   mutable std::mutex mu_;

@@ -46,6 +46,23 @@ void DescribeAgentMetrics(metrics::Registry& r) {
              "Address conflicts detected, by kind (probe: answered before first announcement; "
              "claim: a foreign MAC claimed an announced address)",
              Type::kCounter, {{"kind", {"probe", "claim"}}});
+  r.Describe(kMetricProbeAheadProbes,
+             "Background duplicate-address probes this node started for addresses the allocator "
+             "will hand out next (each sends --probe-count ARP probes or DAD NS)",
+             Type::kCounter);
+  r.Describe(kMetricProbeAheadFresh,
+             "Pool addresses this node keeps proven free (probed free within the freshness window)",
+             Type::kGauge);
+  r.Describe(kMetricProbeAheadTaken,
+             "Pool addresses this node found taken by a foreign host in the background (listed "
+             "on its lease; the allocator skips them)",
+             Type::kGauge);
+  r.Describe(kMetricProbeAheadConflicts,
+             "Pool addresses found taken by a foreign host in the background, before any Service",
+             Type::kCounter);
+  r.Describe(kMetricProbeAheadAnnounced,
+             "First announcements made at once because the address was proven free ahead",
+             Type::kCounter);
   // No result values are defined (nothing counts renewals yet): no series until one is set.
   r.Describe(kMetricLeaseRenewals, "Node lease renewal attempts, by result", Type::kCounter,
              {{"result", {}}});

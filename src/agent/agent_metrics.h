@@ -31,6 +31,12 @@ inline constexpr char kMetricSelectorState[] = "purelb_lbnodeagent_selector_stat
 // are in use: 1 while in force, else 0.
 inline constexpr char kMetricStrictArpOk[] = "purelb_strict_arp_ok";
 inline constexpr char kMetricPromoteSecondariesOk[] = "purelb_promote_secondaries_ok";
+// Probe ahead (docs/agent.md "Probe ahead").
+inline constexpr char kMetricProbeAheadProbes[] = "purelb_probe_ahead_probes_total";
+inline constexpr char kMetricProbeAheadFresh[] = "purelb_probe_ahead_fresh_addresses";
+inline constexpr char kMetricProbeAheadTaken[] = "purelb_probe_ahead_taken_addresses";
+inline constexpr char kMetricProbeAheadConflicts[] = "purelb_probe_ahead_conflicts_total";
+inline constexpr char kMetricProbeAheadAnnounced[] = "purelb_probe_ahead_announced_total";
 // Heartbeats on only (docs/failover.md).
 inline constexpr char kMetricHeartbeatPeers[] = "purelb_heartbeat_peers";
 inline constexpr char kMetricHeartbeatHealthy[] = "purelb_heartbeat_self_healthy";

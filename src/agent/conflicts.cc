@@ -2,12 +2,18 @@
 
 namespace pylon::agent {
 
-ProbeGate::Decision ProbeGate::Decide(std::span<const ProbeTarget> candidates, SteadyTime now) {
+ProbeGate::Decision ProbeGate::Decide(std::span<const ProbeTarget> candidates, SteadyTime now,
+                                      const std::set<net::IpAddress>* preprobed) {
   Decision d;
   std::set<net::IpAddress> wanted;
   for (const ProbeTarget& c : candidates) {
     wanted.insert(c.address);
     auto it = states_.find(c.address);
+    if (it == states_.end() && preprobed != nullptr && preprobed->count(c.address)) {
+      states_[c.address] = State{Phase::kVerifying, c, {}, now, false, false};
+      d.verify.push_back(c);
+      continue;
+    }
     if (it == states_.end()) {
       states_[c.address] = State{Phase::kProbing, c, {}, now, false, false};
       d.start.push_back(c);
@@ -18,6 +24,8 @@ ProbeGate::Decision ProbeGate::Decide(std::span<const ProbeTarget> candidates, S
     switch (s.phase) {
       case Phase::kProbing:
         d.withhold.insert(c.address);
+        break;
+      case Phase::kVerifying:
         break;
       case Phase::kFree:
         if (s.target.interface != c.interface) {
@@ -47,7 +55,8 @@ ProbeGate::Decision ProbeGate::Decide(std::span<const ProbeTarget> candidates, S
     }
   }
   for (auto it = states_.begin(); it != states_.end();) {
-    if (wanted.count(it->first) || it->second.phase == Phase::kProbing) {
+    if (wanted.count(it->first) || it->second.phase == Phase::kProbing ||
+        it->second.phase == Phase::kVerifying) {
       ++it;
     } else {
       it = states_.erase(it);
@@ -58,7 +67,10 @@ ProbeGate::Decision ProbeGate::Decide(std::span<const ProbeTarget> candidates, S
 
 void ProbeGate::Record(const ProbeResult& r, SteadyTime now) {
   auto it = states_.find(r.target.address);
-  if (it == states_.end() || it->second.phase != Phase::kProbing) return;
+  if (it == states_.end() ||
+      (it->second.phase != Phase::kProbing && it->second.phase != Phase::kVerifying)) {
+    return;
+  }
   State& s = it->second;
   if (r.owner && !r.error) {
     // The same owner again (a recheck) was reported already.
@@ -73,6 +85,12 @@ void ProbeGate::Record(const ProbeResult& r, SteadyTime now) {
   s.phase = Phase::kFree;
   s.since = now;
   s.reported = false;
+}
+
+bool ProbeGate::Tracks(const net::IpAddress& address) const {
+  auto it = states_.find(address);
+  return it != states_.end() &&
+         (it->second.phase == Phase::kVerifying || it->second.phase == Phase::kConflict);
 }
 
 std::vector<FoundConflict> ProbeGate::Conflicts() const {

@@ -6,6 +6,9 @@
 //    segment finished; one answered by a foreign MAC stays withheld (and is reported once) and is
 //    probed again every `conflict_recheck`. Takeovers (a recorded announcer) are never probed: the
 //    probe time would add to failover, and the dead holder's kernel still answers anyway.
+//    An address proven free by a background probe shortly before (`preprobed`, probe_ahead.h) is
+//    not withheld: it is added at once and one short probe (`verify`) runs in parallel; a foreign
+//    answer to it withholds the address from then on (withdrawn, reported as any conflict).
 //    A probe that fails to run (no CAP_NET_RAW, interface gone) lets the address through (fail
 //    open, logged by the caller): losing every announcement to a local error would be worse.
 //  - ClaimTracker decides which packets seen while HOLDING addresses are foreign claims worth a
@@ -60,14 +63,20 @@ class ProbeGate {
 
   struct Decision {
     std::vector<ProbeTarget> start;       // probes to start now
+    std::vector<ProbeTarget> verify;      // short probes of pre-probed addresses, not withheld
     std::set<net::IpAddress> withhold;    // not added this pass (probing or in conflict)
     std::vector<FoundConflict> reported;  // conflicts to report now (once per owner)
     std::vector<net::IpAddress> cleared;  // were in conflict, probed free now (clear reports)
   };
   // `candidates`: local addresses this node won and would add now for the first time (see the
   // file comment). State of addresses that are no longer candidates is dropped, except for a
-  // probe still running.
-  Decision Decide(std::span<const ProbeTarget> candidates, SteadyTime now);
+  // probe still running. `preprobed` (may be null): candidates proven free recently (see the file
+  // comment). Addresses being verified or in conflict must stay candidates while this node holds
+  // them (Tracks).
+  Decision Decide(std::span<const ProbeTarget> candidates, SteadyTime now,
+                  const std::set<net::IpAddress>* preprobed = nullptr);
+  // Whether a verification of a held address runs, or it is in conflict.
+  bool Tracks(const net::IpAddress& address) const;
   // A probe finished (at `now`).
   void Record(const ProbeResult& result, SteadyTime now);
 
@@ -77,7 +86,7 @@ class ProbeGate {
   std::optional<SteadyTime> NextWakeup() const;
 
  private:
-  enum class Phase { kProbing, kFree, kConflict };
+  enum class Phase { kProbing, kVerifying, kFree, kConflict };
   struct State {
     Phase phase = Phase::kProbing;
     ProbeTarget target;

@@ -144,6 +144,23 @@ std::unique_ptr<cli::App> NewAgentCommand(AgentOptions* o) {
   cli::AddDuration(*app, "--conflict-recheck", &o->conflict_recheck,
                    "probe an address withheld for a conflict again this often (1s..24h)");
   AddChoice(
+      *app, "--probe-ahead",
+      [o](const std::string& v) {
+        if (v != "on" && v != "off") {
+          throw CLI::ValidationError("--probe-ahead", "want on or off, got " + v);
+        }
+        o->probe_ahead = v == "on";
+      },
+      "on|off", o->probe_ahead ? "on" : "off",
+      "probe the addresses the allocator hands out next in the background, so a Service's "
+      "address is announced at once (default on)");
+  app->add_option("--probe-ahead-rate", o->probe_ahead_rate,
+                  "background probes started per second at most, per node")
+      ->type_name("N")
+      ->check(CLI::Range(0.1, 100.0));
+  cli::AddDuration(*app, "--probe-ahead-refresh", &o->probe_ahead_refresh,
+                   "probe each address kept pre-probed again this often (1s..10m)");
+  AddChoice(
       *app, "--kube-proxy-check",
       [o](const std::string& v) {
         if (v != "on" && v != "off") {
@@ -239,6 +256,10 @@ Status ValidateAgentOptions(const AgentOptions& o) {
   }
   if (o.conflict_recheck < std::chrono::seconds(1) || o.conflict_recheck > std::chrono::hours(24)) {
     return Fail(ErrorCode::kInvalidArgument, "--conflict-recheck: want 1s..24h");
+  }
+  if (o.probe_ahead_refresh < std::chrono::seconds(1) ||
+      o.probe_ahead_refresh > std::chrono::minutes(10)) {
+    return Fail(ErrorCode::kInvalidArgument, "--probe-ahead-refresh: want 1s..10m");
   }
   if (auto st = ValidateKubeProxyCheck(o.kube_proxy); !st) return Fail(st.error());
   return heartbeat::ValidateHeartbeatConfig(o.heartbeat);

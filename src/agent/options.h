@@ -72,6 +72,12 @@ struct AgentOptions {
   Duration probe_interval = std::chrono::milliseconds(80);
   // --conflict-recheck DUR: an address withheld for a conflict is probed again this often.
   Duration conflict_recheck = std::chrono::seconds(30);
+  // --probe-ahead on|off (default on, needs probing on), --probe-ahead-rate N (probes started per
+  // second at most, default 4), --probe-ahead-refresh DUR (10s): probe the addresses the
+  // allocator hands out next in the background (probe_ahead.h).
+  bool probe_ahead = true;
+  double probe_ahead_rate = 4;
+  Duration probe_ahead_refresh = std::chrono::seconds(10);
   // --kube-proxy-check on|off (default on), --kube-proxy-healthz URL, --kube-proxy-check-interval,
   // --kube-proxy-check-timeout, --kube-proxy-fail-count, --kube-proxy-pass-count: this node is
   // eligible only while its kube-proxy passes its health check (kube_proxy_health.h).

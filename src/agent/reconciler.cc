@@ -63,7 +63,8 @@ Reconciler::Reconciler(ReconcilerDeps deps)
       sysctls_(*deps.netlink, *deps.clock, deps.sysctl_recheck),
       gate_(deps.gate),
       takeover_(deps.takeover),
-      claim_tracker_(deps.claim) {
+      claim_tracker_(deps.claim),
+      ahead_(deps.ahead) {
   if (d_.metrics) DescribeAgentMetrics(*d_.metrics);
 }
 
@@ -147,6 +148,7 @@ PassResult Reconciler::Run(const PlanInputs& in, const election::Membership& mem
       }
     }
   }
+  if (d_.prober && d_.background) RunProbeAhead(in, membership, r.plan, now);
   if (d_.prober) GateProbes(in, membership, r.plan, now);
   const std::map<NodeName, HolderSigns> holders = Holders(in, membership, now);
   move_reasons_.clear();
@@ -287,18 +289,59 @@ void Reconciler::GateProbes(const PlanInputs& in, const election::Membership& me
   const auto& owned = d_.sync->owned();
   std::vector<ProbeTarget> candidates;
   std::map<net::IpAddress, std::vector<std::string>> services;
+  std::set<net::IpAddress> preprobed;
+  // Requested addresses (purelb.io/addresses, the lace annotation, spec.loadBalancerIP) keep the
+  // full probe even when they were probed ahead.
+  std::set<net::IpAddress> requested;
+  if (d_.background && in.services) {
+    for (const auto& si : *in.services) {
+      std::string text = si.service.load_balancer_ip;
+      for (const char* key : {model::kAnnAddresses, model::kAnnLaceAddresses}) {
+        if (const std::string* v = si.service.Annotation(key)) text += "," + *v;
+      }
+      std::size_t from = 0;
+      while (from <= text.size()) {
+        const std::size_t comma = std::min(text.find(',', from), text.size());
+        std::string item = text.substr(from, comma - from);
+        std::erase_if(item, [](char c) { return c == ' ' || c == '\t'; });
+        if (auto ip = net::IpAddress::Parse(item)) requested.insert(*ip);
+        from = comma + 1;
+      }
+    }
+  }
   for (const auto& a : plan.addresses) {
-    if (a.kind != AddressKind::kLocal || !a.first_announcement) continue;
-    if (owned.count(OwnedAddress{a.interface, a.address})) continue;
+    if (a.kind != AddressKind::kLocal) continue;
+    const net::IpAddress& ip = a.address.address();
+    // A pre-probed address being verified, or withdrawn after its verification found a foreign
+    // owner, stays a candidate although it was announced (and so is no first announcement).
+    if (!gate_.Tracks(ip)) {
+      if (!a.first_announcement) continue;
+      if (owned.count(OwnedAddress{a.interface, a.address})) continue;
+    }
+    if (d_.background && !requested.count(ip) &&
+        (ahead_.Fresh(ip, a.interface, now) || ahead_free_elsewhere_.count(ip))) {
+      preprobed.insert(ip);
+    }
     candidates.push_back(ProbeTarget{a.address.address(), a.interface, a.ifindex});
     services[a.address.address()] = a.services;
   }
-  ProbeGate::Decision dec = gate_.Decide(candidates, now);
-  if (!dec.start.empty()) {
-    packet::ProbeOptions opts = d_.probe;
-    for (const auto& mac : MemberMacs(membership)) {
-      if (auto m = net::MacAddress::Parse(mac)) opts.ignore.push_back(*m);
+  ProbeGate::Decision dec = gate_.Decide(candidates, now, &preprobed);
+  if (!dec.verify.empty()) {
+    const packet::ProbeOptions opts = WithMemberMacs(d_.verify, membership);
+    for (const ProbeTarget& t : dec.verify) {
+      auto mac = InterfaceMac(t.interface);
+      if (!mac) {
+        gate_.Record(ProbeResult{t, std::nullopt, "interface " + t.interface + " has no MAC"}, now);
+        continue;
+      }
+      log::Debug("pre-probed address: announced at once, one probe in parallel",
+                 {{"address", t.address.ToString()}, {"interface", t.interface}});
+      d_.prober->Start(ProbeJob{t, packet::Interface{t.ifindex, *mac}, opts});
+      if (d_.metrics) d_.metrics->Add(kMetricProbeAheadAnnounced, {});
     }
+  }
+  if (!dec.start.empty()) {
+    const packet::ProbeOptions opts = WithMemberMacs(d_.probe, membership);
     for (const ProbeTarget& t : dec.start) {
       auto mac = InterfaceMac(t.interface);
       if (!mac) {
@@ -468,6 +511,113 @@ void Reconciler::ReportMoves(const SyncReport& sync,
   }
 }
 
+packet::ProbeOptions Reconciler::WithMemberMacs(packet::ProbeOptions opts,
+                                                const election::Membership& membership) const {
+  for (const auto& mac : MemberMacs(membership)) {
+    if (auto m = net::MacAddress::Parse(mac)) opts.ignore.push_back(*m);
+  }
+  return opts;
+}
+
+void Reconciler::SetProbeAhead(std::vector<net::IpAddress> candidates,
+                               std::set<net::IpAddress> free_elsewhere) {
+  ahead_candidates_ = std::move(candidates);
+  ahead_free_elsewhere_ = std::move(free_elsewhere);
+}
+
+std::vector<model::ProbedAddress> Reconciler::ProbeAheadFindings() const {
+  return ahead_.Published(d_.clock->Now());
+}
+
+void Reconciler::RunProbeAhead(const PlanInputs& in, const election::Membership& membership,
+                               const Plan& plan, SteadyTime now) {
+  const WallTime wall = d_.clock->WallNow();
+  const std::set<std::string> member_macs = MemberMacs(membership);
+  for (ProbeResult res : d_.background->TakeResults()) {
+    if (res.owner && member_macs.count(res.owner->ToString())) {
+      // Another node probing the same address (two views of the membership, or a MAC not known
+      // when the probe started): not a foreign host. Unproven; probed again.
+      res.owner.reset();
+      res.error = "answered by member node MAC";
+    }
+    if (res.error) {
+      log::Debug("probe ahead failed",
+                 {{"address", res.target.address.ToString()}, {"error", *res.error}});
+    } else if (res.owner) {
+      log::Warn("pool address taken by a foreign host (probed ahead of any Service)",
+                {{"address", res.target.address.ToString()},
+                 {"mac", res.owner->ToString()},
+                 {"interface", res.target.interface}});
+    }
+    ahead_.Record(res, now, wall);
+  }
+  if (!ahead_elector_) {
+    auto e = election::Elector::Create({d_.planner->options().self});
+    if (!e) return;
+    ahead_elector_.emplace(std::move(*e));
+  }
+  // The candidates (and what this node found taken, so it keeps rechecking them) minus what a
+  // Service already has: elected like an unannounced address of a Service.
+  std::set<net::IpAddress> in_plan;
+  for (const auto& a : plan.addresses) in_plan.insert(a.address.address());
+  std::set<net::IpAddress> want;
+  for (const auto& ip : ahead_candidates_) {
+    if (!in_plan.count(ip)) want.insert(ip);
+  }
+  for (const auto& t : ahead_.Taken()) {
+    if (!in_plan.count(t.address)) want.insert(t.address);
+  }
+  for (const auto& ip : ahead_elected_) {
+    if (!want.count(ip)) ahead_elector_->RemoveAddress(ip);
+  }
+  for (const auto& ip : want) {
+    if (!ahead_elected_.count(ip)) ahead_elector_->SetAddress(ip, {});
+  }
+  ahead_elected_ = want;
+  if (in.excluded_nodes) ahead_elector_->SetExcludedNodes(*in.excluded_nodes);
+  std::vector<ProbeTarget> targets;
+  // Only while this node may take addresses at all: healthy, not stopping, and not in the
+  // start-up hold-off (until it has seen its peers, every agent would think itself elected and
+  // they would probe the same addresses at once, each seeing the others' probes as claims).
+  if (in.healthy && !in.shutting_down && !in.hold_off && !in.defer_to_unseen_announcers &&
+      in.network) {
+    for (const auto& ip : ahead_elector_->Evaluate(membership, now).local) {
+      auto m = in.network->Find(ip);
+      if (!m) continue;
+      targets.push_back(ProbeTarget{ip, m->interface->name, m->interface->ifindex});
+    }
+  }
+  ahead_.SetTargets(targets, now);
+  const std::vector<ProbeTarget> due = ahead_.Due(now);
+  if (!due.empty()) {
+    const packet::ProbeOptions opts = WithMemberMacs(d_.probe, membership);
+    for (const ProbeTarget& t : due) {
+      auto mac = InterfaceMac(t.interface);
+      if (!mac) {
+        ahead_.Record(ProbeResult{t, std::nullopt, "interface " + t.interface + " has no MAC"}, now,
+                      wall);
+        continue;
+      }
+      d_.background->Start(ProbeJob{t, packet::Interface{t.ifindex, *mac}, opts});
+    }
+  }
+  if (d_.metrics) {
+    metrics::Registry& m = *d_.metrics;
+    if (ahead_.probes_started() > ahead_probes_reported_) {
+      m.Add(kMetricProbeAheadProbes, {},
+            static_cast<double>(ahead_.probes_started() - ahead_probes_reported_));
+      ahead_probes_reported_ = ahead_.probes_started();
+    }
+    if (ahead_.conflicts_found() > ahead_conflicts_reported_) {
+      m.Add(kMetricProbeAheadConflicts, {},
+            static_cast<double>(ahead_.conflicts_found() - ahead_conflicts_reported_));
+      ahead_conflicts_reported_ = ahead_.conflicts_found();
+    }
+    m.Set(kMetricProbeAheadFresh, {}, static_cast<double>(ahead_.FreshAddresses(now).size()));
+    m.Set(kMetricProbeAheadTaken, {}, static_cast<double>(ahead_.Taken().size()));
+  }
+}
+
 void Reconciler::HandleClaims(const election::Membership& membership) {
   if (!d_.claims) return;
   const SteadyTime now = d_.clock->Now();
@@ -566,6 +716,7 @@ std::optional<SteadyTime> Reconciler::NextWakeup(const election::Membership& mem
   consider(next_reannounce_);
   consider(gate_.NextWakeup());
   consider(takeover_.NextWakeup());
+  if (d_.background) consider(ahead_.NextWakeup(d_.clock->Now()));
   return next;
 }
 

@@ -27,6 +27,7 @@
 #include "agent/garp.h"
 #include "agent/node_sysctls.h"
 #include "agent/planner.h"
+#include "agent/probe_ahead.h"
 #include "agent/prober.h"
 #include "agent/takeover.h"
 #include "agent/wire_check.h"
@@ -57,6 +58,12 @@ struct ReconcilerDeps {
   packet::ProbeOptions probe{};  // its `ignore` is filled per probe from the membership
   ProbeGateOptions gate{};
   ClaimOptions claim{};
+  // Probe ahead (probe_ahead.h): background probes of the addresses the allocator hands out next.
+  // Null: off (every first announcement waits for the full probe). Needs `prober` too.
+  Prober* background = nullptr;
+  ProbeAheadOptions ahead{};
+  // The short probe run in parallel with the announcement of a pre-probed address.
+  packet::ProbeOptions verify{1, std::chrono::milliseconds(40), {}};
   // How often the node's sysctls are read again while the interfaces stay the same.
   Duration sysctl_recheck = std::chrono::seconds(30);
   // The successor's wire check before a takeover (takeover.h). Null: takeovers are immediate.
@@ -106,6 +113,13 @@ class Reconciler {
   void HandleClaims(const election::Membership& membership);
   // The last node-sysctl verdict; nullopt before virtual addresses were first in use.
   const std::optional<NodeSysctlVerdict>& NodeSysctls() const { return sysctls_.current(); }
+  // Probe ahead: the addresses the allocator will hand out next (every ServiceGroup's
+  // status.probeAhead) and those another live member published as proven free
+  // (model/probe_ahead.h). Used by the next Run.
+  void SetProbeAhead(std::vector<net::IpAddress> candidates,
+                     std::set<net::IpAddress> free_elsewhere);
+  // What this node found probing ahead (for its lease annotation).
+  std::vector<model::ProbedAddress> ProbeAheadFindings() const;
   // Addresses withheld because a foreign host answered their probe.
   std::vector<FoundConflict> ProbeConflicts() const { return gate_.Conflicts(); }
   // The earliest instant something time-driven is due: an announcement, an address renewal, a
@@ -120,6 +134,11 @@ class Reconciler {
   // Probes before first announcement: removes from the plan what must wait or is in conflict.
   void GateProbes(const PlanInputs& in, const election::Membership& membership, Plan& plan,
                   SteadyTime now);
+  // Probe ahead: elects, schedules and collects the background probes.
+  void RunProbeAhead(const PlanInputs& in, const election::Membership& membership, const Plan& plan,
+                     SteadyTime now);
+  packet::ProbeOptions WithMemberMacs(packet::ProbeOptions opts,
+                                      const election::Membership& membership) const;
   // Makes the conflict annotation of `address` on `services` show `entry` (nullopt: absent).
   void SetConflictAnnotation(const PlanInputs& in, const std::vector<std::string>& services,
                              const net::IpAddress& address,
@@ -148,6 +167,13 @@ class Reconciler {
   TakeoverGate takeover_;
   std::map<net::IpAddress, MoveReason> move_reasons_;  // allowed by the last GateTakeovers
   ClaimTracker claim_tracker_;
+  ProbeAhead ahead_;
+  std::optional<election::Elector> ahead_elector_;  // own instance: candidates are not Services
+  std::set<net::IpAddress> ahead_elected_;          // addresses set in ahead_elector_
+  std::vector<net::IpAddress> ahead_candidates_;
+  std::set<net::IpAddress> ahead_free_elsewhere_;
+  std::uint64_t ahead_probes_reported_ = 0;
+  std::uint64_t ahead_conflicts_reported_ = 0;
   // The annotation entry of each address withheld for a conflict (kept while it lasts).
   std::map<net::IpAddress, model::AddressConflict> conflict_entries_;
 };

@@ -57,6 +57,11 @@ std::unique_ptr<cli::App> NewAllocatorCommand(CommandOptions* o) {
   app->add_option("--workers", o->workers, "concurrent Service writers")
       ->type_name("N")
       ->check(CLI::Range(1, 64));
+  app->add_option("--probe-ahead", o->probe_ahead,
+                  "next addresses per ServiceGroup and family shown in status.probeAhead for the "
+                  "agents to probe in the background (0 = off)")
+      ->type_name("N")
+      ->check(CLI::Range(0, 64));
   cli::AddLogLevel(*app, &o->log_level);
   return app;
 }
@@ -116,6 +121,7 @@ int RunAllocatorCommand(int argc, char** argv) {
   ControllerOptions co;
   co.install_namespace = opts->ns;
   co.workers = opts->workers;
+  co.probe_ahead = static_cast<std::size_t>(opts->probe_ahead);
   Controller controller(**client, recorder, metrics, co);
 
   http::ServerOptions hso;

@@ -21,6 +21,9 @@ struct CommandOptions {
   Duration renew_deadline = std::chrono::seconds(10);
   Duration retry_period = std::chrono::seconds(2);
   int workers = 8;  // concurrent Service writers; see docs/allocator.md (Benchmark)
+  // --probe-ahead N: next addresses per ServiceGroup and family published for background probes
+  // (status.probeAhead, docs/agent.md "Probe ahead"); 0 = off.
+  int probe_ahead = 4;
   log::Level log_level = log::Level::kInfo;
 };
 

@@ -1,5 +1,7 @@
 #include "allocator/config_status.h"
 
+#include <set>
+
 #include "common/time.h"
 #include "model/conflicts.h"
 
@@ -55,9 +57,22 @@ ConfigStatusWrite PlanConfigStatus(const Json& current, const config::ObjectStat
                            {"service", c.service},
                            {"since", FormatTime(c.since)},
                            {"until", FormatTime(c.until)},
-                           {"action", c.requested ? "Refused" : "Reallocated"}});
+                           {"action", c.skipped     ? "Skipped"
+                                      : c.requested ? "Refused"
+                                                    : "Reallocated"}});
     }
+    std::set<net::IpAddress> distinct;
+    for (const auto& c : usage.conflicts) distinct.insert(c.address);
     desired["conflicts"] = std::move(conflicts);
+    desired["conflictCount"] = distinct.size();
+  }
+  if (usage.probe_ahead) {
+    auto list = [](const std::vector<net::IpAddress>& ips) {
+      Json a = Json::array();
+      for (const auto& ip : ips) a.push_back(ip.ToString());
+      return a;
+    };
+    desired["probeAhead"] = {{"ipv4", list(usage.next_v4)}, {"ipv6", list(usage.next_v6)}};
   }
   if (usage.in_force && usage.in_force->version == config::PurelbVersion::kV2) {
     const config::Group& g = *usage.in_force;

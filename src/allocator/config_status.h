@@ -7,7 +7,8 @@
 //            ipv4: {size: "<decimal>", inUse: "<decimal>"}, ipv6: {...},
 //            conditions: [{type: "Valid", status: "True"|"False", reason, message,
 //                          lastTransitionTime, observedGeneration}],
-//            conflicts: [..]   (only while addresses are in conflict, see PoolUsage),
+//            conflicts: [..], conflictCount: N   (only while addresses are in conflict, see
+//            PoolUsage), probeAhead: {ipv4: [..], ipv6: [..]} (see PoolUsage),
 //            and for a purelb.io/v2 group in force, PureLB 0.17's names (docs/purelb-v2.md):
 //            announce: "Local"|"Remote", ipam: "Cluster", addresses: [ranges as written, IPv4
 //            first], allocatedIPv4/allocatedIPv6/availableIPv4/availableIPv6: "<decimal>"
@@ -37,9 +38,15 @@ struct PoolUsage {
   net::Uint128 in_use_v6 = 0;
   // Address conflicts in force in this group/class (ConflictBook::ForPool). Shown as
   //   conflicts: [{address, mac, node, interface, service, since, until,
-  //                action: "Reallocated"|"Refused"}]
+  //                action: "Reallocated"|"Refused"|"Skipped"}], conflictCount: <addresses>
   // only when there is at least one.
   std::vector<ConflictReport> conflicts;
+  // Probe ahead (probe_ahead.h): the next addresses the pool hands out, per family, shown as
+  //   probeAhead: {ipv4: [..], ipv6: [..]}
+  // when `probe_ahead` is set (a ServiceGroup with local addresses, probe ahead on).
+  bool probe_ahead = false;
+  std::vector<net::IpAddress> next_v4;
+  std::vector<net::IpAddress> next_v6;
   // The version in force, when there is one (its mode, ranges and namespaces for the v2 fields).
   std::optional<config::Group> in_force;
 };

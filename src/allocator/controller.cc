@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "allocator/config_status.h"
+#include "allocator/probe_ahead.h"
 #include "allocator/service_writes.h"
 #include "common/log.h"
 #include "common/object_key.h"
@@ -11,6 +12,7 @@
 #include "k8s/field_mask.h"
 #include "k8s/lease.h"
 #include "k8s/retry.h"
+#include "model/probe_ahead.h"
 #include "model/service.h"
 
 namespace pylon::allocator {
@@ -223,6 +225,8 @@ void Controller::Rebuild() {
   auto conflicts = pool_.Rebuild(records);
   quarantine_.clear();
   rebuild_conflicts_ = conflicts.size();
+  std::vector<std::string> unused;  // every Service is enqueued after the rebuild
+  SyncTakenAheadLocked(&unused);
   for (const auto& c : conflicts) {
     log::Warn("rebuild: address not restored", {{"service", c.record.service.ToString()},
                                                 {"address", c.record.address.ToString()},
@@ -504,11 +508,14 @@ void Controller::LeaseChanged(const Json& lease, bool deleted) {
         node->str(), read_spec.holder_identity, read_spec.lease_duration_seconds,
         read_spec.renew_time,
         FindString(lease, {"metadata", "annotations", election::kSubnetsAnnotation}).value_or(""));
+    read->probe_ahead_annotation =
+        FindString(lease, {"metadata", "annotations", model::kAnnProbeAhead}).value_or("");
     if (!spec) {
       read->issues.push_back("lease of node " + node->str() +
                              ": spec unreadable, not live: " + spec.error().message());
     }
   }
+  std::vector<std::string> retry;
   bool grew = false;
   {
     MutexLock lock(mu_);
@@ -521,6 +528,8 @@ void Controller::LeaseChanged(const Json& lease, bool deleted) {
       for (const auto& issue : read->issues) log::Warn("node lease", {{"issue", issue}});
     }
     const std::vector<net::Prefix> before = NodeSubnetsLocked(clock_.WallNow()).live;
+    const std::string probed_before = known ? it->probe_ahead_annotation : std::string();
+    const std::string probed_after = read ? read->probe_ahead_annotation : std::string();
     if (read && known) {
       *it = std::move(*read);
     } else if (read) {
@@ -532,6 +541,14 @@ void Controller::LeaseChanged(const Json& lease, bool deleted) {
     for (const auto& p : NodeSubnetsLocked(clock_.WallNow()).live) {
       if (std::find(before.begin(), before.end(), p) == before.end()) grew = true;
     }
+    // Only when a list of found-taken addresses or the live nodes changed (a renewal is neither).
+    if (probed_before != probed_after ||
+        NodeSubnetsLocked(clock_.WallNow()).live_nodes != taken_live_nodes_) {
+      SyncTakenAheadLocked(&retry);
+    }
+  }
+  if (leading_.load()) {
+    for (const auto& k : retry) queue_.Add("s/" + k);
   }
   if (!grew || !leading_.load()) return;
   // A range may have become active: the multi-pool Services get their address from it.
@@ -552,6 +569,16 @@ void Controller::LeaseChanged(const Json& lease, bool deleted) {
   }
   log::Info("node subnets went live; multi-pool Services requeued",
             {{"services", std::to_string(n)}});
+}
+
+void Controller::SyncTakenAheadLocked(std::vector<std::string>* retry) {
+  taken_live_nodes_ = NodeSubnetsLocked(clock_.WallNow()).live_nodes;
+  std::set<std::string> changed, freed;
+  ApplyTakenAhead(TakenFromLeases(node_leases_, clock_.WallNow()), config_, ctx_.conflict_hold,
+                  conflicts_, pool_, &changed, &freed);
+  std::set<std::string> pools = changed;
+  pools.insert(freed.begin(), freed.end());
+  for (const auto& p : pools) PoolChangedLocked(p, freed.count(p) > 0, retry);
 }
 
 const NodeSubnets& Controller::NodeSubnetsLocked(WallTime now) {
@@ -621,6 +648,7 @@ Controller::Result_ Controller::ProcessConfig() {
         evictions = std::move(*ev);
         if (!new_pools.empty() && leading_.load()) AdoptShownLocked(latest, new_pools);
       }
+      SyncTakenAheadLocked(&retry);
       for (const auto& [pk, ok] : pool_objects_) UpdatePoolMetricsLocked(pk);
       for (const auto& [pk, keys] : refused_) {
         for (const auto& k : keys) retry.push_back(k);
@@ -697,7 +725,17 @@ Controller::Result_ Controller::ProcessConfigStatus(const std::string& key) {
       if (auto v4 = pool_.Stats(pk, net::Family::kV4)) usage.in_use_v4 = v4->in_use;
       if (auto v6 = pool_.Stats(pk, net::Family::kV6)) usage.in_use_v6 = v6->in_use;
       usage.conflicts = conflicts_.ForPool(pk);
-      if (const config::Group* g = config_.Find(okey)) usage.in_force = *g;
+      if (const config::Group* g = config_.Find(okey)) {
+        usage.in_force = *g;
+        // Probe ahead: local ServiceGroups only (virtual addresses are never probed).
+        if (opts_.probe_ahead > 0 && is_group &&
+            (g->mode == config::AnnounceMode::kLocal ||
+             g->mode == config::AnnounceMode::kLocalOrVirtual)) {
+          usage.probe_ahead = true;
+          if (auto n = pool_.NextFree(pk, net::Family::kV4, opts_.probe_ahead)) usage.next_v4 = *n;
+          if (auto n = pool_.NextFree(pk, net::Family::kV6, opts_.probe_ahead)) usage.next_v6 = *n;
+        }
+      }
     }
   }
   // The status describes the version it was computed from; a newer one is re-validated first.

@@ -67,6 +67,9 @@ struct ControllerOptions {
   // Delay before a config object's status is rewritten after its usage changed (batches bursts).
   Duration config_status_delay = std::chrono::seconds(1);
   k8s::RateLimitOptions rate_limit{std::chrono::milliseconds(5), std::chrono::seconds(30)};
+  // Probe ahead (probe_ahead.h): the next addresses per ServiceGroup and family shown in
+  // status.probeAhead for the agents to probe in the background. 0 = off.
+  std::size_t probe_ahead = 4;
   // Informer watch timeout lower bound (tests may shorten it).
   Duration min_watch_timeout = std::chrono::minutes(5);
 };
@@ -134,6 +137,9 @@ class Controller {
   void PoolChangedLocked(const std::string& pool_key, bool freed, std::vector<std::string>* retry)
       PYLON_REQUIRES(mu_);
   void UpdatePoolMetricsLocked(const std::string& pool_key) PYLON_REQUIRES(mu_);
+  // Under mu_: keeps out of the pools the addresses live nodes found taken ahead of any Service
+  // (probe_ahead.h); schedules the status of the pools that changed.
+  void SyncTakenAheadLocked(std::vector<std::string>* retry) PYLON_REQUIRES(mu_);
   std::string Now() const;
   bool Writing() const { return leading_.load() && !stopping_.load(); }
   void CountApiError(const char* verb, const Error& e);
@@ -182,6 +188,8 @@ class Controller {
   std::vector<NodeLease> node_leases_ PYLON_GUARDED_BY(mu_);
   NodeSubnets node_subnets_ PYLON_GUARDED_BY(mu_);
   bool node_subnets_dirty_ PYLON_GUARDED_BY(mu_) = true;
+  // The live nodes when the found-taken addresses were last applied (SyncTakenAheadLocked).
+  std::vector<std::string> taken_live_nodes_ PYLON_GUARDED_BY(mu_);
 };
 
 }  // namespace pylon::allocator

@@ -19,6 +19,7 @@ NodeLease ReadNodeLease(std::string node, std::string holder_identity,
               renew_time,
               std::move(subnets_annotation),
               {},
+              {},
               {}};
   election::SubnetsParse parsed = election::ParseSubnetsAnnotation(l.subnets_annotation);
   l.subnets = std::move(parsed.subnets);

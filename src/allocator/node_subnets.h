@@ -31,6 +31,8 @@ struct NodeLease {
   std::string subnets_annotation;    // raw `purelb.io/subnets`; absent reads as ""
   std::vector<net::Prefix> subnets;  // parsed from it (election::ParseSubnetsAnnotation)
   std::vector<std::string> issues;   // bad entries (skipped), one line each, naming the lease
+  // Raw `purelb.io/probe-ahead` (model/probe_ahead.h, allocator/probe_ahead.h); absent reads "".
+  std::string probe_ahead_annotation;
 };
 
 NodeLease ReadNodeLease(std::string node, std::string holder_identity,

@@ -208,7 +208,8 @@ constexpr char kReservationNs[] = "pylon.conflict";
 
 std::string ConflictText(const ConflictReport& c) {
   return c.address.ToString() + " is in use on the network by another host (MAC " + c.mac +
-         ", answered the probe of node " + c.node + " on " + c.interface + " at " +
+         ", answered the probe of node " + c.node +
+         (c.interface.empty() ? std::string() : " on " + c.interface) + " at " +
          FormatTime(c.since) + ")";
 }
 
@@ -249,6 +250,7 @@ ConflictState ActiveConflicts(const model::Service& svc, const pool::RequestedAd
     ConflictReport r = *other;
     r.service = svc.Key();
     r.requested = true;
+    r.skipped = false;
     const auto left = std::chrono::duration_cast<std::chrono::nanoseconds>(r.until - in.now);
     if (!st.recheck_after || left < *st.recheck_after) st.recheck_after = left;
     if (!st.requested) st.requested = r;

@@ -61,6 +61,9 @@ struct ConflictReport {
   WallTime since{};
   WallTime until{};        // since + hold
   bool requested = false;  // the Service asked for exactly this address (refused)
+  // Found taken ahead of any Service by a node's background probe (probe_ahead.h): no Service,
+  // no interface; kept out of the pool while a live node lists it.
+  bool skipped = false;
   friend bool operator==(const ConflictReport&, const ConflictReport&) = default;
 };
 

@@ -261,6 +261,57 @@ std::optional<net::Uint128> Allocator::FindFree(const RangeState& range, Family 
   return std::nullopt;
 }
 
+Result<std::vector<IpAddress>> Allocator::NextFree(std::string_view pool, Family family,
+                                                   std::size_t count) const {
+  const PoolState* p = FindPool(std::string(pool));
+  if (p == nullptr) return Fail(ErrorCode::kNotFound, "no pool " + Quote(std::string(pool)));
+  const FamilyState& fam = p->For(family);
+  const Occupancy& occ = OccupancyFor(family);
+  // Assign's choices replayed on copies of the cursors and in-use counts; the addresses picked so
+  // far count as held (at most `count` of them, so skipping them stays cheap).
+  std::vector<RangeState> ranges = fam.ranges;
+  std::set<net::Uint128> picked;
+  auto first_free = [&](net::Uint128 from, net::Uint128 last) -> std::optional<net::Uint128> {
+    while (from <= last) {
+      auto v = occ.FirstFree(from, last);
+      if (!v || !picked.count(*v)) return v;
+      if (*v == last) return std::nullopt;
+      from = *v + 1;
+    }
+    return std::nullopt;
+  };
+  auto find = [&](const RangeState& r) -> std::optional<net::Uint128> {
+    const net::Uint128 lo = r.range.first().value();
+    const net::Uint128 hi = r.range.last().value();
+    if (auto v = first_free(r.cursor, hi)) return v;
+    if (r.cursor > lo) return first_free(lo, r.cursor - 1);
+    return std::nullopt;
+  };
+  std::vector<IpAddress> out;
+  while (out.size() < count) {
+    std::vector<RangeState*> order;
+    for (auto& r : ranges) order.push_back(&r);
+    if (p->balance) {
+      std::stable_sort(order.begin(), order.end(), [](const RangeState* a, const RangeState* b) {
+        return a->in_use < b->in_use;
+      });
+    }
+    bool found = false;
+    for (RangeState* r : order) {
+      auto v = find(*r);
+      if (!v) continue;
+      picked.insert(*v);
+      out.push_back(IpAddress::FromValue(family, *v));
+      r->cursor = *v == r->range.last().value() ? r->range.first().value() : *v + 1;
+      ++r->in_use;
+      found = true;
+      break;
+    }
+    if (!found) break;
+  }
+  return out;
+}
+
 Result<Allocator::Step> Allocator::PlanFamily(const AssignRequest& request,
                                               const std::vector<PortKey>& ports, PoolState& pool,
                                               Family family, const ServiceNode* self) {

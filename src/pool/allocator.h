@@ -163,6 +163,12 @@ class Allocator {
 
   // O(1) per pool and family. kNotFound for an unknown pool.
   Result<FamilyStats> Stats(std::string_view pool, net::Family family) const;
+  // The next `count` addresses of `family` that Assign would hand out from `pool`, in order, to
+  // Services asking for no particular address and sharing none (next-fit, `balance` included),
+  // if nothing else changed in between. O(count x log n): never enumerates a range, so a /64 pool
+  // costs the same as a /29. Fewer when the pool has fewer free; kNotFound for an unknown pool.
+  Result<std::vector<net::IpAddress>> NextFree(std::string_view pool, net::Family family,
+                                               std::size_t count) const;
   // Families the pool has at least one range for (v4 first). kNotFound for an unknown pool.
   Result<std::vector<net::Family>> OfferedFamilies(std::string_view pool) const;
 

@@ -53,6 +53,11 @@ const Family kFamilies[] = {
     {kMetricConflictsDetected, "counter", {"{kind=\"claim\"} 0", "{kind=\"probe\"} 0"}},
     {kMetricKubeProxyHealthy, "gauge", {" 0"}},
     {kMetricKubeProxyTransitions, "counter", {"{to=\"healthy\"} 0", "{to=\"unhealthy\"} 0"}},
+    {kMetricProbeAheadProbes, "counter", {" 0"}},
+    {kMetricProbeAheadFresh, "gauge", {" 0"}},
+    {kMetricProbeAheadTaken, "gauge", {" 0"}},
+    {kMetricProbeAheadConflicts, "counter", {" 0"}},
+    {kMetricProbeAheadAnnounced, "counter", {" 0"}},
     // Declared but counted nowhere yet: no result values, no series.
     {kMetricLeaseRenewals, "counter", {}},
     // Set by the agent when it reads the LBNodeAgents (all four states).

@@ -275,6 +275,19 @@ class AgentWorld {
     reconciler_ = std::make_unique<Reconciler>(d);
   }
 
+  // Probing plus probe ahead: background probes also run inline (background_).
+  void EnableProbeAhead(ProbeAheadOptions ahead = {}) {
+    prober_ = std::make_unique<InlineProber>(announcer_);
+    background_ = std::make_unique<InlineProber>(announcer_);
+    ReconcilerDeps d{planner_.get(), sync_.get(), &garp_,    &announcer_,
+                     &nl_,           &writer_,    &metrics_, &clock_};
+    d.prober = prober_.get();
+    d.claims = &claims_;
+    d.background = background_.get();
+    d.ahead = ahead;
+    reconciler_ = std::make_unique<Reconciler>(d);
+  }
+
   void Host(int ifindex, const std::string& prefix) {
     netlink::AddressSpec s;
     s.ifindex = ifindex;
@@ -377,6 +390,7 @@ class AgentWorld {
   std::unique_ptr<AddressSync> sync_;
   std::unique_ptr<Reconciler> reconciler_;
   std::unique_ptr<InlineProber> prober_;
+  std::unique_ptr<InlineProber> background_;
   FakeClaims claims_;
   std::map<std::string, std::string> macs_;  // node -> its purelb.io/macs lease annotation
   int renewals_ = 0;

@@ -60,6 +60,17 @@ class ConflictTest : public LabTest {
     }
     return out;
   }
+  Json Group() {
+    return GetJson({"get", "servicegroups.purelb.io", "-n", "purelb-system", "localdual"});
+  }
+  // The ServiceGroup's status.<field> as JSON text; "" when absent.
+  std::string GroupStatus(const std::string& field) {
+    try {
+      return Group().at("status").at(field).dump();
+    } catch (const std::exception&) {
+      return "";
+    }
+  }
   std::string Condition(const Json& svc, std::string* message) {
     try {
       for (const auto& c : svc.at("status").at("conditions")) {
@@ -74,7 +85,17 @@ class ConflictTest : public LabTest {
   }
 };
 
-TEST_F(ConflictTest, ForeignOwnerIsRefusedAndAnotherAddressAllocated) {
+// The full probe before the first announcement: the path of a requested address, and of an
+// address handed out before it could be probed ahead. Probe ahead is off here (the allocator
+// publishes no next addresses), so the Service surely meets the foreign owner first.
+class FullProbeConflictTest : public ConflictTest {
+ protected:
+  void Configure(lab::LabConfig* cfg) override {
+    cfg->allocator_args.insert(cfg->allocator_args.end(), {"--probe-ahead", "0"});
+  }
+};
+
+TEST_F(FullProbeConflictTest, ForeignOwnerIsRefusedAndAnotherAddressAllocated) {
   Foreign(std::string(kForeignV4) + "/24");
   Foreign(std::string(kForeignV6) + "/128");
   Foreign(std::string(kForeignRequested) + "/24");
@@ -139,6 +160,73 @@ TEST_F(ConflictTest, ForeignOwnerIsRefusedAndAnotherAddressAllocated) {
   EXPECT_TRUE(NodesWith("eth0", kForeignRequested).empty());
   // The allocation of web was not disturbed.
   EXPECT_EQ(IngressIps(Service("web")), ips);
+}
+
+// Probe ahead (docs/agent.md "Probe ahead"): the foreign host takes the pool's next addresses
+// before any Service exists. The agents' background probes find them, the ServiceGroup's status
+// names them (conflicts, action Skipped, and conflictCount), and the first Service gets other
+// addresses at once: the foreign ones are never handed out, so no Service ever reports a conflict.
+TEST_F(ConflictTest, AddressTakenBeforeAnyServiceIsNeverHandedOut) {
+  Foreign(std::string(kForeignV4) + "/24");
+  Foreign(std::string(kForeignV6) + "/128");
+  const std::string client_mac = [&] {
+    auto m = lab::InterfaceMacIn(lab().topology().ClientNetns(), "eth0");
+    return m ? m->ToString() : std::string("?");
+  }();
+  Apply(kLocalDual);
+
+  // The pool's status names both addresses before any Service exists.
+  ASSERT_TRUE(Eventually(
+      [&] {
+        return GroupConflicts(kForeignV4) == std::vector<std::string>{"Skipped"} &&
+               GroupConflicts(kForeignV6) == std::vector<std::string>{"Skipped"};
+      },
+      Ms(30000)))
+      << Group().dump();
+  EXPECT_EQ(GroupStatus("conflictCount"), "2") << Group().dump();
+  EXPECT_TRUE(AnyContains({Group().dump()}, {kForeignV4, client_mac})) << Group().dump();
+  // The next addresses offered for probing skip them.
+  std::string next;
+  EXPECT_TRUE(Eventually([&] {
+    next = GroupStatus("probeAhead");
+    return next.find("ipv4") != std::string::npos && next.find(kForeignV4) == std::string::npos &&
+           next.find(kForeignV6) == std::string::npos;
+  })) << next;
+  // The node that probed them lists them on its lease, with the foreign MAC.
+  Json leases = GetJson({"get", "leases", "-n", "purelb-system"});
+  std::string listed;
+  for (const auto& l : leases["items"]) listed += Annotation(l, "purelb.io/probe-ahead") + ",";
+  EXPECT_NE(listed.find(std::string(kForeignV4) + " taken " + client_mac), std::string::npos)
+      << listed;
+
+  // A Service now: other addresses straight away, never the foreign ones, no conflict reported.
+  Apply(ServiceYaml("web", "    purelb.io/service-group: localdual\n", kDualSpec));
+  std::vector<std::string> ips;
+  ASSERT_TRUE(Eventually([&] {
+    ips = IngressIps(Service("web"));
+    return ips.size() == 2;
+  })) << ::testing::PrintToString(ips);
+  EXPECT_NE(ips[0], kForeignV4);
+  EXPECT_NE(ips[1], kForeignV6);
+  for (const auto& ip : ips) {
+    EXPECT_TRUE(EventuallyReachable(ip)) << ip;
+    EXPECT_TRUE(Eventually([&] { return NodesWith("eth0", ip).size() == 1; })) << ip;
+  }
+  EXPECT_TRUE(Events("web", "AddressConflict").empty())
+      << ::testing::PrintToString(Events("web", "AddressConflict"));
+  for (const auto& m : Events("web", "AddressAssigned")) {
+    EXPECT_EQ(m.find(kForeignV4), std::string::npos) << m;
+    EXPECT_EQ(m.find(kForeignV6), std::string::npos) << m;
+  }
+  EXPECT_EQ(Annotation(Service("web"), "conflict.purelb.io/ipv4-192-0-2-225"), "");
+  EXPECT_TRUE(NodesWith("eth0", kForeignV4).empty());
+  EXPECT_TRUE(NodesWith("eth0", kForeignV6).empty());
+  // The background conflicts, as metrics: counted on the node that found them.
+  double found = 0;
+  for (const auto& n : lab().topology().nodes()) {
+    found += AgentMetric(n.name, "purelb_probe_ahead_conflicts_total").value_or(0);
+  }
+  EXPECT_EQ(found, 2);
 }
 
 }  // namespace

@@ -646,3 +646,114 @@ TEST(AllocatorScenario, MultiPoolSlots) {
 
 }  // namespace
 }  // namespace pylon::pool
+
+namespace pylon::pool {
+namespace {
+
+// NextFree predicts exactly the addresses the next Assigns hand out: checked by assigning them,
+// in scenarios with holes, a wrap-around, balanced ranges, a /64 and an exhausted pool.
+TEST(AllocatorScenario, NextFreeIsWhatAssignHandsOutNext) {
+  struct Case {
+    const char* desc;
+    const char* v4;
+    const char* v6;
+    bool balance;
+    std::vector<const char*> held_first;  // Services assigned (then some released) before
+    std::vector<const char*> released;
+    Family family;
+    std::size_t count;
+    const char* want;
+  };
+  const Case cases[] = {
+      {"empty pool: from the start",
+       "192.0.2.0-192.0.2.3",
+       "",
+       false,
+       {},
+       {},
+       Family::kV4,
+       3,
+       "192.0.2.0,192.0.2.1,192.0.2.2"},
+      {"next-fit after what was handed out; a released address comes last",
+       "192.0.2.0-192.0.2.3",
+       "",
+       false,
+       {"ns/a", "ns/b"},
+       {"ns/a"},
+       Family::kV4,
+       3,
+       "192.0.2.2,192.0.2.3,192.0.2.0"},
+      {"fewer than asked when the pool is nearly full",
+       "192.0.2.0-192.0.2.3",
+       "",
+       false,
+       {"ns/a", "ns/b", "ns/c"},
+       {},
+       Family::kV4,
+       4,
+       "192.0.2.3"},
+      {"exhausted: none",
+       "192.0.2.0-192.0.2.1",
+       "",
+       false,
+       {"ns/a", "ns/b"},
+       {},
+       Family::kV4,
+       2,
+       ""},
+      {"ranges in order",
+       "192.0.2.0-192.0.2.1,192.0.2.100-192.0.2.101",
+       "",
+       false,
+       {"ns/a"},
+       {},
+       Family::kV4,
+       3,
+       "192.0.2.1,192.0.2.100,192.0.2.101"},
+      {"balanced ranges alternate",
+       "10.0.0.0-10.0.0.9,10.0.1.0-10.0.1.9",
+       "",
+       true,
+       {"ns/a"},
+       {},
+       Family::kV4,
+       3,
+       "10.0.1.0,10.0.0.1,10.0.1.1"},
+      {"a /64: only the next few, never a scan",
+       "",
+       "2001:db8:1::/64",
+       false,
+       {"ns/a"},
+       {},
+       Family::kV6,
+       3,
+       "2001:db8:1::1,2001:db8:1::2,2001:db8:1::3"},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.desc);
+    Allocator alloc;
+    PoolDefinition def = Pool("p", c.v4, c.v6);
+    def.balance = c.balance;
+    ASSERT_TRUE(alloc.SetPools({def}));
+    const char* fam = c.family == Family::kV4 ? "4" : "6";
+    for (const char* s : c.held_first) {
+      ASSERT_TRUE(alloc.Assign({Svc(s), "p", Fams(fam), {}, "", Ports("TCP/80")}));
+    }
+    for (const char* s : c.released) alloc.Release(Svc(s));
+    auto next = alloc.NextFree("p", c.family, c.count);
+    ASSERT_TRUE(next) << next.error().message();
+    EXPECT_EQ(Join(*next), c.want);
+    // NextFree changed nothing, and Assign agrees with it.
+    for (std::size_t i = 0; i < next->size(); ++i) {
+      const std::string svc = "ns/next" + std::to_string(i);
+      auto r = alloc.Assign({Svc(svc.c_str()), "p", Fams(fam), {}, "", Ports("TCP/80")});
+      ASSERT_TRUE(r) << r.error().message();
+      EXPECT_EQ(r->addresses.at(0), next->at(i)) << i;
+    }
+  }
+  Allocator alloc;
+  EXPECT_EQ(alloc.NextFree("nope", Family::kV4, 1).error().code(), ErrorCode::kNotFound);
+}
+
+}  // namespace
+}  // namespace pylon::pool

@@ -1,0 +1,67 @@
+#include "allocator/probe_ahead.h"
+
+#include <algorithm>
+#include <map>
+
+#include "model/probe_ahead.h"
+
+namespace pylon::allocator {
+
+std::vector<TakenAhead> TakenFromLeases(const std::vector<NodeLease>& leases, WallTime now) {
+  const NodeSubnets live = LiveNodeSubnets(leases, now);
+  std::map<net::IpAddress, TakenAhead> by_address;
+  for (const NodeLease& l : leases) {
+    if (!std::binary_search(live.live_nodes.begin(), live.live_nodes.end(), l.node)) continue;
+    for (const auto& e : model::ParseProbeAhead(l.probe_ahead_annotation).entries) {
+      if (!e.taken) continue;
+      auto it = by_address.find(e.address);
+      if (it == by_address.end() || e.since < it->second.since) {
+        by_address[e.address] = TakenAhead{e.address, e.mac, l.node, e.since};
+      }
+    }
+  }
+  std::vector<TakenAhead> out;
+  for (auto& [ip, t] : by_address) out.push_back(std::move(t));
+  return out;
+}
+
+std::string TakenBookKey(const std::string& pool_key) { return "probe-ahead " + pool_key; }
+
+void ApplyTakenAhead(const std::vector<TakenAhead>& taken, const config::InForceConfig& config,
+                     std::chrono::nanoseconds hold, ConflictBook& book, pool::Allocator& pool,
+                     std::set<std::string>* changed, std::set<std::string>* freed) {
+  std::map<std::string, std::vector<ConflictReport>> by_pool;
+  for (const auto& [key, g] : config.groups()) by_pool[PoolKey(key)];
+  for (const TakenAhead& t : taken) {
+    auto match = config.FindAddress(t.address);
+    if (!match || match->group == nullptr) continue;
+    ConflictReport r;
+    r.address = t.address;
+    r.mac = t.mac;
+    r.node = t.node;
+    r.since = t.since;
+    r.until = t.since + std::chrono::duration_cast<WallTime::duration>(hold);
+    r.skipped = true;
+    by_pool[PoolKey(match->group->key())].push_back(std::move(r));
+  }
+  for (auto& [pool_key, reports] : by_pool) {
+    bool was_changed = false;
+    for (const net::IpAddress& ip :
+         book.Set(TakenBookKey(pool_key), {pool_key, reports}, &was_changed)) {
+      pool.Release(ReservationKey(ip));
+      if (freed) freed->insert(pool_key);
+    }
+    if (was_changed && changed) changed->insert(pool_key);
+    for (const auto& r : reports) {
+      if (!pool.HoldersOf(r.address).empty()) continue;  // reserved already, or a Service has it
+      pool::AssignRequest req;
+      req.service = ReservationKey(r.address);
+      req.pool = pool_key;
+      req.families = {r.address.family()};
+      req.requested.For(r.address.family()) = r.address;
+      (void)pool.Assign(req);  // fails only when the address left the pool
+    }
+  }
+}
+
+}  // namespace pylon::allocator
