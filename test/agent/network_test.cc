@@ -233,7 +233,7 @@ TEST(AgentOptionsTest, Table) {
   EXPECT_EQ(any->metrics_host, "0.0.0.0");
   EXPECT_EQ(any->metrics_port, 9100);
   EXPECT_TRUE(any->metrics_enabled);
-  auto off = ParseAgentOptions({"--node-name=n1", "--metrics-addr="},
+  auto off = ParseAgentOptions({"--node-name=n1", "--metrics-addr", ""},
                                [](const std::string&) { return std::nullopt; });
   ASSERT_TRUE(off);
   EXPECT_FALSE(off->metrics_enabled);
