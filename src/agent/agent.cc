@@ -549,21 +549,13 @@ void Agent::RefreshInputs() {
     }
     services_in_.push_back(std::move(in));
   }
-  // Nodes being deleted or marked for removal may not win anything.
+  // Nodes leaving load balancing (LeavingLoadBalancing: deleted, excluded by label or taint,
+  // shutting down) may not win anything.
   excluded_nodes_.clear();
   for (const auto& obj : nodes_->store().List()) {
-    bool excluded = k8s::IsBeingDeleted(obj);
-    if (const Json* list = Find(obj, {"spec", "taints"})) {
-      if (list->is_array()) {
-        for (const auto& t : *list) {
-          if (t.is_object() &&
-              FindString(t, {"key"}).value_or("") == "ToBeDeletedByClusterAutoscaler") {
-            excluded = true;
-          }
-        }
-      }
+    if (LeavingLoadBalancing(ParseNodeFacts(&obj))) {
+      excluded_nodes_.push_back(NodeName(k8s::Name(obj)));
     }
-    if (excluded) excluded_nodes_.push_back(NodeName(k8s::Name(obj)));
   }
   peer_kube_proxy_.clear();
   for (const auto& obj : nodes_->store().List()) {

@@ -62,6 +62,11 @@ NodeFacts ParseNodeFacts(const Json* node) {
   return f;
 }
 
+bool LeavingLoadBalancing(const NodeFacts& f) {
+  return f.found &&
+         (f.deleting || f.exclude_label || f.out_of_service || f.to_be_deleted || f.shutting_down);
+}
+
 PodFacts ParsePodFacts(const Json* pod) {
   PodFacts f;
   if (pod == nullptr || !pod->is_object()) return f;

@@ -55,6 +55,11 @@ struct NodeFacts {
   bool unschedulable = false;  // cordoned: no effect (reported for tests and logs)
 };
 NodeFacts ParseNodeFacts(const Json* node);  // null: not found
+// Whether a node is leaving load balancing, so that it may win no address (PlanInputs::
+// excluded_nodes) and its holder's addresses are taken without a wire check: being deleted, the
+// label node.kubernetes.io/exclude-from-external-load-balancers, the taints out-of-service and
+// ToBeDeletedByClusterAutoscaler, or shutting down. Cordon (unschedulable) alone is not.
+bool LeavingLoadBalancing(const NodeFacts& f);
 
 struct PodFacts {
   bool found = false;

@@ -82,8 +82,9 @@ struct PlanInputs {
   // withdraw what the node still serves. Peers defer to the node meanwhile (takeover.h). The agent
   // sets it for a bounded time after start (agent.cc). Null = none.
   const std::set<net::IpAddress>* keep = nullptr;
-  // Nodes that may not win anything: being deleted (deletionTimestamp) or marked for removal
-  // (taint ToBeDeletedByClusterAutoscaler). Null = none.
+  // Nodes that may not win anything: leaving load balancing (LeavingLoadBalancing in
+  // lifecycle.h: deleted, the exclude label, the out-of-service or autoscaler taint, shutting
+  // down). Null = none.
   const std::vector<NodeName>* excluded_nodes = nullptr;
   // What the agent knows of other nodes beyond their leases, for the successor's wire check
   // (takeover.h): per node `leaving`, `restarting`, `kube_proxy_url` and `last_alive` (its last

@@ -55,6 +55,39 @@ TEST(ParseFacts, NodeSignals) {
                f.shutting_down || f.unschedulable);
 }
 
+// Which nodes may win no address while their agents run (PlanInputs::excluded_nodes).
+TEST(LeavingLoadBalancing, Table) {
+  struct Row {
+    const char* what;
+    Json node;
+    bool leaving;
+  };
+  const std::vector<Row> rows = {
+      {"plain", Node(), false},
+      {"cordoned", Node("{}", R"({"unschedulable":true})"), false},
+      {"exclude label",
+       Node(R"({"labels":{"node.kubernetes.io/exclude-from-external-load-balancers":"true"}})"),
+       true},
+      {"out-of-service taint",
+       Node("{}",
+            R"({"taints":[{"key":"node.kubernetes.io/out-of-service","effect":"NoExecute"}]})"),
+       true},
+      {"autoscaler taint",
+       Node("{}", R"({"taints":[{"key":"ToBeDeletedByClusterAutoscaler","effect":"NoSchedule"}]})"),
+       true},
+      {"being deleted", Node(R"({"deletionTimestamp":"2026-11-27T03:00:00Z"})"), true},
+      {"shutting down", Node("{}", "{}", R"({"conditions":[{"type":"Ready","status":"False",
+          "message":"node is shutting down"}]})"),
+       true},
+      {"another label", Node(R"({"labels":{"node.kubernetes.io/exclude-disruption":"true"}})"),
+       false},
+  };
+  for (const auto& r : rows) {
+    EXPECT_EQ(LeavingLoadBalancing(ParseNodeFacts(&r.node)), r.leaving) << r.what;
+  }
+  EXPECT_FALSE(LeavingLoadBalancing(ParseNodeFacts(nullptr))) << "a Node not seen";
+}
+
 TEST(ParseFacts, PodAndDaemonSet) {
   const Json p = Pod(true, "7");
   const PodFacts f = ParsePodFacts(&p);
