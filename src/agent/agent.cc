@@ -918,15 +918,9 @@ void Agent::Shutdown() {
                 {{"error", st.error().message()}});
     }
     // No Leave(): silence, as after a crash, and the peers' wire check finds the node answering.
-    if (hb_) hb_->Stop();
     // kube-lb0 and everything on it stay for the next agent.
     created_virtual_.clear();
-    if (kube_proxy_) kube_proxy_->Stop();
-    if (claim_monitor_) claim_monitor_->Stop();
-    link_stop_.store(true);
-    if (link_thread_.joinable()) link_thread_.join();
-    for (auto& i : informers_) i->Stop();
-    writer_->Stop(std::chrono::seconds(2));
+    StopBackground();
     return;
   }
   log::Info("shutting down: withdrawing addresses, then deleting the lease",
@@ -943,6 +937,10 @@ void Agent::Shutdown() {
     log::Info("node lease deleted", {{"lease", lease_->LeaseName()}});
   }
   DeleteCreatedVirtual();
+  StopBackground();
+}
+
+void Agent::StopBackground() {
   if (hb_) hb_->Stop();
   if (kube_proxy_) kube_proxy_->Stop();
   if (claim_monitor_) claim_monitor_->Stop();

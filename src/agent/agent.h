@@ -124,6 +124,9 @@ class Agent {
   // With BGP on: hands the BGP objects and this node to BgpSync (loop thread).
   void SyncBgp();
   void Shutdown();
+  // The last step of both ways out (restart and leave): heartbeats, the kube-proxy check, the
+  // claim monitor, the link follower, the informers and the writer stop.
+  void StopBackground();
   // Restart or leave (lifecycle.h): reads this agent's Pod and DaemonSet when it must.
   StopDecision DecideStopNow();
   // What peers' wire checks need beyond the Membership (loop thread).
