@@ -19,6 +19,7 @@
 #include <gtest/gtest.h>
 
 #include "common/fd.h"
+#include "support/eventually.h"
 
 namespace pylon::testing {
 
@@ -88,12 +89,7 @@ inline void InNetns(const Netns& ns, const std::function<void()>& body) {
 // Polls `cond` every 20 ms until it holds or `limit` passes; returns the last result.
 inline bool Eventually(const std::function<bool()>& cond,
                        std::chrono::milliseconds limit = std::chrono::seconds(5)) {
-  const auto deadline = std::chrono::steady_clock::now() + limit;
-  while (true) {
-    if (cond()) return true;
-    if (std::chrono::steady_clock::now() >= deadline) return false;
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  }
+  return test_support::Eventually(cond, limit);
 }
 
 }  // namespace pylon::testing
