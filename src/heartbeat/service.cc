@@ -15,8 +15,6 @@ namespace pylon::heartbeat {
 
 namespace {
 
-constexpr Duration kBadMacLogEvery = std::chrono::seconds(60);
-
 std::string Ms(Duration d) {
   return std::to_string(std::chrono::duration_cast<std::chrono::milliseconds>(d).count());
 }
@@ -32,45 +30,26 @@ std::uint64_t RandomBootId() {
 
 }  // namespace
 
-std::uint64_t HeartbeatStats::dropped_total() const {
-  std::uint64_t n = 0;
-  for (auto d : dropped) n += d;
-  return n;
-}
-
 Result<std::unique_ptr<HeartbeatService>> HeartbeatService::Create(ServiceOptions options,
                                                                    KeyRing keys, ServiceDeps deps,
                                                                    OnChange on_change) {
   if (deps.clock == nullptr) return Fail(ErrorCode::kInvalidArgument, "heartbeat: no clock");
-  if (!ValidWireNodeName(options.node.str())) {
-    return Fail(ErrorCode::kInvalidArgument,
-                "heartbeat: node name \"" + options.node.str() + "\" cannot be sent");
-  }
-  if (options.config.max_datagram_bytes < kFixedBytes + options.node.str().size() + 16) {
-    return Fail(ErrorCode::kInvalidArgument, "heartbeat: datagram limit too small for the name");
-  }
-  HeartbeatConfig checked = options.config;
-  if (checked.port == 0) checked.port = kDefaultPort;  // 0: an ephemeral port (tests)
-  if (auto st = ValidateHeartbeatConfig(checked); !st) return Fail(st.error());
-  auto hasher = election::Sha256Hasher::Create();
-  if (!hasher) return Fail(hasher.error());
-  return std::unique_ptr<HeartbeatService>(
-      new HeartbeatService(std::move(options), std::move(keys), std::move(deps),
-                           std::move(on_change), std::move(*hasher)));
+  auto engine = Engine::Create(
+      EngineOptions{options.node, options.config, options.boot_id.value_or(RandomBootId())},
+      std::move(keys));
+  if (!engine) return Fail(engine.error());
+  return std::unique_ptr<HeartbeatService>(new HeartbeatService(
+      std::move(options), std::move(deps), std::move(on_change), std::move(*engine)));
 }
 
-HeartbeatService::HeartbeatService(ServiceOptions options, KeyRing keys, ServiceDeps deps,
-                                   OnChange on_change,
-                                   std::unique_ptr<election::Sha256Hasher> hasher)
+HeartbeatService::HeartbeatService(ServiceOptions options, ServiceDeps deps, OnChange on_change,
+                                   Engine engine)
     : options_(std::move(options)),
-      keys_(std::move(keys)),
       clock_(*deps.clock),
       netlink_(std::move(deps.netlink)),
       on_change_(std::move(on_change)),
-      hasher_(std::move(hasher)),
-      boot_id_(options_.boot_id.value_or(RandomBootId())),
-      detector_(
-          DetectorOptions{options_.node, options_.config.interval, options_.config.miss_count}) {}
+      boot_id_(engine.boot_id()),
+      engine_(std::move(engine)) {}
 
 HeartbeatService::~HeartbeatService() { Stop(); }
 
@@ -130,71 +109,30 @@ std::uint16_t HeartbeatService::port() const {
 
 // --- inputs ----------------------------------------------------------------------------------
 
-void HeartbeatService::PeersChanged() {
-  std::vector<election::NodeName> names;
-  names.reserve(endpoints_.size());
-  for (const auto& [name, eps] : endpoints_) names.push_back(name);
-  detector_.SetPeers(names);
-}
-
 std::vector<std::string> HeartbeatService::ObservePeerLease(const election::NodeName& node,
                                                             std::string_view annotation,
                                                             bool deleted) {
-  if (node == options_.node) return {};
-  std::vector<std::string> issues;
-  bool changed = false;
+  Engine::LeaseUpdate update;
   {
     MutexLock lock(mu_);
-    if (deleted || annotation.empty()) {
-      changed = endpoints_.erase(node) != 0;
-      annotations_.erase(node);
-      replay_.Forget(node);
-    } else {
-      auto it = annotations_.find(node);
-      if (it == annotations_.end() || it->second != annotation) {
-        annotations_[node] = std::string(annotation);
-        ParsedEndpoints parsed = ParseEndpoints(annotation);
-        issues = std::move(parsed.issues);
-        if (parsed.endpoints.empty()) {
-          changed = endpoints_.erase(node) != 0;
-        } else {
-          endpoints_[node] = std::move(parsed.endpoints);
-          changed = true;
-        }
-      }
-    }
-    if (changed) PeersChanged();
+    update = engine_.ObservePeerLease(node, annotation, deleted);
   }
-  if (changed) Wake();
-  return issues;
+  if (update.peers_changed) Wake();
+  return std::move(update.issues);
 }
 
 void HeartbeatService::SetPeers(std::map<election::NodeName, std::vector<Endpoint>> peers) {
   {
     MutexLock lock(mu_);
-    peers.erase(options_.node);
-    for (auto it = peers.begin(); it != peers.end();) {
-      it = it->second.empty() ? peers.erase(it) : std::next(it);
-    }
-    for (const auto& [name, eps] : endpoints_) {
-      if (peers.count(name) == 0) replay_.Forget(name);
-    }
-    endpoints_ = std::move(peers);
-    annotations_.clear();
-    PeersChanged();
+    engine_.SetPeers(std::move(peers));
   }
   Wake();
 }
 
 void HeartbeatService::SetAnnounced(std::vector<net::IpAddress> addresses) {
-  std::sort(addresses.begin(), addresses.end());
-  addresses.erase(std::unique(addresses.begin(), addresses.end()), addresses.end());
   {
     MutexLock lock(mu_);
-    if (addresses == announced_) return;
-    announced_ = std::move(addresses);
-    SplitWindows();
-    send_now_ = true;
+    if (!engine_.SetAnnounced(std::move(addresses))) return;
   }
   Wake();
 }
@@ -202,9 +140,7 @@ void HeartbeatService::SetAnnounced(std::vector<net::IpAddress> addresses) {
 void HeartbeatService::SetEligible(bool eligible) {
   {
     MutexLock lock(mu_);
-    if (eligible_ == eligible) return;
-    eligible_ = eligible;
-    send_now_ = true;
+    if (!engine_.SetEligible(eligible)) return;
   }
   Wake();
 }
@@ -223,14 +159,13 @@ void HeartbeatService::SetLinkUp(bool up) {
 
 void HeartbeatService::Leave(Duration timeout) {
   MutexLock lock(mu_);
-  leaving_ = true;
-  send_now_ = true;
-  if (!thread_.joinable() || !link_up_) return;  // nothing can be sent
+  engine_.StartLeaving();
+  if (!thread_.joinable() || !engine_.link_up()) return;  // nothing can be sent
   lock.Unlock();
   Wake();
   lock.Lock();
   const auto deadline = std::chrono::steady_clock::now() + timeout;
-  while (leaving_rounds_ == 0 && !stop_ && link_up_) {
+  while (engine_.leaving_rounds() == 0 && !stop_ && engine_.link_up()) {
     if (lock.WaitUntil(sent_cv_, deadline) == std::cv_status::timeout) break;
   }
 }
@@ -241,113 +176,58 @@ HeartbeatService::PassResult HeartbeatService::Sync(election::Membership& member
                                                     const PassInputs& in) {
   const SteadyTime now = clock_.Now();
   PassResult result;
-  bool lease_only = in.lease_only_members;
+  bool wake = false;
   {
     MutexLock lock(mu_);
-    for (const auto& [name, member] : membership.members()) {
-      if (name != options_.node && !member.released() && endpoints_.count(name) == 0) {
-        lease_only = true;
-        break;
-      }
-    }
+    result = engine_.Sync(membership, in, now);
+    wake = engine_.NextWake() <= now;  // the eligible flag changed: send it at once
   }
-  result.health = JudgeSelf(in.lease_healthy, lease_only);
-  SetEligible(result.health == SelfHealth::kHealthy && in.ready);
-  MutexLock lock(mu_);
-  // The detector's verdicts, kAlive with the safety slack (see kAliveOverrideSlack).
-  std::set<election::NodeName> now_set;
-  for (const auto& [name, peer] : detector_.peers()) {
-    auto want = OverrideFor(peer);
-    if (!want) continue;
-    if (want->until) *want->until += kAliveOverrideSlack;
-    now_set.insert(name);
-    auto existing = membership.OverrideFor(name, SteadyTime::min());
-    if (!existing || existing->state != want->state) result.overrides_changed = true;
-    if (!existing || existing->state != want->state || existing->until != want->until) {
-      membership.SetOverride(name, *want);
-    }
-  }
-  for (const auto& name : overridden_) {
-    if (now_set.count(name) == 0) {
-      membership.ClearOverride(name);
-      result.overrides_changed = true;
-    }
-  }
-  overridden_ = std::move(now_set);
-  result.overrides_changed |=
-      SyncSelfOverride(membership, options_.node, result.health, now, kAliveOverrideSlack);
+  if (wake) Wake();
   return result;
 }
 
 SelfHealth HeartbeatService::JudgeSelf(bool lease_healthy, bool lease_only_members) const {
   const SteadyTime now = clock_.Now();
   MutexLock lock(mu_);
-  SelfInputs in;
-  in.heartbeats_enabled = true;
-  in.link_up = link_up_;
-  in.leaving = leaving_;
-  in.lease_healthy = lease_healthy;
-  in.peers_settled = detector_.AllPeersSettled(now);
-  in.lease_only_members = lease_only_members;
-  return heartbeat::JudgeSelf(in);
+  return engine_.JudgeSelf(lease_healthy, lease_only_members, now);
 }
 
 std::vector<net::IpAddress> HeartbeatService::AddressesToYield(
     std::span<const net::IpAddress> mine) {
   const SteadyTime now = clock_.Now();
   MutexLock lock(mu_);
-  std::vector<Claim> claims;
-  for (const auto& [name, peer] : detector_.peers()) {
-    if (peer.state != PeerState::kAlive || !peer.last_heard) continue;
-    if (now >= *peer.last_heard + peer.bound || peer.addresses.empty()) continue;
-    claims.push_back(Claim{name, (peer.flags & flags::kDeaf) != 0, peer.addresses});
-  }
-  Claim self{options_.node, !detector_.peers().empty() && !detector_.HearsAnyPeer(now),
-             std::vector<net::IpAddress>(mine.begin(), mine.end())};
-  return heartbeat::AddressesToYield(self, claims, *hasher_);
+  return engine_.AddressesToYield(mine, now);
 }
 
 std::vector<Endpoint> HeartbeatService::LocalEndpoints(
     std::span<const net::IpAddress> node_addresses) const {
-  const std::uint16_t p = port();
-  std::vector<Endpoint> out;
-  for (const auto& a : node_addresses) out.push_back(Endpoint{a, p});
-  std::sort(out.begin(), out.end());
-  out.erase(std::unique(out.begin(), out.end()), out.end());
-  return out;
+  return Engine::LocalEndpoints(node_addresses, port());
 }
 
 bool HeartbeatService::link_up() const {
   MutexLock lock(mu_);
-  return link_up_;
+  return engine_.link_up();
 }
 
 HeartbeatStats HeartbeatService::stats() const {
   MutexLock lock(mu_);
-  return stats_;
+  return engine_.stats();
 }
 
 std::vector<PeerStatus> HeartbeatService::Peers() const {
   MutexLock lock(mu_);
-  std::vector<PeerStatus> out;
-  for (const auto& [name, p] : detector_.peers()) out.push_back(p);
-  return out;
+  return engine_.Peers();
 }
 
 std::optional<PeerStatus> HeartbeatService::Peer(const election::NodeName& node) const {
   MutexLock lock(mu_);
-  const PeerStatus* p = detector_.Find(node);
-  if (p == nullptr) return std::nullopt;
-  return *p;
+  return engine_.Peer(node);
 }
 
 // --- the thread ------------------------------------------------------------------------------
 
 bool HeartbeatService::ApplyLink(bool up, std::string why) {
-  if (up == link_up_) return false;
-  link_up_ = up;
-  detector_.SetSelfLinkUp(up);
-  if (up) send_now_ = true;
+  if (!engine_.SetLinkUp(up)) return false;
   log::Write(up ? log::Level::kInfo : log::Level::kWarn,
              up ? "announcing link up: heartbeats resume" : "announcing link down: heartbeats stop",
              {{"interface", options_.interface}, {"why", std::move(why)}});
@@ -386,73 +266,20 @@ bool HeartbeatService::DrainLinkEvents() {
   return changed;
 }
 
-Heartbeat HeartbeatService::MakeHeartbeat(SteadyTime now) {
-  Heartbeat hb;
-  hb.node = options_.node;
-  hb.boot_id = boot_id_;
-  hb.sequence = ++sequence_;
-  hb.interval_ms = static_cast<std::uint32_t>(
-      std::chrono::duration_cast<std::chrono::milliseconds>(options_.config.interval).count());
-  hb.flags = 0;
-  if (link_up_) hb.flags |= flags::kLinkUp;
-  if (leaving_) hb.flags |= flags::kLeaving;
-  if (!eligible_) hb.flags |= flags::kNotEligible;
-  if (!detector_.peers().empty() && !detector_.HearsAnyPeer(now)) hb.flags |= flags::kDeaf;
-  const std::size_t n = windows_.size();
-  hb.window = static_cast<std::uint8_t>(next_window_ % n);
-  hb.windows = static_cast<std::uint8_t>(n);
-  hb.addresses = windows_[hb.window];
-  next_window_ = (next_window_ + 1) % n;
-  return hb;
-}
-
-void HeartbeatService::SplitWindows() {
-  const std::size_t budget =
-      options_.config.max_datagram_bytes - kFixedBytes - options_.node.str().size();
-  windows_.assign(1, {});
-  std::size_t used = 0;
-  for (const auto& a : announced_) {
-    const std::size_t size = a.is_v4() ? 4 : 16;
-    if (used + size > budget) {
-      if (windows_.size() == 255) {
-        log::Error("announced address list too long for heartbeats; the rest is not sent",
-                   {{"addresses", std::to_string(announced_.size())}});
-        break;
-      }
-      windows_.emplace_back();
-      used = 0;
-    }
-    windows_.back().push_back(a);
-    used += size;
-  }
-  next_window_ = 0;
-}
-
-bool HeartbeatService::SendRound(SteadyTime now) {
-  if (!socket_) return false;
-  if (!link_up_) return false;  // the bound device is down: nothing would leave anyway
-  Heartbeat hb = MakeHeartbeat(now);
-  auto datagram = Encode(hb, keys_);
-  if (!datagram) {
-    log::Error("cannot encode a heartbeat", {{"error", datagram.error().message()}});
-    return false;
-  }
-  ++stats_.rounds;
-  if (leaving_) ++leaving_rounds_;
-  for (const auto& [peer, eps] : endpoints_) {
-    for (const auto& ep : eps) {
-      auto st = socket_->SendTo(*datagram, ep);
-      if (st) {
-        ++stats_.sent;
-      } else {
-        ++stats_.send_errors;
-        log::Debug("heartbeat send failed",
-                   {{"peer", peer.str()}, {"error", st.error().message()}});
-      }
+void HeartbeatService::SendRound(SteadyTime now) {
+  if (!socket_) return;
+  const std::vector<Outgoing> out = engine_.Poll(now);
+  std::uint64_t failed = 0;
+  for (const auto& d : out) {
+    auto st = socket_->SendTo(d.bytes, d.to);
+    if (!st) {
+      ++failed;
+      log::Debug("heartbeat send failed",
+                 {{"peer", d.peer.str()}, {"error", st.error().message()}});
     }
   }
+  if (failed > 0) engine_.RecordSendErrors(failed);
   sent_cv_.notify_all();
-  return true;
 }
 
 bool HeartbeatService::DrainSocket(SteadyTime now) {
@@ -467,60 +294,10 @@ bool HeartbeatService::DrainSocket(SteadyTime now) {
       break;
     }
     if (!*got) break;
-    ++stats_.received;
     // A truncated oversized datagram is still longer than kMaxDatagramBytes: Decode says so.
     const std::span<const std::uint8_t> data(rx_buffer_.data(),
                                              std::min((*got)->size, rx_buffer_.size()));
-    auto hb = Decode(data, keys_);
-    // Runs with mu_ held, as DrainSocket does (the analysis needs it said for a lambda).
-    auto drop = [&](DropReason r, const std::string& detail) PYLON_REQUIRES(mu_) {
-      ++stats_.dropped[static_cast<std::size_t>(r)];
-      if (r == DropReason::kBadMac) {
-        ++bad_mac_logged_;
-        if (now >= last_bad_mac_log_ + kBadMacLogEvery || last_bad_mac_log_ == SteadyTime{}) {
-          log::Warn(
-              "heartbeats with a wrong key ignored (check --heartbeat-key-file on every node)",
-              {{"from", (*got)->from.ToString()},
-               {"count_since_last_report", std::to_string(bad_mac_logged_)}});
-          last_bad_mac_log_ = now;
-          bad_mac_logged_ = 0;
-        }
-      } else {
-        log::Debug(
-            "heartbeat dropped",
-            {{"from", (*got)->from.ToString()}, {"reason", DropReasonName(r)}, {"detail", detail}});
-      }
-    };
-    if (!hb) {
-      drop(hb.error().reason, hb.error().detail);
-      continue;
-    }
-    if (hb->node == options_.node) {
-      drop(DropReason::kSelf, "");
-      continue;
-    }
-    if (!detector_.IsPeer(hb->node)) {
-      drop(DropReason::kUnknownSender, hb->node.str());
-      continue;
-    }
-    const auto verdict = replay_.Check(hb->node, hb->boot_id, hb->sequence);
-    if (verdict == ReplayGuard::Verdict::kDuplicate) {
-      ++stats_.dropped[static_cast<std::size_t>(DropReason::kDuplicate)];
-      continue;
-    }
-    if (verdict == ReplayGuard::Verdict::kReplay) {
-      drop(DropReason::kReplay, hb->node.str() + " seq " + std::to_string(hb->sequence));
-      continue;
-    }
-    const PeerStatus* p = detector_.Find(hb->node);
-    const auto before_addresses = p->addresses;  // listed peer: found
-    const auto before_flags = p->flags;
-    const auto before_boot = p->boot_id;
-    detector_.OnHeartbeat(*hb, now);
-    ++stats_.accepted;
-    p = detector_.Find(hb->node);
-    notify |=
-        p->addresses != before_addresses || p->flags != before_flags || p->boot_id != before_boot;
+    notify |= engine_.OnDatagram(data, (*got)->from, now);
   }
   return notify;
 }
@@ -537,9 +314,6 @@ void HeartbeatService::LogTransitions(const std::vector<Transition>& transitions
 }
 
 void HeartbeatService::Run() {
-  std::mt19937_64 jitter(boot_id_);
-  SteadyTime next_send = clock_.Now();
-  const Duration interval = options_.config.interval;
   while (!stop_) {
     bool notify = false;
     std::vector<Transition> transitions;
@@ -548,19 +322,8 @@ void HeartbeatService::Run() {
     int link_fd = -1;
     {
       MutexLock lock(mu_);
-      const SteadyTime now = clock_.Now();
-      if (now >= next_send || send_now_) {
-        SendRound(now);
-        send_now_ = false;
-        // 0.9..1.0 x interval: gaps never exceed the interval the peers expect.
-        const auto spread = interval.count() / 10;
-        const auto offset =
-            spread > 0 ? static_cast<Duration::rep>(jitter() % static_cast<std::uint64_t>(spread))
-                       : 0;
-        next_send = now + interval - Duration(offset);
-      }
-      wake_at = next_send;
-      if (auto d = detector_.NextDeadline(); d && *d < wake_at) wake_at = *d;
+      SendRound(clock_.Now());
+      wake_at = engine_.NextWake();
       sock_fd = socket_ ? socket_->fd() : -1;
       link_fd = link_events_ ? link_events_->fd() : -1;
       if (link_events_ && link_fd < 0) {
@@ -586,10 +349,7 @@ void HeartbeatService::Run() {
       const SteadyTime now = clock_.Now();
       if (rc > 0 && link_fd >= 0 && (fds[2].revents & POLLIN) != 0) notify |= DrainLinkEvents();
       if (rc > 0 && (fds[1].revents & POLLIN) != 0) notify |= DrainSocket(now);
-      transitions = detector_.Evaluate(now);
-      for (const auto& t : transitions) {
-        if (t.from == PeerState::kSilent && t.to == PeerState::kAlive) ++stats_.rejoined;
-      }
+      transitions = engine_.Evaluate(now);
     }
     LogTransitions(transitions);
     if ((notify || !transitions.empty()) && on_change_) on_change_();

@@ -1,7 +1,6 @@
-// HeartbeatService: the running failure detector of one agent. One thread sends this node's
-// heartbeat to every peer endpoint each interval (and at once when what it says changes),
-// receives, authenticates and replay-checks the peers' heartbeats, runs the Detector, and follows
-// the announcing link through netlink. The agent's loop reads the results: overrides for its
+// HeartbeatService: the running failure detector of one agent: the Engine (engine.h, the logic)
+// behind a lock, with the UDP socket, the thread that sends and receives, and the announcing
+// link followed through netlink. The agent's loop reads the results: overrides for its
 // Membership, its own health, the addresses to yield in a split.
 //
 // Threading: every public method is thread-safe. `on_change` runs with no service lock held, on
@@ -20,16 +19,13 @@
 //   shutdown: withdraw addresses, Leave(), delete the lease, Stop().
 #pragma once
 
-#include <array>
 #include <atomic>
 #include <condition_variable>
 #include <cstdint>
 #include <functional>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <optional>
-#include <set>
 #include <span>
 #include <string>
 #include <string_view>
@@ -40,26 +36,18 @@
 #include "common/fd.h"
 #include "common/mutex.h"
 #include "common/result.h"
-#include "election/hash.h"
 #include "election/membership.h"
 #include "election/node_name.h"
 #include "heartbeat/config.h"
 #include "heartbeat/detector.h"
 #include "heartbeat/endpoints.h"
+#include "heartbeat/engine.h"
 #include "heartbeat/keyring.h"
 #include "heartbeat/policy.h"
-#include "heartbeat/replay.h"
-#include "heartbeat/split_brain.h"
 #include "heartbeat/udp_socket.h"
-#include "heartbeat/wire.h"
 #include "netlink/netlink.h"
 
 namespace pylon::heartbeat {
-
-// How long past its detection bound a kAlive override may outlive the detector's last word: a
-// safety net (the service thread stuck) that never shortens failover, since the detector moves a
-// quiet peer out of kAlive exactly at its bound and `on_change` triggers the re-sync.
-inline constexpr Duration kAliveOverrideSlack = std::chrono::seconds(5);
 
 struct ServiceOptions {
   election::NodeName node;  // this node
@@ -75,19 +63,6 @@ struct ServiceDeps {
   // Optional and owned: a Netlink instance for the service thread alone (Netlink is one thread
   // at a time), opened in the node's network namespace. Without it, SetLinkUp drives link state.
   std::unique_ptr<netlink::Netlink> netlink;
-};
-
-struct HeartbeatStats {
-  std::uint64_t rounds = 0;       // send rounds (one datagram per peer endpoint each)
-  std::uint64_t sent = 0;         // datagrams sent
-  std::uint64_t send_errors = 0;  // datagrams the kernel refused
-  std::uint64_t received = 0;     // datagrams read from the socket
-  std::uint64_t accepted = 0;     // authenticated, fresh heartbeats of listed peers
-  // Peers heard again after a silence (kSilent -> kAlive): this node heard nobody for a while
-  // (stopped, cut off) and hears again.
-  std::uint64_t rejoined = 0;
-  std::array<std::uint64_t, kDropReasonCount> dropped{};  // by DropReason
-  std::uint64_t dropped_total() const;
 };
 
 class HeartbeatService {
@@ -111,7 +86,8 @@ class HeartbeatService {
 
   // --- inputs --------------------------------------------------------------------------------
   // A node lease seen by the informer: its purelb.io/heartbeat annotation (empty: none) or its
-  // deletion. Returns problems with the annotation, reported only when the value changes.
+  // deletion. Returns problems with the annotation, reported only when the value changes
+  // (Engine::ObservePeerLease).
   std::vector<std::string> ObservePeerLease(const election::NodeName& node,
                                             std::string_view annotation, bool deleted);
   // Replaces every peer and its endpoints at once (alternative to ObservePeerLease).
@@ -121,36 +97,23 @@ class HeartbeatService {
   // Whether this node is fit to announce (Sync sets it: healthy and ready). Sent as the inverse
   // of kNotEligible; a change is sent at once.
   void SetEligible(bool eligible);
-  // Overrides the link state (used when no Netlink was given, or by tests).
+  // Overrides the link state (used when no Netlink was given, or by tests; Engine::SetLinkUp).
   void SetLinkUp(bool up);
   // Graceful shutdown: every heartbeat from now on carries `leaving`; returns once one such round
   // has been sent (or after `timeout`). Call after withdrawing the addresses.
   void Leave(Duration timeout = std::chrono::seconds(1));
 
   // --- outputs -------------------------------------------------------------------------------
-  // What the agent knows that the service does not, for one pass.
-  struct PassInputs {
-    bool lease_healthy = false;  // LeaseHealth::Healthy(now)
-    // Some member judges this node by its lease alone. Sync also derives it: any member of
-    // `membership` (other than this node, lease not released) that is not a heartbeat peer.
-    bool lease_only_members = false;
-    bool ready = true;  // the agent has synced its informers (it may announce)
-  };
-  struct PassResult {
-    SelfHealth health = SelfHealth::kHealthy;  // announce local addresses only when kHealthy
-    bool overrides_changed = false;            // a liveness override changed state
-  };
-  // Once per agent pass, before the election, with the Membership lock held: judges this node's
-  // health (policy.h JudgeSelf), publishes it to peers (kNotEligible unless healthy and ready),
-  // and makes `membership`'s overrides match the detector (SyncOverrides) and this node's health
-  // (SyncSelfOverride, ttl kAliveOverrideSlack).
+  // What the agent knows that the service does not, for one pass (engine.h).
+  using PassInputs = Engine::PassInputs;
+  using PassResult = Engine::PassResult;
+  // Once per agent pass, before the election, with the Membership lock held: Engine::Sync at the
+  // clock's now.
   PassResult Sync(election::Membership& membership, const PassInputs& in);
-  // This node's health (policy.h JudgeSelf) with the lease inputs the agent knows.
+  // Engine::JudgeSelf and Engine::AddressesToYield at the clock's now.
   SelfHealth JudgeSelf(bool lease_healthy, bool lease_only_members) const;
-  // Addresses of `mine` this node must stop announcing now (split_brain.h).
   std::vector<net::IpAddress> AddressesToYield(std::span<const net::IpAddress> mine);
-  // The endpoints to publish in this node's lease annotation, for the given node addresses
-  // (e.g. its primary IPv4 and IPv6 on the announcing interface), with the bound port.
+  // Engine::LocalEndpoints with the bound port.
   std::vector<Endpoint> LocalEndpoints(std::span<const net::IpAddress> node_addresses) const;
 
   bool link_up() const;
@@ -161,47 +124,24 @@ class HeartbeatService {
   std::optional<PeerStatus> Peer(const election::NodeName& node) const;
 
  private:
-  HeartbeatService(ServiceOptions options, KeyRing keys, ServiceDeps deps, OnChange on_change,
-                   std::unique_ptr<election::Sha256Hasher> hasher);
+  HeartbeatService(ServiceOptions options, ServiceDeps deps, OnChange on_change, Engine engine);
   void Run();
   void Wake();
-  bool SendRound(SteadyTime now) PYLON_REQUIRES(mu_);
+  void SendRound(SteadyTime now) PYLON_REQUIRES(mu_);
   bool DrainSocket(SteadyTime now) PYLON_REQUIRES(mu_);  // returns whether to notify
   bool DrainLinkEvents() PYLON_REQUIRES(mu_);
   bool ApplyLink(bool up, std::string why) PYLON_REQUIRES(mu_);
-  void PeersChanged() PYLON_REQUIRES(mu_);
   void LogTransitions(const std::vector<Transition>& t) const;
-  Heartbeat MakeHeartbeat(SteadyTime now) PYLON_REQUIRES(mu_);
-  void SplitWindows() PYLON_REQUIRES(mu_);
 
   const ServiceOptions options_;
-  const KeyRing keys_;
   const Clock& clock_;
   std::unique_ptr<netlink::Netlink> netlink_;
   OnChange on_change_;
-  std::unique_ptr<election::Sha256Hasher> hasher_;
   const std::uint64_t boot_id_;
 
   mutable Mutex mu_;
   std::condition_variable sent_cv_;
-  Detector detector_ PYLON_GUARDED_BY(mu_);
-  ReplayGuard replay_ PYLON_GUARDED_BY(mu_);
-  std::map<election::NodeName, std::vector<Endpoint>> endpoints_ PYLON_GUARDED_BY(mu_);
-  std::map<election::NodeName, std::string> annotations_ PYLON_GUARDED_BY(mu_);
-  std::set<election::NodeName> overridden_ PYLON_GUARDED_BY(mu_);
-  std::vector<net::IpAddress> announced_ PYLON_GUARDED_BY(mu_);  // ascending
-  // announced_ split in windows that fit in one datagram each (wire.h); sent in turn.
-  std::vector<std::vector<net::IpAddress>> windows_ PYLON_GUARDED_BY(mu_){1};
-  std::size_t next_window_ PYLON_GUARDED_BY(mu_) = 0;
-  std::uint64_t sequence_ PYLON_GUARDED_BY(mu_) = 0;
-  bool eligible_ PYLON_GUARDED_BY(mu_) = true;
-  bool link_up_ PYLON_GUARDED_BY(mu_) = true;
-  bool leaving_ PYLON_GUARDED_BY(mu_) = false;
-  bool send_now_ PYLON_GUARDED_BY(mu_) = true;
-  std::uint64_t leaving_rounds_ PYLON_GUARDED_BY(mu_) = 0;
-  HeartbeatStats stats_ PYLON_GUARDED_BY(mu_);
-  SteadyTime last_bad_mac_log_ PYLON_GUARDED_BY(mu_){};
-  std::uint64_t bad_mac_logged_ PYLON_GUARDED_BY(mu_) = 0;
+  Engine engine_ PYLON_GUARDED_BY(mu_);
 
   std::vector<std::uint8_t> rx_buffer_;  // service thread only
   std::optional<UdpSocket> socket_;

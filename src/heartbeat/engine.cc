@@ -1,0 +1,362 @@
+#include "heartbeat/engine.h"
+
+#include <algorithm>
+#include <utility>
+
+#include "common/log.h"
+#include "heartbeat/split_brain.h"
+
+namespace pylon::heartbeat {
+
+namespace {
+
+constexpr Duration kBadMacLogEvery = std::chrono::seconds(60);
+
+}  // namespace
+
+std::uint64_t HeartbeatStats::dropped_total() const {
+  std::uint64_t n = 0;
+  for (auto d : dropped) n += d;
+  return n;
+}
+
+Result<Engine> Engine::Create(EngineOptions options, KeyRing keys) {
+  if (!ValidWireNodeName(options.node.str())) {
+    return Fail(ErrorCode::kInvalidArgument,
+                "heartbeat: node name \"" + options.node.str() + "\" cannot be sent");
+  }
+  if (options.config.max_datagram_bytes < kFixedBytes + options.node.str().size() + 16) {
+    return Fail(ErrorCode::kInvalidArgument, "heartbeat: datagram limit too small for the name");
+  }
+  HeartbeatConfig checked = options.config;
+  if (checked.port == 0) checked.port = kDefaultPort;  // 0: an ephemeral port (tests)
+  if (auto st = ValidateHeartbeatConfig(checked); !st) return Fail(st.error());
+  auto hasher = election::Sha256Hasher::Create();
+  if (!hasher) return Fail(hasher.error());
+  return Engine(std::move(options), std::move(keys), std::move(*hasher));
+}
+
+Engine::Engine(EngineOptions options, KeyRing keys, std::unique_ptr<election::Sha256Hasher> hasher)
+    : options_(std::move(options)),
+      keys_(std::move(keys)),
+      hasher_(std::move(hasher)),
+      detector_(
+          DetectorOptions{options_.node, options_.config.interval, options_.config.miss_count}),
+      jitter_(options_.boot_id) {}
+
+Engine::Engine(Engine&&) noexcept = default;
+Engine& Engine::operator=(Engine&&) noexcept = default;
+Engine::~Engine() = default;
+
+// --- inputs ----------------------------------------------------------------------------------
+
+void Engine::PeersChanged() {
+  std::vector<election::NodeName> names;
+  names.reserve(endpoints_.size());
+  for (const auto& [name, eps] : endpoints_) names.push_back(name);
+  detector_.SetPeers(names);
+}
+
+Engine::LeaseUpdate Engine::ObservePeerLease(const election::NodeName& node,
+                                             const Annotations& annotations, bool deleted) {
+  return ObservePeerLease(node, deleted ? std::string_view() : annotations(kHeartbeatAnnotation),
+                          deleted);
+}
+
+Engine::LeaseUpdate Engine::ObservePeerLease(const election::NodeName& node,
+                                             std::string_view annotation, bool deleted) {
+  LeaseUpdate result;
+  if (node == options_.node) return result;
+  bool& changed = result.peers_changed;
+  if (deleted || annotation.empty()) {
+    changed = endpoints_.erase(node) != 0;
+    annotations_.erase(node);
+    replay_.Forget(node);
+  } else {
+    auto it = annotations_.find(node);
+    if (it == annotations_.end() || it->second != annotation) {
+      annotations_[node] = std::string(annotation);
+      ParsedEndpoints parsed = ParseEndpoints(annotation);
+      result.issues = std::move(parsed.issues);
+      if (parsed.endpoints.empty()) {
+        changed = endpoints_.erase(node) != 0;
+      } else {
+        endpoints_[node] = std::move(parsed.endpoints);
+        changed = true;
+      }
+    }
+  }
+  if (changed) PeersChanged();
+  return result;
+}
+
+void Engine::SetPeers(std::map<election::NodeName, std::vector<Endpoint>> peers) {
+  peers.erase(options_.node);
+  for (auto it = peers.begin(); it != peers.end();) {
+    it = it->second.empty() ? peers.erase(it) : std::next(it);
+  }
+  for (const auto& [name, eps] : endpoints_) {
+    if (peers.count(name) == 0) replay_.Forget(name);
+  }
+  endpoints_ = std::move(peers);
+  annotations_.clear();
+  PeersChanged();
+}
+
+bool Engine::SetAnnounced(std::vector<net::IpAddress> addresses) {
+  std::sort(addresses.begin(), addresses.end());
+  addresses.erase(std::unique(addresses.begin(), addresses.end()), addresses.end());
+  if (addresses == announced_) return false;
+  announced_ = std::move(addresses);
+  SplitWindows();
+  send_now_ = true;
+  return true;
+}
+
+bool Engine::SetEligible(bool eligible) {
+  if (eligible_ == eligible) return false;
+  eligible_ = eligible;
+  send_now_ = true;
+  return true;
+}
+
+bool Engine::SetLinkUp(bool up) {
+  if (up == link_up_) return false;
+  link_up_ = up;
+  detector_.SetSelfLinkUp(up);
+  if (up) send_now_ = true;
+  return true;
+}
+
+void Engine::StartLeaving() {
+  leaving_ = true;
+  send_now_ = true;
+}
+
+// --- the wire --------------------------------------------------------------------------------
+
+Heartbeat Engine::MakeHeartbeat(SteadyTime now) {
+  Heartbeat hb;
+  hb.node = options_.node;
+  hb.boot_id = options_.boot_id;
+  hb.sequence = ++sequence_;
+  hb.interval_ms = static_cast<std::uint32_t>(
+      std::chrono::duration_cast<std::chrono::milliseconds>(options_.config.interval).count());
+  hb.flags = 0;
+  if (link_up_) hb.flags |= flags::kLinkUp;
+  if (leaving_) hb.flags |= flags::kLeaving;
+  if (!eligible_) hb.flags |= flags::kNotEligible;
+  if (!detector_.peers().empty() && !detector_.HearsAnyPeer(now)) hb.flags |= flags::kDeaf;
+  const std::size_t n = windows_.size();
+  hb.window = static_cast<std::uint8_t>(next_window_ % n);
+  hb.windows = static_cast<std::uint8_t>(n);
+  hb.addresses = windows_[hb.window];
+  next_window_ = (next_window_ + 1) % n;
+  return hb;
+}
+
+void Engine::SplitWindows() {
+  const std::size_t budget =
+      options_.config.max_datagram_bytes - kFixedBytes - options_.node.str().size();
+  windows_.assign(1, {});
+  std::size_t used = 0;
+  for (const auto& a : announced_) {
+    const std::size_t size = a.is_v4() ? 4 : 16;
+    if (used + size > budget) {
+      if (windows_.size() == 255) {
+        log::Error("announced address list too long for heartbeats; the rest is not sent",
+                   {{"addresses", std::to_string(announced_.size())}});
+        break;
+      }
+      windows_.emplace_back();
+      used = 0;
+    }
+    windows_.back().push_back(a);
+    used += size;
+  }
+  next_window_ = 0;
+}
+
+std::vector<Outgoing> Engine::Poll(SteadyTime now) {
+  std::vector<Outgoing> out;
+  if (next_send_ && now < *next_send_ && !send_now_) return out;
+  send_now_ = false;
+  // 0.9..1.0 x interval: gaps never exceed the interval the peers expect.
+  const Duration interval = options_.config.interval;
+  const auto spread = interval.count() / 10;
+  const auto offset =
+      spread > 0 ? static_cast<Duration::rep>(jitter_() % static_cast<std::uint64_t>(spread)) : 0;
+  next_send_ = now + interval - Duration(offset);
+  if (!link_up_) return out;  // the bound device is down: nothing would leave anyway
+  Heartbeat hb = MakeHeartbeat(now);
+  auto datagram = Encode(hb, keys_);
+  if (!datagram) {
+    log::Error("cannot encode a heartbeat", {{"error", datagram.error().message()}});
+    return out;
+  }
+  ++stats_.rounds;
+  if (leaving_) ++leaving_rounds_;
+  for (const auto& [peer, eps] : endpoints_) {
+    for (const auto& ep : eps) out.push_back(Outgoing{peer, ep, *datagram});
+  }
+  stats_.sent += out.size();
+  return out;
+}
+
+void Engine::RecordSendErrors(std::uint64_t failed) {
+  stats_.sent -= std::min(stats_.sent, failed);
+  stats_.send_errors += failed;
+}
+
+void Engine::Drop(DropReason r, const Endpoint& from, const std::string& detail, SteadyTime now) {
+  ++stats_.dropped[static_cast<std::size_t>(r)];
+  if (r == DropReason::kBadMac) {
+    ++bad_mac_logged_;
+    if (now >= last_bad_mac_log_ + kBadMacLogEvery || last_bad_mac_log_ == SteadyTime{}) {
+      log::Warn("heartbeats with a wrong key ignored (check --heartbeat-key-file on every node)",
+                {{"from", from.ToString()},
+                 {"count_since_last_report", std::to_string(bad_mac_logged_)}});
+      last_bad_mac_log_ = now;
+      bad_mac_logged_ = 0;
+    }
+  } else {
+    log::Debug("heartbeat dropped",
+               {{"from", from.ToString()}, {"reason", DropReasonName(r)}, {"detail", detail}});
+  }
+}
+
+bool Engine::OnDatagram(std::span<const std::uint8_t> datagram, const Endpoint& from,
+                        SteadyTime now) {
+  ++stats_.received;
+  auto hb = Decode(datagram, keys_);
+  if (!hb) {
+    Drop(hb.error().reason, from, hb.error().detail, now);
+    return false;
+  }
+  if (hb->node == options_.node) {
+    Drop(DropReason::kSelf, from, "", now);
+    return false;
+  }
+  if (!detector_.IsPeer(hb->node)) {
+    Drop(DropReason::kUnknownSender, from, hb->node.str(), now);
+    return false;
+  }
+  const auto verdict = replay_.Check(hb->node, hb->boot_id, hb->sequence);
+  if (verdict == ReplayGuard::Verdict::kDuplicate) {
+    ++stats_.dropped[static_cast<std::size_t>(DropReason::kDuplicate)];
+    return false;
+  }
+  if (verdict == ReplayGuard::Verdict::kReplay) {
+    Drop(DropReason::kReplay, from, hb->node.str() + " seq " + std::to_string(hb->sequence), now);
+    return false;
+  }
+  const PeerStatus* p = detector_.Find(hb->node);
+  const auto before_addresses = p->addresses;  // listed peer: found
+  const auto before_flags = p->flags;
+  const auto before_boot = p->boot_id;
+  detector_.OnHeartbeat(*hb, now);
+  ++stats_.accepted;
+  p = detector_.Find(hb->node);
+  return p->addresses != before_addresses || p->flags != before_flags || p->boot_id != before_boot;
+}
+
+std::vector<Transition> Engine::Evaluate(SteadyTime now) {
+  auto transitions = detector_.Evaluate(now);
+  for (const auto& t : transitions) {
+    if (t.from == PeerState::kSilent && t.to == PeerState::kAlive) ++stats_.rejoined;
+  }
+  return transitions;
+}
+
+SteadyTime Engine::NextWake() const {
+  if (send_now_ || !next_send_) return SteadyTime{};
+  SteadyTime wake = *next_send_;
+  if (auto d = detector_.NextDeadline(); d && *d < wake) wake = *d;
+  return wake;
+}
+
+// --- outputs ---------------------------------------------------------------------------------
+
+Engine::PassResult Engine::Sync(election::Membership& membership, const PassInputs& in,
+                                SteadyTime now) {
+  PassResult result;
+  bool lease_only = in.lease_only_members;
+  for (const auto& [name, member] : membership.members()) {
+    if (name != options_.node && !member.released() && endpoints_.count(name) == 0) {
+      lease_only = true;
+      break;
+    }
+  }
+  result.health = JudgeSelf(in.lease_healthy, lease_only, now);
+  SetEligible(result.health == SelfHealth::kHealthy && in.ready);
+  // The detector's verdicts, kAlive with the safety slack (see kAliveOverrideSlack).
+  std::set<election::NodeName> now_set;
+  for (const auto& [name, peer] : detector_.peers()) {
+    auto want = OverrideFor(peer);
+    if (!want) continue;
+    if (want->until) *want->until += kAliveOverrideSlack;
+    now_set.insert(name);
+    auto existing = membership.OverrideFor(name, SteadyTime::min());
+    if (!existing || existing->state != want->state) result.overrides_changed = true;
+    if (!existing || existing->state != want->state || existing->until != want->until) {
+      membership.SetOverride(name, *want);
+    }
+  }
+  for (const auto& name : overridden_) {
+    if (now_set.count(name) == 0) {
+      membership.ClearOverride(name);
+      result.overrides_changed = true;
+    }
+  }
+  overridden_ = std::move(now_set);
+  result.overrides_changed |=
+      SyncSelfOverride(membership, options_.node, result.health, now, kAliveOverrideSlack);
+  return result;
+}
+
+SelfHealth Engine::JudgeSelf(bool lease_healthy, bool lease_only_members, SteadyTime now) const {
+  SelfInputs in;
+  in.heartbeats_enabled = true;
+  in.link_up = link_up_;
+  in.leaving = leaving_;
+  in.lease_healthy = lease_healthy;
+  in.peers_settled = detector_.AllPeersSettled(now);
+  in.lease_only_members = lease_only_members;
+  return heartbeat::JudgeSelf(in);
+}
+
+std::vector<net::IpAddress> Engine::AddressesToYield(std::span<const net::IpAddress> mine,
+                                                     SteadyTime now) {
+  std::vector<Claim> claims;
+  for (const auto& [name, peer] : detector_.peers()) {
+    if (peer.state != PeerState::kAlive || !peer.last_heard) continue;
+    if (now >= *peer.last_heard + peer.bound || peer.addresses.empty()) continue;
+    claims.push_back(Claim{name, (peer.flags & flags::kDeaf) != 0, peer.addresses});
+  }
+  Claim self{options_.node, !detector_.peers().empty() && !detector_.HearsAnyPeer(now),
+             std::vector<net::IpAddress>(mine.begin(), mine.end())};
+  return heartbeat::AddressesToYield(self, claims, *hasher_);
+}
+
+std::vector<Endpoint> Engine::LocalEndpoints(std::span<const net::IpAddress> node_addresses,
+                                             std::uint16_t port) {
+  std::vector<Endpoint> out;
+  for (const auto& a : node_addresses) out.push_back(Endpoint{a, port});
+  std::sort(out.begin(), out.end());
+  out.erase(std::unique(out.begin(), out.end()), out.end());
+  return out;
+}
+
+std::vector<PeerStatus> Engine::Peers() const {
+  std::vector<PeerStatus> out;
+  for (const auto& [name, p] : detector_.peers()) out.push_back(p);
+  return out;
+}
+
+std::optional<PeerStatus> Engine::Peer(const election::NodeName& node) const {
+  const PeerStatus* p = detector_.Find(node);
+  if (p == nullptr) return std::nullopt;
+  return *p;
+}
+
+}  // namespace pylon::heartbeat

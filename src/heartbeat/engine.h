@@ -1,0 +1,211 @@
+// Engine: the logic of one agent's failure detector, without I/O. It builds this node's heartbeat
+// (the announced list split in windows, the flags), decides when a round is due and to which peer
+// endpoints it goes, decodes, authenticates and replay-checks the peers' heartbeats, runs the
+// Detector, and answers the agent's questions: overrides for its Membership, its own health, the
+// addresses to yield in a split.
+//
+// Single-threaded and pure: no socket, thread, netlink or lock, and every time is passed in (`now`
+// must not go backwards between calls). HeartbeatService (service.h) wraps it with a lock, the UDP
+// socket, the thread and the link events; the segment simulation (a benchmark program)
+// drives many engines in virtual time.
+//
+// Driving it (what the service thread does):
+//   loop: out = Poll(now): send each datagram to out[i].to, RecordSendErrors(refused ones);
+//         wait until NextWake() or a datagram or an input;
+//         OnDatagram(bytes, from, now) for each received datagram;
+//         Evaluate(now): the detector's state changes.
+//   The agent must re-run its pass when OnDatagram returned true, Evaluate returned transitions,
+//   or SetLinkUp returned true.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <optional>
+#include <random>
+#include <set>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "common/clock.h"
+#include "common/result.h"
+#include "election/hash.h"
+#include "election/membership.h"
+#include "election/node_name.h"
+#include "heartbeat/config.h"
+#include "heartbeat/detector.h"
+#include "heartbeat/endpoints.h"
+#include "heartbeat/keyring.h"
+#include "heartbeat/policy.h"
+#include "heartbeat/replay.h"
+#include "heartbeat/wire.h"
+#include "net/ip.h"
+
+namespace pylon::heartbeat {
+
+// How long past its detection bound a kAlive override may outlive the detector's last word: a
+// safety net (the service thread stuck) that never shortens failover, since the detector moves a
+// quiet peer out of kAlive exactly at its bound and the re-sync follows at once.
+inline constexpr Duration kAliveOverrideSlack = std::chrono::seconds(5);
+
+struct EngineOptions {
+  election::NodeName node;  // this node
+  HeartbeatConfig config;   // interval, miss count, datagram limit (the port is the adapter's)
+  std::uint64_t boot_id = 0;
+};
+
+struct HeartbeatStats {
+  std::uint64_t rounds = 0;       // send rounds (one datagram per peer endpoint each)
+  std::uint64_t sent = 0;         // datagrams sent
+  std::uint64_t send_errors = 0;  // datagrams the kernel refused
+  std::uint64_t received = 0;     // datagrams read from the socket
+  std::uint64_t accepted = 0;     // authenticated, fresh heartbeats of listed peers
+  // Peers heard again after a silence (kSilent -> kAlive): this node heard nobody for a while
+  // (stopped, cut off) and hears again.
+  std::uint64_t rejoined = 0;
+  std::array<std::uint64_t, kDropReasonCount> dropped{};  // by DropReason
+  std::uint64_t dropped_total() const;
+};
+
+// One datagram to send: the encoded heartbeat for one endpoint of one peer.
+struct Outgoing {
+  election::NodeName peer;
+  Endpoint to;
+  std::vector<std::uint8_t> bytes;
+};
+
+class Engine {
+ public:
+  // Validates the options (a node name that can be sent, a datagram limit that fits it, the
+  // configuration).
+  static Result<Engine> Create(EngineOptions options, KeyRing keys);
+
+  Engine(Engine&&) noexcept;
+  Engine& operator=(Engine&&) noexcept;
+  ~Engine();
+
+  // --- inputs --------------------------------------------------------------------------------
+  // The annotations of a node lease, by key (absent: empty).
+  using Annotations = std::function<std::string_view(std::string_view key)>;
+  struct LeaseUpdate {
+    bool peers_changed = false;
+    std::vector<std::string> issues;  // problems with the annotation, only when its value changed
+  };
+  // A node lease seen by the informer, or its deletion. Reads its purelb.io/heartbeat annotation
+  // (kHeartbeatAnnotation).
+  LeaseUpdate ObservePeerLease(const election::NodeName& node, const Annotations& annotations,
+                               bool deleted);
+  // The same with the purelb.io/heartbeat annotation's value (empty: none).
+  LeaseUpdate ObservePeerLease(const election::NodeName& node, std::string_view annotation,
+                               bool deleted);
+  // Replaces every peer and its endpoints at once (alternative to ObservePeerLease).
+  void SetPeers(std::map<election::NodeName, std::vector<Endpoint>> peers);
+  // The addresses this node announces now (after yielding). A change is sent at once (the next
+  // Poll). Returns whether it changed.
+  bool SetAnnounced(std::vector<net::IpAddress> addresses);
+  // Whether this node is fit to announce (Sync sets it: healthy and ready). Sent as the inverse
+  // of kNotEligible; a change is sent at once. Returns whether it changed.
+  bool SetEligible(bool eligible);
+  // This node's announcing link. Down: no heartbeats are sent and the detector's rule (b) does
+  // not apply; up again: a round is sent at once. Returns whether it changed.
+  bool SetLinkUp(bool up);
+  // Graceful shutdown: every heartbeat from now on carries `leaving`; one is sent at once.
+  void StartLeaving();
+
+  // --- the wire ------------------------------------------------------------------------------
+  // The heartbeat round, when due at `now` (the interval passed, 0.9..1.0 x interval with a
+  // jitter seeded by the boot id, or what the heartbeat says changed): one datagram per endpoint
+  // of every peer. Nothing while the link is down. Counts the datagrams as sent: report the ones
+  // the kernel refused with RecordSendErrors.
+  std::vector<Outgoing> Poll(SteadyTime now);
+  // `failed` datagrams of the last Poll were refused: counted as send errors, not as sent.
+  void RecordSendErrors(std::uint64_t failed);
+  // One received datagram (`from`: its source, for logs). Returns whether a peer's address list,
+  // flags or boot id changed (the agent must re-run its pass).
+  bool OnDatagram(std::span<const std::uint8_t> datagram, const Endpoint& from, SteadyTime now);
+  // The detector's state changes up to `now` (Detector::Evaluate); counts rejoined peers.
+  std::vector<Transition> Evaluate(SteadyTime now);
+  // When Poll or Evaluate next has something to do by time alone: the next round or the
+  // detector's next deadline. A time not after any `now` (SteadyTime{}) when a round is due now.
+  SteadyTime NextWake() const;
+
+  // --- outputs -------------------------------------------------------------------------------
+  // What the agent knows that the engine does not, for one pass.
+  struct PassInputs {
+    bool lease_healthy = false;  // LeaseHealth::Healthy(now)
+    // Some member judges this node by its lease alone. Sync also derives it: any member of
+    // `membership` (other than this node, lease not released) that is not a heartbeat peer.
+    bool lease_only_members = false;
+    bool ready = true;  // the agent has synced its informers (it may announce)
+  };
+  struct PassResult {
+    SelfHealth health = SelfHealth::kHealthy;  // announce local addresses only when kHealthy
+    bool overrides_changed = false;            // a liveness override changed state
+  };
+  // Once per agent pass, before the election: judges this node's health (policy.h JudgeSelf),
+  // publishes it to peers (kNotEligible unless healthy and ready), and makes `membership`'s
+  // overrides match the detector (SyncOverrides) and this node's health (SyncSelfOverride, ttl
+  // kAliveOverrideSlack).
+  PassResult Sync(election::Membership& membership, const PassInputs& in, SteadyTime now);
+  // This node's health (policy.h JudgeSelf) with the lease inputs the agent knows.
+  SelfHealth JudgeSelf(bool lease_healthy, bool lease_only_members, SteadyTime now) const;
+  // Addresses of `mine` this node must stop announcing now (split_brain.h).
+  std::vector<net::IpAddress> AddressesToYield(std::span<const net::IpAddress> mine,
+                                               SteadyTime now);
+  // The endpoints to publish in this node's lease annotation, for the given node addresses
+  // (e.g. its primary IPv4 and IPv6 on the announcing interface) and the bound port.
+  static std::vector<Endpoint> LocalEndpoints(std::span<const net::IpAddress> node_addresses,
+                                              std::uint16_t port);
+
+  const EngineOptions& options() const { return options_; }
+  std::uint64_t boot_id() const { return options_.boot_id; }
+  bool link_up() const { return link_up_; }
+  bool leaving() const { return leaving_; }
+  // Rounds sent since StartLeaving.
+  std::uint64_t leaving_rounds() const { return leaving_rounds_; }
+  const HeartbeatStats& stats() const { return stats_; }
+  const Detector& detector() const { return detector_; }
+  // Every heartbeat peer and its endpoints.
+  const std::map<election::NodeName, std::vector<Endpoint>>& endpoints() const {
+    return endpoints_;
+  }
+  std::vector<PeerStatus> Peers() const;
+  std::optional<PeerStatus> Peer(const election::NodeName& node) const;
+
+ private:
+  Engine(EngineOptions options, KeyRing keys, std::unique_ptr<election::Sha256Hasher> hasher);
+  void PeersChanged();
+  Heartbeat MakeHeartbeat(SteadyTime now);
+  void SplitWindows();
+  void Drop(DropReason r, const Endpoint& from, const std::string& detail, SteadyTime now);
+
+  EngineOptions options_;
+  KeyRing keys_;
+  std::unique_ptr<election::Sha256Hasher> hasher_;
+  Detector detector_;
+  ReplayGuard replay_;
+  std::map<election::NodeName, std::vector<Endpoint>> endpoints_;
+  std::map<election::NodeName, std::string> annotations_;
+  std::set<election::NodeName> overridden_;
+  std::vector<net::IpAddress> announced_;  // ascending
+  // announced_ split in windows that fit in one datagram each (wire.h); sent in turn.
+  std::vector<std::vector<net::IpAddress>> windows_{1};
+  std::size_t next_window_ = 0;
+  std::uint64_t sequence_ = 0;
+  bool eligible_ = true;
+  bool link_up_ = true;
+  bool leaving_ = false;
+  bool send_now_ = true;
+  std::optional<SteadyTime> next_send_;
+  std::mt19937_64 jitter_;
+  std::uint64_t leaving_rounds_ = 0;
+  HeartbeatStats stats_;
+  SteadyTime last_bad_mac_log_{};
+  std::uint64_t bad_mac_logged_ = 0;
+};
+
+}  // namespace pylon::heartbeat
