@@ -200,7 +200,8 @@ void Agent::OnLease(const Json& obj, bool deleted) {
   const bool restarting = !deleted && !k8s::Annotation(obj, kRestartingAnnotation).empty();
   if (hb_ && node->str() != options_.node_name) {
     auto issues = hb_->ObservePeerLease(
-        *node, k8s::Annotation(obj, heartbeat::kHeartbeatAnnotation), deleted);
+        *node, k8s::Annotation(obj, heartbeat::kHeartbeatAnnotation), deleted,
+        k8s::Annotation(obj, heartbeat::kRingAnnotation) == heartbeat::kRingVersion);
     for (const auto& issue : issues) {
       log::Warn("heartbeat annotation", {{"node", node->str()}, {"issue", issue}});
     }
@@ -393,6 +394,8 @@ void Agent::PublishHeartbeatEndpoints() {
   auto ips = heartbeat::EndpointAddresses(*addrs, link->index, proto, ours);
   lease_->SetAnnotation(std::string(heartbeat::kHeartbeatAnnotation),
                         heartbeat::FormatEndpoints(hb_->LocalEndpoints(ips)));
+  lease_->SetAnnotation(std::string(heartbeat::kRingAnnotation),
+                        std::string(heartbeat::kRingVersion));
 }
 
 void Agent::PublishMacs() {

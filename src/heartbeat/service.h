@@ -85,11 +85,12 @@ class HeartbeatService {
   void Stop();
 
   // --- inputs --------------------------------------------------------------------------------
-  // A node lease seen by the informer: its purelb.io/heartbeat annotation (empty: none) or its
-  // deletion. Returns problems with the annotation, reported only when the value changes
-  // (Engine::ObservePeerLease).
+  // A node lease seen by the informer: its purelb.io/heartbeat annotation (empty: none), whether
+  // it speaks the ring (ring.h kRingAnnotation), or its deletion. Returns problems with the
+  // annotation, reported only when the value changes (Engine::ObservePeerLease).
   std::vector<std::string> ObservePeerLease(const election::NodeName& node,
-                                            std::string_view annotation, bool deleted);
+                                            std::string_view annotation, bool deleted,
+                                            bool ring = false);
   // Replaces every peer and its endpoints at once (alternative to ObservePeerLease).
   void SetPeers(std::map<election::NodeName, std::vector<Endpoint>> peers);
   // The addresses this node announces now (after yielding). A change is sent at once.
