@@ -16,7 +16,7 @@
 //   otherwise                            -> nullopt: no verdict (the lease decides).
 // Two monitors, not one, because one monitor that lost three heartbeats in a row must not move
 // an address: two independent misses of three datagrams each are what 0 false takeovers at 1 %
-// loss rests on (bench/heartbeat/segment_sim.cc measures it). A crashed node's monitors all stop
+// loss rests on (the segment simulation measures it). A crashed node's monitors all stop
 // hearing it at the same moment, so waiting for the second costs no time.
 //
 // Accept deduplicates reports by (reporter, reporter boot, id): a flood delivers each report to a
