@@ -9,9 +9,9 @@
 //                   X sends its heartbeats to them and hears theirs: the relation is symmetric, so
 //                   Neighbours(X) are also the monitors of X, the nodes that judge X by heartbeats.
 //   Fingers(X)    = the members at ring offsets +1, +2, +4, ... from X (below the ring size): where
-//                   X floods a report (report.h) it makes or hears for the first time. Every member
-//                   is reached in about log2(size) hops, and with `side` >= 2 a single dead member
-//                   on the way never cuts anyone off (test/heartbeat/ring_test.cc).
+//                   X floods a report (wire.h Report) it makes or hears for the first time. Every
+//                   member is reached in about log2(size) hops, and with `side` >= 2 a single dead
+//                   member on the way never cuts anyone off (test/heartbeat/ring_test.cc).
 //
 // Costs per node: 2 x side peers (4 by default) whatever the segment size, so the datagram rate is
 // flat; a report costs about log2(size) datagrams per node, and only when a node's state changes.
