@@ -3,6 +3,8 @@
 // every datagram to or from a node. Each engine has its own Membership (every lease live and
 // renewed), so the tests read what matters: who each node's election considers live.
 #include <gtest/gtest.h>
+#include <rapidcheck.h>
+#include <rapidcheck/gtest.h>
 
 #include <chrono>
 #include <map>
@@ -40,25 +42,31 @@ class RingWorld {
       engines_.emplace(names_[i], std::move(*e));
       memberships_.emplace(names_[i], election::Membership());
     }
+    for (std::size_t i = 0; i < n; ++i) Join(i);
+  }
+
+  // Node i's lease (with both annotations) appears to every node, or disappears.
+  void Join(std::size_t i) { Lease(i, false); }
+  void Leave(std::size_t i) { Lease(i, true); }
+  void Lease(std::size_t i, bool deleted) {
+    const std::string value = Ip(i).ToString() + ":7934";
+    const bool ring = legacy_.count(names_[i]) == 0;
     for (auto& [self, e] : engines_) {
-      for (std::size_t i = 0; i < n; ++i) {
-        const std::string value = Ip(i).ToString() + ":7934";
-        const bool ring = legacy_.count(names_[i]) == 0;
-        e.ObservePeerLease(
-            NodeName(names_[i]),
-            [&](std::string_view key) -> std::string_view {
-              if (key == kHeartbeatAnnotation) return value;
-              if (key == kRingAnnotation && ring) return kRingVersion;
-              return {};
-            },
-            false);
-        election::LeaseObservation lo;
-        lo.node = NodeName(names_[i]);
-        lo.holder_identity = names_[i];
-        lo.lease_duration_seconds = 3600;
-        lo.renew_time = "t0";
-        memberships_.at(self).Observe(lo, now_);
-      }
+      e.ObservePeerLease(
+          NodeName(names_[i]),
+          [&](std::string_view key) -> std::string_view {
+            if (key == kHeartbeatAnnotation) return value;
+            if (key == kRingAnnotation && ring) return kRingVersion;
+            return {};
+          },
+          deleted);
+      election::LeaseObservation lo;
+      lo.node = NodeName(names_[i]);
+      lo.holder_identity = names_[i];
+      lo.lease_duration_seconds = 3600;
+      lo.renew_time = "t0";
+      lo.deleted = deleted;
+      memberships_.at(self).Observe(lo, now_);
     }
   }
 
@@ -244,6 +252,47 @@ TEST(RingEngine, LegacyPeersAreHeardByEveryone) {
   w.crashed_.insert("node-2");
   w.Run(milliseconds(400));
   EXPECT_EQ(w.DeadIn("node-2"), w.Live());
+}
+
+// Whatever the joins and leaves before it, a crash is known to every live member within the
+// detection bound plus the flood: every node that could take over one of its addresses (any live
+// member) stops electing it, monitor or not. And no live node is taken for dead meanwhile.
+RC_GTEST_PROP(RingEngineProperty, EveryLiveMemberLearnsOfACrashAfterChurn, ()) {
+  const auto n = *rc::gen::inRange<std::size_t>(2, 24);
+  RingWorld w(n);
+  std::set<std::size_t> away;
+  const auto churn =
+      *rc::gen::container<std::vector<std::size_t>>(rc::gen::inRange<std::size_t>(0, n));
+  for (std::size_t i : churn) {
+    if (away.count(i)) {
+      w.Join(i);
+      away.erase(i);
+    } else if (away.size() + 2 < n) {
+      w.Leave(i);
+      away.insert(i);
+    }
+  }
+  for (std::size_t i : away) w.crashed_.insert(w.name(i));  // gone: neither sends nor hears
+  w.Run(milliseconds(1000));
+  std::vector<std::size_t> present;
+  for (std::size_t i = 0; i < n; ++i) {
+    if (!away.count(i)) present.push_back(i);
+  }
+  const std::string victim = w.name(*rc::gen::elementOf(present));
+  for (std::size_t i : present) {
+    if (w.name(i) == victim) continue;
+    for (std::size_t j : present) RC_ASSERT(w.Live(w.name(i), w.name(j)));
+  }
+  w.crashed_.insert(victim);
+  w.Run(milliseconds(450));
+  for (std::size_t i : present) {
+    const std::string& o = w.name(i);
+    if (o == victim) continue;
+    RC_ASSERT(!w.Live(o, victim));
+    for (std::size_t j : present) {
+      if (w.name(j) != victim) RC_ASSERT(w.Live(o, w.name(j)));
+    }
+  }
 }
 
 }  // namespace
