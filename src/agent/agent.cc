@@ -752,6 +752,19 @@ void Agent::OnePass(bool shutting_down) {
       by_state[heartbeat::PeerStateName(st)] = 0;
     }
     for (const auto& p : hb_->Peers()) ++by_state[heartbeat::PeerStateName(p.state)];
+    const heartbeat::HeartbeatStats st = hb_->stats();
+    auto add = [&](const char* family, const char* label, const char* value, std::uint64_t now_v,
+                   std::uint64_t& seen) {
+      if (now_v > seen)
+        d_.metrics->Add(family, {{label, value}}, static_cast<double>(now_v - seen));
+      seen = now_v;
+    };
+    add(kMetricHeartbeatDatagrams, "direction", "sent", st.sent, hb_seen_.sent);
+    add(kMetricHeartbeatDatagrams, "direction", "received", st.received, hb_seen_.received);
+    add(kMetricHeartbeatReports, "event", "made", st.reports_made, hb_seen_.reports_made);
+    add(kMetricHeartbeatReports, "event", "sent", st.reports_sent, hb_seen_.reports_sent);
+    add(kMetricHeartbeatReports, "event", "received", st.reports_received,
+        hb_seen_.reports_received);
     for (const auto& [state, n] : by_state) {
       d_.metrics->Set(kMetricHeartbeatPeers, {{"state", state}}, n);
     }

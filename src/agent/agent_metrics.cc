@@ -46,6 +46,14 @@ void DescribeAgentMetrics(metrics::Registry& r) {
              "Address conflicts detected, by kind (probe: answered before first announcement; "
              "claim: a foreign MAC claimed an announced address)",
              Type::kCounter, {{"kind", {"probe", "claim"}}});
+  r.Describe(kMetricHeartbeatDatagrams,
+             "Heartbeat and report datagrams, by direction (sent|received); received counts "
+             "every datagram read, dropped ones included",
+             Type::kCounter, {{"direction", {"sent", "received"}}}, Start::kWhenSet);
+  r.Describe(kMetricHeartbeatReports,
+             "Ring reports, by event (made: this node's verdict on a neighbour or a refutation; "
+             "sent: datagrams made or forwarded; received: new reports heard)",
+             Type::kCounter, {{"event", {"made", "sent", "received"}}}, Start::kWhenSet);
   r.Describe(kMetricProbeAheadProbes,
              "Background duplicate-address probes this node started for addresses the allocator "
              "will hand out next (each sends --probe-count ARP probes or DAD NS)",

@@ -40,6 +40,8 @@ inline constexpr char kMetricProbeAheadAnnounced[] = "purelb_probe_ahead_announc
 // Heartbeats on only (docs/failover.md).
 inline constexpr char kMetricHeartbeatPeers[] = "purelb_heartbeat_peers";
 inline constexpr char kMetricHeartbeatHealthy[] = "purelb_heartbeat_self_healthy";
+inline constexpr char kMetricHeartbeatDatagrams[] = "purelb_heartbeat_datagrams_total";
+inline constexpr char kMetricHeartbeatReports[] = "purelb_heartbeat_reports_total";
 
 // Declares every family above (idempotent: a second call keeps every value). Each series known up
 // front exists at 0 from then on (metrics/registry.h); the heartbeat families appear on the first
