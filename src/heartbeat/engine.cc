@@ -59,7 +59,14 @@ void Engine::PeersChanged() {
   } else {
     ring_ = Ring();
   }
-  detector_.SetPeers(HeartbeatPeers());
+  const auto next = HeartbeatPeers();
+  for (const auto& [name, status] : detector_.peers()) {
+    if (std::find(next.begin(), next.end(), name) == next.end() && endpoints_.count(name) != 0) {
+      lingering_[name] = last_now_ + kLingerAfterRingChange;
+    }
+  }
+  for (const auto& name : next) lingering_.erase(name);
+  detector_.SetPeers(next);
 }
 
 std::vector<election::NodeName> Engine::HeartbeatPeers() const {
@@ -213,6 +220,7 @@ void Engine::SplitWindows() {
 }
 
 std::vector<Outgoing> Engine::Poll(SteadyTime now) {
+  last_now_ = now;
   std::vector<Outgoing> out;
   if (!pending_reports_.empty()) {
     if (link_up_) {
@@ -240,14 +248,17 @@ std::vector<Outgoing> Engine::Poll(SteadyTime now) {
   ++stats_.rounds;
   if (leaving_) ++leaving_rounds_;
   std::size_t n = 0;
-  for (const auto& [peer, status] : detector_.peers()) {
+  auto send_to = [&](const election::NodeName& peer) {
     auto it = endpoints_.find(peer);
-    if (it == endpoints_.end()) continue;
+    if (it == endpoints_.end()) return;
     for (const auto& ep : it->second) {
       out.push_back(Outgoing{peer, ep, *datagram});
       ++n;
     }
-  }
+  };
+  for (const auto& [peer, status] : detector_.peers()) send_to(peer);
+  std::erase_if(lingering_, [&](const auto& e) { return e.second <= now; });
+  for (const auto& [peer, until] : lingering_) send_to(peer);
   stats_.sent += n;
   return out;
 }

@@ -53,6 +53,10 @@ namespace pylon::heartbeat {
 // safety net (the service thread stuck) that never shortens failover, since the detector moves a
 // quiet peer out of kAlive exactly at its bound and the re-sync follows at once.
 inline constexpr Duration kAliveOverrideSlack = std::chrono::seconds(5);
+// How long a node keeps sending heartbeats to a former ring neighbour after a join or leave
+// changed its neighbours (see Engine::lingering_). Views of the ring differ only by how late each
+// agent's informer sees the lease; this covers that with a wide margin.
+inline constexpr Duration kLingerAfterRingChange = std::chrono::seconds(5);
 
 struct EngineOptions {
   election::NodeName node;  // this node
@@ -224,6 +228,11 @@ class Engine {
   Ring ring_;                                  // ring_capable_ and this node (if options_.ring)
   Gossip gossip_;
   std::vector<Outgoing> pending_reports_;  // sent by the next Poll
+  // Heartbeat peers this node dropped when its view of the ring changed, with the time until
+  // which it still sends them heartbeats (kLingerAfterRingChange): their own view may change a
+  // moment later, and until then they expect to hear this node.
+  std::map<election::NodeName, SteadyTime> lingering_;
+  SteadyTime last_now_{};  // of the last Poll: when a ring change happened, near enough
   std::set<election::NodeName> overridden_;
   std::vector<net::IpAddress> announced_;  // ascending
   // announced_ split in windows that fit in one datagram each (wire.h); sent in turn.

@@ -48,10 +48,12 @@ class RingWorld {
   // Node i's lease (with both annotations) appears to every node, or disappears.
   void Join(std::size_t i) { Lease(i, false); }
   void Leave(std::size_t i) { Lease(i, true); }
-  void Lease(std::size_t i, bool deleted) {
+  // `observers`: the nodes that see it now (empty: all); the others see it later, if ever.
+  void Lease(std::size_t i, bool deleted, const std::set<std::string>& observers = {}) {
     const std::string value = Ip(i).ToString() + ":7934";
     const bool ring = legacy_.count(names_[i]) == 0;
     for (auto& [self, e] : engines_) {
+      if (!observers.empty() && observers.count(self) == 0) continue;
       e.ObservePeerLease(
           NodeName(names_[i]),
           [&](std::string_view key) -> std::string_view {
@@ -232,6 +234,32 @@ TEST(RingEngine, AnApiOutageKeepsNonNeighboursLive) {
   w.crashed_.insert(w.name(4));
   w.Run(milliseconds(500));
   EXPECT_EQ(w.DeadIn(w.name(4), /*lease_healthy=*/false), w.Live());
+}
+
+// A join seen by half the nodes a few seconds before the other half: those that saw it first
+// stop expecting some old neighbours' heartbeats, but keep sending them theirs for a while, so
+// no one is reported dead.
+TEST(RingEngine, ViewsOfAJoinThatDifferForSecondsReportNothing) {
+  RingWorld w(16);
+  w.Leave(15);
+  w.crashed_.insert(w.name(15));
+  w.Run(milliseconds(1000));
+  std::set<std::string> first_half;
+  for (std::size_t i = 0; i < 16; i += 2) first_half.insert(w.name(i));
+  w.crashed_.erase(w.name(15));
+  w.Lease(15, false, first_half);
+  w.Run(milliseconds(3000));
+  std::set<std::string> rest;
+  for (std::size_t i = 1; i < 16; i += 2) rest.insert(w.name(i));
+  w.Lease(15, false, rest);
+  w.Run(milliseconds(1000));
+  std::uint64_t made = 0;
+  for (std::size_t i = 0; i < 16; ++i) made += w.at(w.name(i)).stats().reports_made;
+  EXPECT_EQ(made, 0u);
+  for (std::size_t i = 0; i < 16; ++i) {
+    EXPECT_EQ(w.at(w.name(i)).detector().CountIn(PeerState::kDead), 0u) << w.name(i);
+    EXPECT_EQ(w.at(w.name(i)).detector().CountIn(PeerState::kAlive), 4u) << w.name(i);
+  }
 }
 
 TEST(RingEngine, LegacyPeersAreHeardByEveryone) {
