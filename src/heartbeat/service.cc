@@ -219,6 +219,11 @@ std::vector<PeerStatus> HeartbeatService::Peers() const {
   return engine_.Peers();
 }
 
+std::size_t HeartbeatService::LegacyPeers() const {
+  MutexLock lock(mu_);
+  return engine_.legacy_peers();
+}
+
 std::optional<PeerStatus> HeartbeatService::Peer(const election::NodeName& node) const {
   MutexLock lock(mu_);
   return engine_.Peer(node);

@@ -123,6 +123,8 @@ class HeartbeatService {
   HeartbeatStats stats() const;
   std::vector<PeerStatus> Peers() const;
   std::optional<PeerStatus> Peer(const election::NodeName& node) const;
+  // Nodes with heartbeat endpoints that do not speak the ring (Engine::legacy_peers).
+  std::size_t LegacyPeers() const;
 
  private:
   HeartbeatService(ServiceOptions options, ServiceDeps deps, OnChange on_change, Engine engine);
