@@ -156,7 +156,10 @@ bool Failover::SetUp() {
               : "kube-proxy is NOT running, the nodes' responders answer instead: " +
                     lab_.kube_proxy_problem());
   }
-  for (const auto& a : lab_.config().agent_args) heartbeats_ |= a == "--heartbeat-key-file";
+  // A key file, or the key Secret the agents create themselves (the lab's default, as a user's).
+  for (const auto& a : lab_.config().agent_args) {
+    heartbeats_ |= a == "--heartbeat-key-file" || a == "--heartbeat-key-secret";
+  }
   Say(std::string("heartbeats between agents: ") + (heartbeats_ ? "on" : "off"));
   // With kube-proxy the client's requests go to pods (docs/datapath.md): one pod per node behind
   // an externalTrafficPolicy Local Service, announced from a node with a ready local endpoint
