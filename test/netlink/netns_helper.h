@@ -20,6 +20,7 @@
 
 #include "common/fd.h"
 #include "support/eventually.h"
+#include "support/shell.h"
 
 namespace pylon::testing {
 
@@ -30,16 +31,7 @@ inline int Sh(const std::string& cmd) {
 }
 
 // Runs a shell command and returns its stdout.
-inline std::string ShOut(const std::string& cmd) {
-  std::string out;
-  FILE* f = ::popen((cmd + " 2>/dev/null").c_str(), "r");
-  if (f == nullptr) return out;
-  char buf[4096];
-  std::size_t n;
-  while ((n = std::fread(buf, 1, sizeof(buf), f)) > 0) out.append(buf, n);
-  ::pclose(f);
-  return out;
-}
+inline std::string ShOut(const std::string& cmd) { return test_support::Shell(cmd, false).out; }
 
 // Whether this process can create network namespaces (root with iproute2).
 inline bool CanUseNetns() {
