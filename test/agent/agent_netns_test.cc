@@ -80,7 +80,7 @@ class AgentNetnsTest : public ::testing::Test {
   void TearDown() override {
     agents_.clear();
     if (lab_) (void)lab_->Down();
-    if (!HasFailure() && !std::getenv("PYLON_KEEP_LOGS")) std::filesystem::remove_all(dir_);
+    if (!HasFailure() && !std::getenv("PYLON_KEEP_TEST_DIR")) std::filesystem::remove_all(dir_);
   }
 
   std::string AgentKubeconfig() const { return lab_->Path("kubeconfig-agent"); }
