@@ -414,30 +414,28 @@ Engine::PassResult Engine::Sync(election::Membership& membership, const PassInpu
   }
   result.health = JudgeSelf(in.lease_healthy, lease_only, now);
   SetEligible(result.health == SelfHealth::kHealthy && in.ready);
-  // The detector's verdicts, kAlive with the safety slack (see kAliveOverrideSlack).
   std::set<election::NodeName> now_set;
+  auto apply = [&](const election::NodeName& name, const election::LivenessOverride& want) {
+    now_set.insert(name);
+    auto existing = membership.OverrideFor(name, SteadyTime::min());
+    if (!existing || existing->state != want.state) result.overrides_changed = true;
+    if (!existing || existing->state != want.state || existing->until != want.until) {
+      membership.SetOverride(name, want);
+    }
+  };
+  // The detector's verdicts, kAlive with the safety slack (see kAliveOverrideSlack).
   for (const auto& [name, peer] : detector_.peers()) {
     auto want = OverrideFor(peer);
     if (!want) continue;
     if (want->until) *want->until += kAliveOverrideSlack;
-    now_set.insert(name);
-    auto existing = membership.OverrideFor(name, SteadyTime::min());
-    if (!existing || existing->state != want->state) result.overrides_changed = true;
-    if (!existing || existing->state != want->state || existing->until != want->until) {
-      membership.SetOverride(name, *want);
-    }
+    apply(name, *want);
   }
   // Ring members this node does not hear, or has not heard yet: what their monitors reported
   // (GossipOverride).
   for (const auto& name : ring_capable_) {
     if (now_set.count(name) != 0) continue;
-    auto want = GossipOverride(name, !in.lease_healthy && !detector_.IsPeer(name), now);
-    if (!want) continue;
-    now_set.insert(name);
-    auto existing = membership.OverrideFor(name, SteadyTime::min());
-    if (!existing || existing->state != want->state) result.overrides_changed = true;
-    if (!existing || existing->state != want->state || existing->until != want->until) {
-      membership.SetOverride(name, *want);
+    if (auto want = GossipOverride(name, !in.lease_healthy && !detector_.IsPeer(name), now)) {
+      apply(name, *want);
     }
   }
   for (const auto& name : overridden_) {
