@@ -1,9 +1,11 @@
-// The node lease's purelb.io/instance annotation and the guarded delete on shutdown, against
-// k8s::FakeClient (RenewOnce and Delete are called directly: no worker thread).
+// The node lease's purelb.io/instance annotation and the guarded delete on shutdown, and its pace
+// (loud / quiet, lease_pacing.h), against k8s::FakeClient (RenewOnce and Delete are called
+// directly: no worker thread).
 #include "agent/lease_keeper.h"
 
 #include <gtest/gtest.h>
 
+#include <optional>
 #include <string>
 
 #include "k8s/object.h"
@@ -94,6 +96,85 @@ TEST(LeaseKeeperInstance, DeleteRetriesAfterAConflictAndReportsErrors) {
   EXPECT_NE(gave_up.error().message().find("gave up after 5 attempts"), std::string::npos)
       << gave_up.error().message();
   EXPECT_TRUE(client.Get(leases, "purelb-system", "purelb-node-node1"));
+}
+
+// The quiet lease through the keeper: the duration each renewal writes and the health deadline
+// that goes with it, across both switches (PureLB defaults 10 s / 7 s / 2 s; quiet 10 s / 40 s /
+// 28 s). One keeper walked through the rows.
+TEST(LeaseKeeperPacing, WrittenDurationAndHealthDeadlineFollowTheMode) {
+  enum class Renew { kNone, kOk, kFail };
+  struct Row {
+    const char* name;
+    int advance_s;
+    std::optional<bool> carried;  // SetHeartbeatsCarryLiveness(*carried), then
+    bool changed;                 // its result
+    Renew renew;                  // RenewOnce()
+    LeaseMode mode;
+    int written_s;      // leaseDurationSeconds in the lease afterwards
+    int healthy_for_s;  // HealthyUntil() - now afterwards
+  };
+  const Row rows[] = {
+      {"first renewal: loud", 0, false, false, Renew::kOk, LeaseMode::kLoud, 10, 7},
+      {"heartbeats carry liveness: the hold-down starts", 1, true, false, Renew::kNone,
+       LeaseMode::kLoud, 10, 6},
+      {"held 30 s: quiet, renewed at once with 40 s", 30, true, true, Renew::kOk, LeaseMode::kQuiet,
+       40, 28},
+      {"quiet renewal 10 s later", 10, true, false, Renew::kOk, LeaseMode::kQuiet, 40, 28},
+      {"heartbeats stop carrying it: loud, but its renewal fails (API down)", 9, false, true,
+       Renew::kFail, LeaseMode::kLoud, 40, 19},
+      {"still the quiet deadline: peers still see the 40 s lease", 2, std::nullopt, false,
+       Renew::kFail, LeaseMode::kLoud, 40, 17},
+      {"the loud renewal succeeds: 10 s written, 7 s deadline", 2, false, false, Renew::kOk,
+       LeaseMode::kLoud, 10, 7},
+  };
+  const auto& leases = k8s::resources::Leases();
+  k8s::FakeClient client;
+  FakeClock clock;
+  LeaseKeeper keeper(client, "purelb-system", election::NodeName("node1"),
+                     LeaseTiming{seconds(10), seconds(7), seconds(2)}, clock, nullptr);
+  int ok = 0, failed = 0;
+  for (const Row& row : rows) {
+    SCOPED_TRACE(row.name);
+    clock.Advance(seconds(row.advance_s));
+    if (row.carried) {
+      EXPECT_EQ(keeper.SetHeartbeatsCarryLiveness(*row.carried), row.changed);
+    }
+    if (row.renew == Renew::kFail) {
+      client.FailNext(k8s::Verb::kUpdate, Error(ErrorCode::kUnavailable, "down"), 1);
+      EXPECT_FALSE(keeper.RenewOnce());
+      ++failed;
+    } else if (row.renew == Renew::kOk) {
+      ASSERT_TRUE(keeper.RenewOnce());
+      ++ok;
+    }
+    EXPECT_EQ(keeper.mode(), row.mode);
+    auto lease = client.Get(leases, "purelb-system", "purelb-node-node1");
+    ASSERT_TRUE(lease);
+    EXPECT_EQ(FindInt(*lease, {"spec", "leaseDurationSeconds"}), row.written_s);
+    ASSERT_TRUE(keeper.HealthyUntil());
+    EXPECT_EQ(*keeper.HealthyUntil() - clock.Now(), seconds(row.healthy_for_s));
+    EXPECT_TRUE(keeper.Healthy());
+  }
+  EXPECT_EQ(keeper.renewals(), ok);
+  EXPECT_EQ(keeper.failures(), failed);
+}
+
+TEST(LeaseKeeperPacing, QuietLeaseOffStaysLoud) {
+  k8s::FakeClient client;
+  FakeClock clock;
+  QuietLeaseOptions off;
+  off.enabled = false;
+  LeaseKeeper keeper(client, "purelb-system", election::NodeName("node1"),
+                     LeaseTiming{seconds(10), seconds(7), seconds(2)}, clock, nullptr, off);
+  EXPECT_FALSE(keeper.SetHeartbeatsCarryLiveness(true));
+  clock.Advance(std::chrono::minutes(5));
+  EXPECT_FALSE(keeper.SetHeartbeatsCarryLiveness(true));
+  EXPECT_EQ(keeper.mode(), LeaseMode::kLoud);
+  EXPECT_EQ(keeper.QuietAt(), std::nullopt);
+  ASSERT_TRUE(keeper.RenewOnce());
+  auto lease = client.Get(k8s::resources::Leases(), "purelb-system", "purelb-node-node1");
+  ASSERT_TRUE(lease);
+  EXPECT_EQ(FindInt(*lease, {"spec", "leaseDurationSeconds"}), 10);
 }
 
 }  // namespace
