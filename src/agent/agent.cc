@@ -663,14 +663,8 @@ void Agent::OnePass(bool shutting_down) {
     auto r = hb_->Sync(membership_, {lease_healthy, false, !shutting_down && kube_proxy_ok});
     healthy = r.health == heartbeat::SelfHealth::kHealthy;
     health_name = heartbeat::SelfHealthName(r.health);
-    std::set<NodeName> peers;
-    for (const auto& p : hb_->Peers()) peers.insert(p.node);
-    const auto settled = hb_->Settled();
-    liveness.heartbeats_running = true;
-    liveness.lease_only_members =
-        AnyLeaseOnlyMember(membership_, NodeName(options_.node_name), peers);
-    liveness.peers_settled = settled.all_peers_settled;
-    liveness.hears_any_peer = settled.hears_any_peer;
+    liveness =
+        LivenessFacts(hb_->Peers(), membership_, NodeName(options_.node_name), d_.clock->Now());
   }
   // The quiet lease (lease_pacing.h): a change of pace is written at once.
   lease_->SetHeartbeatsCarryLiveness(HeartbeatsCarryLiveness(liveness));

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <set>
 
 namespace pylon::agent {
 
@@ -39,13 +40,35 @@ bool HeartbeatsCarryLiveness(const HeartbeatLivenessFacts& f) {
   return f.heartbeats_running && !f.lease_only_members && f.peers_settled && f.hears_any_peer;
 }
 
-bool AnyLeaseOnlyMember(const election::Membership& membership, const election::NodeName& self,
-                        const std::set<election::NodeName>& heartbeat_peers) {
-  for (const auto& [name, member] : membership.members()) {
-    if (name == self || member.released()) continue;
-    if (heartbeat_peers.count(name) == 0) return true;
+HeartbeatLivenessFacts LivenessFacts(std::span<const heartbeat::PeerStatus> peers,
+                                     const election::Membership& membership,
+                                     const election::NodeName& self, SteadyTime now) {
+  HeartbeatLivenessFacts f;
+  f.heartbeats_running = true;
+  f.peers_settled = true;
+  std::set<election::NodeName> listed;
+  for (const auto& p : peers) {
+    listed.insert(p.node);
+    const bool heard = p.last_heard && now < *p.last_heard + p.bound;
+    f.hears_any_peer |= heard;
+    switch (p.state) {
+      case heartbeat::PeerState::kDead:
+        break;
+      case heartbeat::PeerState::kAlive:
+      case heartbeat::PeerState::kUnhealthy:
+        f.peers_settled &= heard;
+        break;
+      case heartbeat::PeerState::kNeverHeard:
+      case heartbeat::PeerState::kSilent:
+        f.peers_settled &= !membership.IsLive(p.node, now);
+        break;
+    }
   }
-  return false;
+  for (const auto& [name, member] : membership.members()) {
+    if (name == self || member.released() || listed.count(name) != 0) continue;
+    if (membership.IsLive(member, now)) f.lease_only_members = true;
+  }
+  return f;
 }
 
 LeasePacing::LeasePacing(const LeaseTiming& loud, const QuietLeaseOptions& quiet)

@@ -12,7 +12,7 @@
 //    duration (7 s -> 28 s by default), and at least halfway between the quiet renew period and
 //    the quiet duration, so renew period < deadline < duration holds whatever PURELB_* say.
 //
-// Quiet only while heartbeats carry liveness (HeartbeatsCarryLiveness): then every peer judges
+// Quiet only while heartbeats carry liveness (HeartbeatsCarryLiveness): then every live peer judges
 // this node by its heartbeats and the lease is a slow backstop. Loud at once when that stops
 // holding (the caller renews at once, writing the short duration, so that a peer that judges by
 // lease never keeps a 40 s lease for a node whose heartbeats stopped arriving); quiet only after it
@@ -24,12 +24,13 @@
 #include <chrono>
 #include <cstdint>
 #include <optional>
-#include <set>
+#include <span>
 
 #include "agent/lease_health.h"
 #include "common/clock.h"
 #include "election/membership.h"
 #include "election/node_name.h"
+#include "heartbeat/detector.h"
 
 namespace pylon::agent {
 
@@ -64,23 +65,31 @@ LeasePace LoudPace(const LeaseTiming& loud);
 // The quiet timing derived from `loud` (a valid LeaseTiming) and `quiet` (see the file comment).
 LeasePace QuietPace(const LeaseTiming& loud, const QuietLeaseOptions& quiet);
 
-// What the agent knows each pass about its heartbeats.
+// What the agent knows each pass about its heartbeats (LivenessFacts).
 struct HeartbeatLivenessFacts {
   bool heartbeats_running = false;  // heartbeats are on and the service runs
-  // Some member other than this node (lease not released) is not a heartbeat peer: its lease
+  // Some live member other than this node (lease not released) is not a heartbeat peer: its lease
   // has no usable purelb.io/heartbeat annotation, so it judges this node by its lease alone.
   bool lease_only_members = false;
-  bool peers_settled = false;   // Detector::AllPeersSettled: every peer heard or known dead
-  bool hears_any_peer = false;  // Detector::HearsAnyPeer: this node hears the segment
+  // Every heartbeat peer is heard within its bound (alive, unhealthy) or known dead
+  // (Detector::AllPeersSettled), or, never heard or silent, not live here (below).
+  bool peers_settled = false;
+  bool hears_any_peer = false;  // Detector::HearsAnyPeer: some peer heard within its bound
 };
 // Whether heartbeats carry this node's liveness: all four facts hold (running, no lease-only
 // member, settled, hears some peer). A node with no heartbeat peer at all stays loud.
 bool HeartbeatsCarryLiveness(const HeartbeatLivenessFacts& f);
 
-// Whether some member of `membership` other than `self`, lease not released, is missing from
-// `heartbeat_peers` (the nodes the heartbeat service lists: leases with usable endpoints).
-bool AnyLeaseOnlyMember(const election::Membership& membership, const election::NodeName& self,
-                        const std::set<election::NodeName>& heartbeat_peers);
+// The facts from the heartbeat service's peers (HeartbeatService::Peers) and this node's
+// Membership at `now` (heartbeats_running is the caller's). A member or never-heard peer whose
+// lease is not live in this node's view (expired here: a dead node whose lease nobody deleted,
+// e.g. one that died before this agent started) does not count against the quiet lease: it
+// renews nothing, so it is down or cut off from the API server, and then it sees no lease either.
+// Once it renews again it is live here and, unheard, makes this node loud at once. Without this,
+// one dead node would keep every agent started after its death loud for good.
+HeartbeatLivenessFacts LivenessFacts(std::span<const heartbeat::PeerStatus> peers,
+                                     const election::Membership& membership,
+                                     const election::NodeName& self, SteadyTime now);
 
 class LeasePacing {
  public:

@@ -214,12 +214,6 @@ HeartbeatStats HeartbeatService::stats() const {
   return engine_.stats();
 }
 
-HeartbeatService::Settledness HeartbeatService::Settled() const {
-  const SteadyTime now = clock_.Now();
-  MutexLock lock(mu_);
-  return {detector_.AllPeersSettled(now), detector_.HearsAnyPeer(now)};
-}
-
 std::vector<PeerStatus> HeartbeatService::Peers() const {
   MutexLock lock(mu_);
   return engine_.Peers();

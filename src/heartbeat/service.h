@@ -117,13 +117,6 @@ class HeartbeatService {
   // Engine::LocalEndpoints with the bound port.
   std::vector<Endpoint> LocalEndpoints(std::span<const net::IpAddress> node_addresses) const;
 
-  // Detector::AllPeersSettled and Detector::HearsAnyPeer now: the agent's quiet lease inputs
-  // (agent/lease_pacing.h).
-  struct Settledness {
-    bool all_peers_settled = false;
-    bool hears_any_peer = false;
-  };
-  Settledness Settled() const;
   bool link_up() const;
   std::uint64_t boot_id() const { return boot_id_; }
   std::uint16_t port() const;

@@ -5,8 +5,8 @@
 #include <gtest/gtest.h>
 
 #include <optional>
-#include <set>
 #include <string>
+#include <vector>
 
 namespace pylon::agent {
 namespace {
@@ -85,29 +85,140 @@ TEST(HeartbeatsCarryLiveness, AllFourFactsMustHold) {
   }
 }
 
-TEST(AnyLeaseOnlyMember, MembersWithoutHeartbeatsOtherThanSelfAndReleased) {
-  const SteadyTime t0{std::chrono::hours(1)};
-  election::Membership m;
-  auto observe = [&](const char* node, const char* holder) {
-    election::LeaseObservation o;
-    o.node = election::NodeName(node);
-    o.holder_identity = holder;
-    o.lease_duration_seconds = 40;
-    o.renew_time = "t1";
-    m.Observe(o, t0);
+// LivenessFacts from the peers' detector states and this node's Membership ("a" is this node;
+// leases observed at t0, 10 s long; heartbeat bound 300 ms).
+TEST(LivenessFacts, FromPeersAndMembership) {
+  using heartbeat::PeerState;
+  struct Lease {
+    const char* node;
+    const char* holder;  // "" = released
   };
-  observe("self", "self");
-  observe("b", "b");
-  const election::NodeName self("self");
-  EXPECT_FALSE(AnyLeaseOnlyMember(m, self, {election::NodeName("b")}));
-  EXPECT_TRUE(AnyLeaseOnlyMember(m, self, {}));
-  observe("c", "");  // released (its kube-proxy fails): judges nobody
-  EXPECT_FALSE(AnyLeaseOnlyMember(m, self, {election::NodeName("b")}));
-  observe("d", "d");  // an older agent, or heartbeats off there
-  EXPECT_TRUE(AnyLeaseOnlyMember(m, self, {election::NodeName("b")}));
-  // A heartbeat peer that is no member (its lease not seen yet) does not matter.
-  EXPECT_FALSE(AnyLeaseOnlyMember(
-      m, self, {election::NodeName("b"), election::NodeName("d"), election::NodeName("e")}));
+  struct Peer {
+    const char* node;
+    PeerState state;
+    std::optional<int> heard_ms;  // last heard, ms after t0
+  };
+  struct Row {
+    const char* name;
+    std::vector<Lease> leases;
+    std::vector<Peer> peers;
+    int now_ms;
+    bool lease_only, settled, hears, carried;
+  };
+  const std::vector<Lease> abc = {{"a", "a"}, {"b", "b"}, {"c", "c"}};
+  const Row rows[] = {
+      {"both peers heard within their bound",
+       abc,
+       {{"b", PeerState::kAlive, 900}, {"c", PeerState::kAlive, 950}},
+       1000,
+       false,
+       true,
+       true,
+       true},
+      {"b past its bound, the detector not yet run",
+       abc,
+       {{"b", PeerState::kAlive, 600}, {"c", PeerState::kAlive, 950}},
+       1000,
+       false,
+       false,
+       true,
+       false},
+      {"b dead: settled",
+       abc,
+       {{"b", PeerState::kDead, 100}, {"c", PeerState::kUnhealthy, 950}},
+       1000,
+       false,
+       true,
+       true,
+       true},
+      {"b never heard, its lease live: it may judge a by its lease",
+       abc,
+       {{"b", PeerState::kNeverHeard, std::nullopt}, {"c", PeerState::kAlive, 950}},
+       1000,
+       false,
+       false,
+       true,
+       false},
+      {"b never heard, its lease expired here (dead before a started)",
+       abc,
+       {{"b", PeerState::kNeverHeard, std::nullopt}, {"c", PeerState::kAlive, 11950}},
+       12000,
+       false,
+       true,
+       true,
+       true},
+      {"b silent, its lease live",
+       abc,
+       {{"b", PeerState::kSilent, 100}, {"c", PeerState::kAlive, 950}},
+       1000,
+       false,
+       false,
+       true,
+       false},
+      {"d has no heartbeats and a live lease: lease-only",
+       {{"a", "a"}, {"b", "b"}, {"d", "d"}},
+       {{"b", PeerState::kAlive, 950}},
+       1000,
+       true,
+       true,
+       true,
+       false},
+      {"d has no heartbeats, its lease expired here",
+       {{"a", "a"}, {"b", "b"}, {"d", "d"}},
+       {{"b", PeerState::kAlive, 11950}},
+       12000,
+       false,
+       true,
+       true,
+       true},
+      {"d released (not eligible): judges nobody",
+       {{"a", "a"}, {"b", "b"}, {"d", ""}},
+       {{"b", PeerState::kAlive, 950}},
+       1000,
+       false,
+       true,
+       true,
+       true},
+      {"no heartbeat peer at all", {{"a", "a"}}, {}, 1000, false, true, false, false},
+      {"cut off: every peer silent",
+       abc,
+       {{"b", PeerState::kSilent, 100}, {"c", PeerState::kSilent, 120}},
+       1000,
+       false,
+       false,
+       false,
+       false},
+  };
+  const SteadyTime t0{std::chrono::hours(1)};
+  for (const Row& row : rows) {
+    SCOPED_TRACE(row.name);
+    election::Membership m;
+    for (const Lease& l : row.leases) {
+      election::LeaseObservation o;
+      o.node = election::NodeName(l.node);
+      o.holder_identity = l.holder;
+      o.lease_duration_seconds = 10;
+      o.renew_time = "t1";
+      m.Observe(o, t0);
+    }
+    std::vector<heartbeat::PeerStatus> peers;
+    for (const Peer& p : row.peers) {
+      heartbeat::PeerStatus s;
+      s.node = election::NodeName(p.node);
+      s.state = p.state;
+      if (p.heard_ms) s.last_heard = t0 + milliseconds(*p.heard_ms);
+      s.interval = milliseconds(100);
+      s.bound = milliseconds(300);
+      peers.push_back(s);
+    }
+    const HeartbeatLivenessFacts f =
+        LivenessFacts(peers, m, election::NodeName("a"), t0 + milliseconds(row.now_ms));
+    EXPECT_TRUE(f.heartbeats_running);
+    EXPECT_EQ(f.lease_only_members, row.lease_only);
+    EXPECT_EQ(f.peers_settled, row.settled);
+    EXPECT_EQ(f.hears_any_peer, row.hears);
+    EXPECT_EQ(HeartbeatsCarryLiveness(f), row.carried);
+  }
 }
 
 // One LeasePacing walked through time with the PureLB defaults and a 30 s hold-down.
