@@ -2,9 +2,11 @@
 # Node lease writes on a running lab (`pylon-dev lab up --name NAME`), over SECONDS (default 60):
 #  - the agents' own count: purelb_election_lease_renewals_total{result="success"}, summed, and
 #    each agent's purelb_election_lease_quiet at the end (1 = quiet lease, docs/failover.md);
-#  - kube-apiserver's count: apiserver_request_total{resource="leases",verb="update"} (every
-#    Lease update: the agents' node leases and the allocator's leader lease);
-#  - the agents' share from the audit log: Lease updates by the agent ServiceAccount.
+#  - kube-apiserver's count: apiserver_request_total{resource="leases",verb="PUT"} (every Lease
+#    update: the agents' node leases, the allocator's leader lease, kube-apiserver's own);
+#  - the agents' share from the audit log: Lease updates by the agent ServiceAccount;
+#  - the Lease watch events kube-apiserver sent (apiserver_watch_events_total{resource="leases"}:
+#    every agent watches every node lease, the allocator its own).
 # Needs root (the nodes' network namespaces). Usage: scripts/lease-writes.sh NAME [SECONDS]
 set -euo pipefail
 name=${1:?usage: $0 NAME [SECONDS]}
@@ -29,8 +31,12 @@ agents_renewed() {
 }
 apiserver_updates() {
   KUBECONFIG=$dir/kubeconfig "$kubectl" get --raw /metrics |
-    awk '/^apiserver_request_total\{/ && /resource="leases"/ && /verb="UPDATE"|verb="update"/ {
-           s += $2 } END { print s + 0 }'
+    awk '/^apiserver_request_total\{/ && /resource="leases"/ && /verb="PUT"/ { s += $2 }
+         END { print s + 0 }'
+}
+apiserver_lease_watch_events() {
+  KUBECONFIG=$dir/kubeconfig "$kubectl" get --raw /metrics |
+    awk '/^apiserver_watch_events_total\{/ && /resource="leases"/ { s += $2 } END { print s + 0 }'
 }
 audit_agent_updates() {  # lines of the audit log from line $1 on
   tail -n +"$1" "$dir/audit.log" |
@@ -41,10 +47,12 @@ audit_agent_updates() {  # lines of the audit log from line $1 on
 
 a0=$(agents_renewed)
 s0=$(apiserver_updates)
+w0=$(apiserver_lease_watch_events)
 l0=$(($(wc -l <"$dir/audit.log") + 1))
 sleep "$seconds"
 a1=$(agents_renewed)
 s1=$(apiserver_updates)
+w1=$(apiserver_lease_watch_events)
 by_user=$(audit_agent_updates "$l0")
 quiet=""
 for ns in $nodes; do quiet+="${ns##*-}=$(agent_metric "$ns" purelb_election_lease_quiet) "; done
@@ -53,5 +61,6 @@ n=$(echo "$nodes" | wc -w)
 awk -v n="$n" -v s="$seconds" -v a="$((${a1%.*} - ${a0%.*}))" -v u="$((${s1%.*} - ${s0%.*}))" \
   'BEGIN { printf "nodes %d, %d s: agent lease renewals %d (%.2f/s, %.3f/s per node); " \
                   "kube-apiserver lease updates %d (%.2f/s)\n", n, s, a, a / s, a / s / n, u, u / s }'
+echo "lease watch events sent: $((${w1%.*} - ${w0%.*}))"
 echo "lease updates by user (audit log): $by_user"
 echo "purelb_election_lease_quiet: $quiet"
