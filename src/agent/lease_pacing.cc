@@ -6,16 +6,6 @@
 
 namespace pylon::agent {
 
-const char* LeaseModeName(LeaseMode m) {
-  switch (m) {
-    case LeaseMode::kLoud:
-      return "loud";
-    case LeaseMode::kQuiet:
-      return "quiet";
-  }
-  return "unknown";
-}
-
 LeasePace LoudPace(const LeaseTiming& loud) {
   return LeasePace{LeaseMode::kLoud, loud.retry_period, loud.lease_duration, loud.renew_deadline};
 }

@@ -41,7 +41,6 @@ inline constexpr Duration kQuietLeaseDuration = std::chrono::seconds(40);
 inline constexpr Duration kQuietHoldDown = std::chrono::seconds(30);
 
 enum class LeaseMode : std::uint8_t { kLoud, kQuiet };
-const char* LeaseModeName(LeaseMode m);  // "loud", "quiet"
 
 // --quiet-lease on|off (PYLON_QUIET_LEASE); the periods are the constants above.
 struct QuietLeaseOptions {
