@@ -5,8 +5,11 @@
 
 #include <gtest/gtest.h>
 
+#include <chrono>
+#include <functional>
 #include <optional>
 #include <string>
+#include <thread>
 
 #include "k8s/object.h"
 #include "k8s/resource.h"
@@ -157,6 +160,46 @@ TEST(LeaseKeeperPacing, WrittenDurationAndHealthDeadlineFollowTheMode) {
   }
   EXPECT_EQ(keeper.renewals(), ok);
   EXPECT_EQ(keeper.failures(), failed);
+}
+
+// The worker renews at once on a change of pace, in both directions, without waiting for its
+// period (5 minutes here, so only the change can explain a write in between).
+TEST(LeaseKeeperPacing, TheWorkerRenewsAtOnceWhenThePaceChanges) {
+  const auto& leases = k8s::resources::Leases();
+  k8s::FakeClient client;
+  FakeClock clock;
+  QuietLeaseOptions quiet;
+  quiet.renew_period = std::chrono::minutes(10);
+  quiet.lease_duration = std::chrono::minutes(20);
+  LeaseKeeper keeper(client, "purelb-system", election::NodeName("node1"),
+                     LeaseTiming{std::chrono::minutes(10), seconds(500), std::chrono::minutes(5)},
+                     clock, nullptr, quiet);
+  auto written = [&]() -> std::int64_t {
+    auto lease = client.Get(leases, "purelb-system", "purelb-node-node1");
+    return lease ? FindInt(*lease, {"spec", "leaseDurationSeconds"}).value_or(0) : 0;
+  };
+  // Waits for a condition (the worker thread writes); never for a time.
+  auto until = [](const std::function<bool()>& pred) {
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::minutes(1);
+    while (!pred()) {
+      if (std::chrono::steady_clock::now() > deadline) return false;
+      std::this_thread::sleep_for(milliseconds(5));
+    }
+    return true;
+  };
+  keeper.Start();
+  ASSERT_TRUE(until([&] { return keeper.renewals() == 1; }));
+  EXPECT_EQ(written(), 600);
+  EXPECT_FALSE(keeper.SetHeartbeatsCarryLiveness(true));
+  clock.Advance(seconds(30));
+  EXPECT_TRUE(keeper.SetHeartbeatsCarryLiveness(true));
+  EXPECT_TRUE(until([&] { return keeper.renewals() == 2; }));
+  EXPECT_EQ(written(), 1200);
+  EXPECT_TRUE(keeper.SetHeartbeatsCarryLiveness(false));
+  EXPECT_TRUE(until([&] { return keeper.renewals() == 3; }));
+  EXPECT_EQ(written(), 600);
+  keeper.Stop();
+  EXPECT_EQ(keeper.renewals(), 3);
 }
 
 TEST(LeaseKeeperPacing, QuietLeaseOffStaysLoud) {
