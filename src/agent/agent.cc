@@ -198,6 +198,8 @@ void Agent::OnLease(const Json& obj, bool deleted) {
   o.subnets_annotation = k8s::Annotation(obj, election::kSubnetsAnnotation);
   o.macs_annotation = k8s::Annotation(obj, election::kMacsAnnotation);
   const bool restarting = !deleted && !k8s::Annotation(obj, kRestartingAnnotation).empty();
+  const bool heartbeat_annotated =
+      !deleted && !k8s::Annotation(obj, heartbeat::kHeartbeatAnnotation).empty();
   if (hb_ && node->str() != options_.node_name) {
     auto issues = hb_->ObservePeerLease(
         *node, k8s::Annotation(obj, heartbeat::kHeartbeatAnnotation), deleted,
@@ -218,6 +220,11 @@ void Agent::OnLease(const Json& obj, bool deleted) {
     restarting_.insert(*node);
   } else {
     restarting_.erase(*node);
+  }
+  if (heartbeat_annotated) {
+    heartbeat_annotated_.insert(*node);
+  } else {
+    heartbeat_annotated_.erase(*node);
   }
   if (probed_free.empty()) {
     peer_probed_free_.erase(node->str());
@@ -663,8 +670,9 @@ void Agent::OnePass(bool shutting_down) {
     auto r = hb_->Sync(membership_, {lease_healthy, false, !shutting_down && kube_proxy_ok});
     healthy = r.health == heartbeat::SelfHealth::kHealthy;
     health_name = heartbeat::SelfHealthName(r.health);
-    liveness =
-        LivenessFacts(hb_->Peers(), membership_, NodeName(options_.node_name), d_.clock->Now());
+    liveness = LivenessFacts(hb_->Peers(), heartbeat_annotated_, membership_,
+                             NodeName(options_.node_name), d_.clock->Now());
+    liveness.legacy_peers = hb_->LegacyPeers() > 0;
   }
   // The quiet lease (lease_pacing.h): a change of pace is written at once.
   lease_->SetHeartbeatsCarryLiveness(HeartbeatsCarryLiveness(liveness));

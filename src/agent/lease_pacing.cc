@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <set>
 
 namespace pylon::agent {
 
@@ -27,18 +26,18 @@ LeasePace QuietPace(const LeaseTiming& loud, const QuietLeaseOptions& quiet) {
 }
 
 bool HeartbeatsCarryLiveness(const HeartbeatLivenessFacts& f) {
-  return f.heartbeats_running && !f.lease_only_members && f.peers_settled && f.hears_any_peer;
+  return f.heartbeats_running && !f.lease_only_members && !f.legacy_peers && f.peers_settled &&
+         f.hears_any_peer;
 }
 
 HeartbeatLivenessFacts LivenessFacts(std::span<const heartbeat::PeerStatus> peers,
+                                     const std::set<election::NodeName>& heartbeat_annotated,
                                      const election::Membership& membership,
                                      const election::NodeName& self, SteadyTime now) {
   HeartbeatLivenessFacts f;
   f.heartbeats_running = true;
   f.peers_settled = true;
-  std::set<election::NodeName> listed;
   for (const auto& p : peers) {
-    listed.insert(p.node);
     const bool heard = p.last_heard && now < *p.last_heard + p.bound;
     f.hears_any_peer |= heard;
     switch (p.state) {
@@ -55,7 +54,7 @@ HeartbeatLivenessFacts LivenessFacts(std::span<const heartbeat::PeerStatus> peer
     }
   }
   for (const auto& [name, member] : membership.members()) {
-    if (name == self || member.released() || listed.count(name) != 0) continue;
+    if (name == self || member.released() || heartbeat_annotated.count(name) != 0) continue;
     if (membership.IsLive(member, now)) f.lease_only_members = true;
   }
   return f;

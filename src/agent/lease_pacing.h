@@ -24,6 +24,7 @@
 #include <chrono>
 #include <cstdint>
 #include <optional>
+#include <set>
 #include <span>
 
 #include "agent/lease_health.h"
@@ -67,26 +68,32 @@ LeasePace QuietPace(const LeaseTiming& loud, const QuietLeaseOptions& quiet);
 // What the agent knows each pass about its heartbeats (LivenessFacts).
 struct HeartbeatLivenessFacts {
   bool heartbeats_running = false;  // heartbeats are on and the service runs
-  // Some live member other than this node (lease not released) is not a heartbeat peer: its lease
-  // has no usable purelb.io/heartbeat annotation, so it judges this node by its lease alone.
+  // Some live member other than this node (lease not released) has no purelb.io/heartbeat
+  // annotation on its lease (an older agent, heartbeats off there): it judges this node by its
+  // lease alone.
   bool lease_only_members = false;
+  // Some node publishes heartbeat endpoints but does not speak the ring (an older agent during a
+  // rolling upgrade: HeartbeatService::LegacyPeers).
+  bool legacy_peers = false;
   // Every heartbeat peer is heard within its bound (alive, unhealthy) or known dead
   // (Detector::AllPeersSettled), or, never heard or silent, not live here (below).
   bool peers_settled = false;
   bool hears_any_peer = false;  // Detector::HearsAnyPeer: some peer heard within its bound
 };
-// Whether heartbeats carry this node's liveness: all four facts hold (running, no lease-only
-// member, settled, hears some peer). A node with no heartbeat peer at all stays loud.
+// Whether heartbeats carry this node's liveness: heartbeats run, no lease-only member, no legacy
+// peer, settled, and some peer heard. A node with no heartbeat peer at all stays loud.
 bool HeartbeatsCarryLiveness(const HeartbeatLivenessFacts& f);
 
-// The facts from the heartbeat service's peers (HeartbeatService::Peers) and this node's
-// Membership at `now` (heartbeats_running is the caller's). A member or never-heard peer whose
-// lease is not live in this node's view (expired here: a dead node whose lease nobody deleted,
-// e.g. one that died before this agent started) does not count against the quiet lease: it
+// The facts from the heartbeat service's peers (HeartbeatService::Peers: the detector's, i.e.
+// ring neighbours and legacy peers), the nodes whose lease has a purelb.io/heartbeat annotation,
+// and this node's Membership at `now` (legacy_peers is the caller's). A member or never-heard peer
+// whose lease is not live in this node's view (expired here: a dead node whose lease nobody
+// deleted, e.g. one that died before this agent started) does not count against the quiet lease: it
 // renews nothing, so it is down or cut off from the API server, and then it sees no lease either.
 // Once it renews again it is live here and, unheard, makes this node loud at once. Without this,
 // one dead node would keep every agent started after its death loud for good.
 HeartbeatLivenessFacts LivenessFacts(std::span<const heartbeat::PeerStatus> peers,
+                                     const std::set<election::NodeName>& heartbeat_annotated,
                                      const election::Membership& membership,
                                      const election::NodeName& self, SteadyTime now);
 

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -66,18 +67,21 @@ TEST(QuietPace, DerivedFromThePureLbTiming) {
             (LeasePace{LeaseMode::kLoud, seconds(2), seconds(10), seconds(7)}));
 }
 
-TEST(HeartbeatsCarryLiveness, AllFourFactsMustHold) {
+TEST(HeartbeatsCarryLiveness, EveryFactMustHold) {
   struct Row {
     const char* name;
     HeartbeatLivenessFacts facts;
     bool carried;
   };
   const Row rows[] = {
-      {"running, no lease-only member, settled, hears a peer", {true, false, true, true}, true},
-      {"heartbeats off", {false, false, true, true}, false},
-      {"a lease-only member judges this node by its lease", {true, true, true, true}, false},
-      {"a peer never heard or silent (not settled)", {true, false, false, true}, false},
-      {"hears no peer (cut off, or no peer at all)", {true, false, true, false}, false},
+      {"running, no lease-only member or legacy peer, settled, hears a peer",
+       {true, false, false, true, true},
+       true},
+      {"heartbeats off", {false, false, false, true, true}, false},
+      {"a lease-only member judges this node by its lease", {true, true, false, true, true}, false},
+      {"a legacy peer (an older agent: no ring)", {true, false, true, true, true}, false},
+      {"a peer never heard or silent (not settled)", {true, false, false, false, true}, false},
+      {"hears no peer (cut off, or no peer at all)", {true, false, false, true, false}, false},
   };
   for (const Row& row : rows) {
     SCOPED_TRACE(row.name);
@@ -85,13 +89,14 @@ TEST(HeartbeatsCarryLiveness, AllFourFactsMustHold) {
   }
 }
 
-// LivenessFacts from the peers' detector states and this node's Membership ("a" is this node;
-// leases observed at t0, 10 s long; heartbeat bound 300 ms).
+// LivenessFacts from the peers' detector states, the heartbeat annotations and this node's
+// Membership ("a" is this node; leases observed at t0, 10 s long; heartbeat bound 300 ms).
 TEST(LivenessFacts, FromPeersAndMembership) {
   using heartbeat::PeerState;
   struct Lease {
     const char* node;
-    const char* holder;  // "" = released
+    const char* holder;     // "" = released
+    bool heartbeat = true;  // the lease has a purelb.io/heartbeat annotation
   };
   struct Peer {
     const char* node;
@@ -156,7 +161,7 @@ TEST(LivenessFacts, FromPeersAndMembership) {
        true,
        false},
       {"d has no heartbeats and a live lease: lease-only",
-       {{"a", "a"}, {"b", "b"}, {"d", "d"}},
+       {{"a", "a"}, {"b", "b"}, {"d", "d", false}},
        {{"b", PeerState::kAlive, 950}},
        1000,
        true,
@@ -164,7 +169,7 @@ TEST(LivenessFacts, FromPeersAndMembership) {
        true,
        false},
       {"d has no heartbeats, its lease expired here",
-       {{"a", "a"}, {"b", "b"}, {"d", "d"}},
+       {{"a", "a"}, {"b", "b"}, {"d", "d", false}},
        {{"b", PeerState::kAlive, 11950}},
        12000,
        false,
@@ -172,8 +177,16 @@ TEST(LivenessFacts, FromPeersAndMembership) {
        true,
        true},
       {"d released (not eligible): judges nobody",
-       {{"a", "a"}, {"b", "b"}, {"d", ""}},
+       {{"a", "a"}, {"b", "b"}, {"d", "", false}},
        {{"b", PeerState::kAlive, 950}},
+       1000,
+       false,
+       true,
+       true,
+       true},
+      {"e is a ring member but no neighbour (judged by reports): not lease-only",
+       {{"a", "a"}, {"b", "b"}, {"c", "c"}, {"e", "e"}},
+       {{"b", PeerState::kAlive, 950}, {"c", PeerState::kAlive, 950}},
        1000,
        false,
        true,
@@ -193,7 +206,9 @@ TEST(LivenessFacts, FromPeersAndMembership) {
   for (const Row& row : rows) {
     SCOPED_TRACE(row.name);
     election::Membership m;
+    std::set<election::NodeName> annotated;
     for (const Lease& l : row.leases) {
+      if (l.heartbeat) annotated.insert(election::NodeName(l.node));
       election::LeaseObservation o;
       o.node = election::NodeName(l.node);
       o.holder_identity = l.holder;
@@ -212,7 +227,7 @@ TEST(LivenessFacts, FromPeersAndMembership) {
       peers.push_back(s);
     }
     const HeartbeatLivenessFacts f =
-        LivenessFacts(peers, m, election::NodeName("a"), t0 + milliseconds(row.now_ms));
+        LivenessFacts(peers, annotated, m, election::NodeName("a"), t0 + milliseconds(row.now_ms));
     EXPECT_TRUE(f.heartbeats_running);
     EXPECT_EQ(f.lease_only_members, row.lease_only);
     EXPECT_EQ(f.peers_settled, row.settled);
