@@ -216,6 +216,9 @@ class Agent {
   std::condition_variable cv_;
   election::Membership membership_;  // guarded by mu_
   std::set<NodeName> restarting_;    // leases with purelb.io/restarting; guarded by mu_
+  // Leases with a purelb.io/heartbeat annotation (the quiet lease's lease-only test); guarded by
+  // mu_.
+  std::set<NodeName> heartbeat_annotated_;
   bool inputs_dirty_ = true;
   bool rediscover_ = false;  // a link changed: rediscover the network on the next pass
   bool wake_ = false;

@@ -71,9 +71,12 @@ void DescribeAgentMetrics(metrics::Registry& r) {
   r.Describe(kMetricProbeAheadAnnounced,
              "First announcements made at once because the address was proven free ahead",
              Type::kCounter);
-  // No result values are defined (nothing counts renewals yet): no series until one is set.
-  r.Describe(kMetricLeaseRenewals, "Node lease renewal attempts, by result", Type::kCounter,
-             {{"result", {}}});
+  r.Describe(kMetricLeaseRenewals, "Node lease renewal attempts, by result (success|failure)",
+             Type::kCounter, {{"result", {"success", "failure"}}});
+  r.Describe(kMetricLeaseQuiet,
+             "1 while the node lease is quiet (heartbeats carry liveness: renewed every 10s, 40s "
+             "long), 0 while loud (the PURELB_* timing)",
+             Type::kGauge);
   r.Describe(kMetricKubeProxyHealthy,
              "1 while this node's kube-proxy passes its health check (or the check is off), "
              "else 0: the node is not eligible to announce local addresses",
