@@ -99,6 +99,7 @@ struct Planner::Pass {
   std::set<std::string> seen_problems;  // "ns/name|message"
 };
 
+// The phases of planner.h's numbered list, in order.
 Plan Planner::Compute(const PlanInputs& in, const election::Membership& membership,
                       SteadyTime now) {
   Pass pass = Start(in, membership, now);
@@ -109,7 +110,7 @@ Plan Planner::Compute(const PlanInputs& in, const election::Membership& membersh
   return Finish(pass);
 }
 
-// Phase 1.
+// Phase 1, start: who reports problems, the Services by address, the L2Advertisements by name.
 Planner::Pass Planner::Start(const PlanInputs& in, const election::Membership& membership,
                              SteadyTime now) const {
   Pass pass(in, membership, now, options_.self.str());
@@ -121,7 +122,7 @@ Planner::Pass Planner::Start(const PlanInputs& in, const election::Membership& m
   return pass;
 }
 
-// Phase 2.
+// Phase 2, classify: every address is local (elected), virtual, or an error (AddressClass).
 void Planner::ClassifyAddresses(Pass& pass) {
   for (const auto& [address, group] : pass.groups) {
     const auto match = pass.in.config->FindAddress(address);
@@ -219,7 +220,7 @@ void Planner::AddVirtual(Pass& pass, const net::IpAddress& address, const Group&
                                                ServiceKeys(group)});
 }
 
-// Phase 3.
+// Phase 3, elect: the elector gets exactly this pass's local addresses, then evaluates.
 void Planner::Elect(Pass& pass) {
   for (auto it = elected_.begin(); it != elected_.end();) {
     if (!pass.local.count(*it)) {
@@ -239,7 +240,7 @@ void Planner::Elect(Pass& pass) {
   pass.plan.winner_changes += CountWinnerMoves(result.changes);
 }
 
-// Phase 4.
+// Phase 4, decide one local address: keep it, report it, leave it, hold back, or take it.
 void Planner::DecideLocal(Pass& pass, const net::IpAddress& address) {
   const PlanInputs& in = pass.in;
   const Group& group = pass.groups.at(address);
@@ -302,7 +303,8 @@ void Planner::ClaimWon(Pass& pass, const net::IpAddress& address, const Group& g
   }
 }
 
-// Phase 5.
+// Phase 5, clean up (healthy only): stale announcing annotations naming this node, orphaned
+// L2Advertisements.
 void Planner::CleanUp(Pass& pass) const {
   for (const StaleAnnouncing& stale : StaleAnnouncingAnnotations(*pass.in.services, pass.self)) {
     SetAnnotation(pass.patches, *stale.service, AnnouncingKey(stale.family), std::nullopt);
@@ -313,7 +315,8 @@ void Planner::CleanUp(Pass& pass) const {
                                pass.membership, pass.now, pass.reporter);
 }
 
-// Phase 6.
+// Phase 6, finish: the patches in Service order, the addresses sorted, problems that went away
+// forgotten.
 Plan Planner::Finish(Pass& pass) {
   Plan& plan = pass.plan;
   for (auto& [ref, p] : pass.patches) plan.annotation_patches.push_back(std::move(p));
