@@ -68,7 +68,7 @@ bool WaitUntil(const std::function<bool()>& cond, Duration limit) {
   return cond();
 }
 
-void Report(const char* what, std::vector<double> ms, double bound_ms) {
+void PrintRow(const char* what, std::vector<double> ms, double bound_ms) {
   if (ms.empty()) return;
   std::sort(ms.begin(), ms.end());
   auto at = [&](double q) {
@@ -145,9 +145,9 @@ int main(int argc, char** argv) {
               static_cast<long long>(
                   std::chrono::duration_cast<std::chrono::milliseconds>(interval).count()),
               miss);
-  Report("crash, first peer to notice", crash_first, bound_ms);
-  Report("crash, both peers", crash_all, bound_ms);
-  Report("link down, both peers", link_all, bound_ms);
-  Report("graceful leave, both peers", leave_all, bound_ms);
+  PrintRow("crash, first peer to notice", crash_first, bound_ms);
+  PrintRow("crash, both peers", crash_all, bound_ms);
+  PrintRow("link down, both peers", link_all, bound_ms);
+  PrintRow("graceful leave, both peers", leave_all, bound_ms);
   return 0;
 }

@@ -98,9 +98,9 @@ Agent::Agent(AgentOptions options, AgentDeps deps, Planner planner)
     rd.takeover.lifetime = EffectiveAddressLifetime(options_);
   }
   reconciler_ = std::make_unique<Reconciler>(rd);
-  lease_ =
-      std::make_unique<LeaseKeeper>(*d_.client, options_.ns, election::NodeName(options_.node_name),
-                                    options_.timing, *d_.clock, [this] { Wake(false); });
+  lease_ = std::make_unique<LeaseKeeper>(
+      *d_.client, options_.ns, election::NodeName(options_.node_name), options_.timing, *d_.clock,
+      [this] { Wake(false); }, options_.quiet_lease);
   if (!options_.pod_uid.empty()) lease_->SetInstance(options_.pod_uid);
   if (d_.metrics) DescribeAgentMetrics(*d_.metrics);
 }
@@ -198,9 +198,12 @@ void Agent::OnLease(const Json& obj, bool deleted) {
   o.subnets_annotation = k8s::Annotation(obj, election::kSubnetsAnnotation);
   o.macs_annotation = k8s::Annotation(obj, election::kMacsAnnotation);
   const bool restarting = !deleted && !k8s::Annotation(obj, kRestartingAnnotation).empty();
+  const bool heartbeat_annotated =
+      !deleted && !k8s::Annotation(obj, heartbeat::kHeartbeatAnnotation).empty();
   if (hb_ && node->str() != options_.node_name) {
     auto issues = hb_->ObservePeerLease(
-        *node, k8s::Annotation(obj, heartbeat::kHeartbeatAnnotation), deleted);
+        *node, k8s::Annotation(obj, heartbeat::kHeartbeatAnnotation), deleted,
+        k8s::Annotation(obj, heartbeat::kRingAnnotation) == heartbeat::kRingVersion);
     for (const auto& issue : issues) {
       log::Warn("heartbeat annotation", {{"node", node->str()}, {"issue", issue}});
     }
@@ -217,6 +220,11 @@ void Agent::OnLease(const Json& obj, bool deleted) {
     restarting_.insert(*node);
   } else {
     restarting_.erase(*node);
+  }
+  if (heartbeat_annotated) {
+    heartbeat_annotated_.insert(*node);
+  } else {
+    heartbeat_annotated_.erase(*node);
   }
   if (probed_free.empty()) {
     peer_probed_free_.erase(node->str());
@@ -393,6 +401,8 @@ void Agent::PublishHeartbeatEndpoints() {
   auto ips = heartbeat::EndpointAddresses(*addrs, link->index, proto, ours);
   lease_->SetAnnotation(std::string(heartbeat::kHeartbeatAnnotation),
                         heartbeat::FormatEndpoints(hb_->LocalEndpoints(ips)));
+  lease_->SetAnnotation(std::string(heartbeat::kRingAnnotation),
+                        std::string(heartbeat::kRingVersion));
 }
 
 void Agent::PublishMacs() {
@@ -654,12 +664,18 @@ void Agent::OnePass(bool shutting_down) {
   lease_->SetReleased(!kube_proxy_ok);
   bool healthy = lease_healthy;
   std::string health_name = healthy ? "healthy" : "lease-unhealthy";
+  HeartbeatLivenessFacts liveness;
   if (hb_) {
     std::lock_guard<std::mutex> lock(mu_);
     auto r = hb_->Sync(membership_, {lease_healthy, false, !shutting_down && kube_proxy_ok});
     healthy = r.health == heartbeat::SelfHealth::kHealthy;
     health_name = heartbeat::SelfHealthName(r.health);
+    liveness = LivenessFacts(hb_->Peers(), heartbeat_annotated_, membership_,
+                             NodeName(options_.node_name), d_.clock->Now());
+    liveness.legacy_peers = hb_->LegacyPeers() > 0;
   }
+  // The quiet lease (lease_pacing.h): a change of pace is written at once.
+  lease_->SetHeartbeatsCarryLiveness(HeartbeatsCarryLiveness(liveness));
   if (healthy && !kube_proxy_ok) {
     healthy = false;
     health_name = "kube-proxy-" + std::string(KubeProxyStateName(kube_proxy_->state()));
@@ -738,7 +754,14 @@ void Agent::OnePass(bool shutting_down) {
     lease_->SetAnnotation(model::kAnnProbeAhead,
                           model::FormatProbeAhead(reconciler_->ProbeAheadFindings()));
   }
-  if (d_.metrics) d_.metrics->Set(kMetricLeaseHealthy, {}, lease_healthy ? 1 : 0);
+  if (d_.metrics) {
+    d_.metrics->Set(kMetricLeaseHealthy, {}, lease_healthy ? 1 : 0);
+    d_.metrics->Set(kMetricLeaseQuiet, {}, lease_->mode() == LeaseMode::kQuiet ? 1 : 0);
+    d_.metrics->Set(kMetricLeaseRenewals, {{"result", "success"}},
+                    static_cast<double>(lease_->renewals()));
+    d_.metrics->Set(kMetricLeaseRenewals, {{"result", "failure"}},
+                    static_cast<double>(lease_->failures()));
+  }
   if (d_.metrics) d_.metrics->Set(kMetricKubeProxyHealthy, {}, kube_proxy_ok ? 1 : 0);
   if (d_.metrics && hb_) {
     d_.metrics->Set(kMetricHeartbeatHealthy, {}, healthy ? 1 : 0);
@@ -749,6 +772,19 @@ void Agent::OnePass(bool shutting_down) {
       by_state[heartbeat::PeerStateName(st)] = 0;
     }
     for (const auto& p : hb_->Peers()) ++by_state[heartbeat::PeerStateName(p.state)];
+    const heartbeat::HeartbeatStats st = hb_->stats();
+    auto add = [&](const char* family, const char* label, const char* value, std::uint64_t now_v,
+                   std::uint64_t& seen) {
+      if (now_v > seen)
+        d_.metrics->Add(family, {{label, value}}, static_cast<double>(now_v - seen));
+      seen = now_v;
+    };
+    add(kMetricHeartbeatDatagrams, "direction", "sent", st.sent, hb_seen_.sent);
+    add(kMetricHeartbeatDatagrams, "direction", "received", st.received, hb_seen_.received);
+    add(kMetricHeartbeatReports, "event", "made", st.reports_made, hb_seen_.reports_made);
+    add(kMetricHeartbeatReports, "event", "sent", st.reports_sent, hb_seen_.reports_sent);
+    add(kMetricHeartbeatReports, "event", "received", st.reports_received,
+        hb_seen_.reports_received);
     for (const auto& [state, n] : by_state) {
       d_.metrics->Set(kMetricHeartbeatPeers, {{"state", state}}, n);
     }
@@ -789,6 +825,7 @@ void Agent::Run() {
       SteadyTime until = now + kRediscoverEvery;
       if (auto t = reconciler_->NextWakeup(membership_); t && *t < until) until = *t;
       if (auto t = lease_->HealthyUntil(); t && *t > now && *t < until) until = *t;
+      if (auto t = lease_->QuietAt(); t && *t < until) until = std::max(*t, now);
       if (bgp_ && bgp_->NextPoll() < until) until = std::max(bgp_->NextPoll(), now);
       if (first_healthy_) {
         SteadyTime end = *first_healthy_ + options_.timing.retry_period;
@@ -909,8 +946,10 @@ void Agent::Shutdown() {
   if (decision.restart) {
     log::Info("restarting: the addresses and the lease stay for the next agent on this node",
               {{"node", options_.node_name}, {"why", decision.why}});
-    // Peers must know before they miss the heartbeats: one more renewal, with the annotation.
+    // Peers must know before they miss the heartbeats: one more renewal, with the annotation, and
+    // loud (the PURELB_* duration: the heartbeats stop now).
     lease_->Stop();
+    lease_->SetHeartbeatsCarryLiveness(false);
     lease_->SetAnnotation(std::string(kRestartingAnnotation),
                           options_.pod_uid.empty() ? std::string("restarting") : options_.pod_uid);
     if (auto st = lease_->RenewOnce(); !st) {

@@ -163,6 +163,7 @@ class Agent {
   std::unique_ptr<LeaseKeeper> lease_;
   std::unique_ptr<heartbeat::HeartbeatService> hb_;  // null: heartbeats off
   std::uint64_t hb_rejoined_seen_ = 0;  // hb_->stats().rejoined at the last pass (OnePass)
+  heartbeat::HeartbeatStats hb_seen_;   // hb_->stats() as last exported to the metrics
   std::unique_ptr<KubeProxyChecker> kube_proxy_;       // null: --kube-proxy-check=off
   std::unique_ptr<BgpSync> bgp_;                       // null: no --bird-socket
   std::string hb_interface_;                           // the interface hb_ is bound to
@@ -215,6 +216,9 @@ class Agent {
   std::condition_variable cv_;
   election::Membership membership_;  // guarded by mu_
   std::set<NodeName> restarting_;    // leases with purelb.io/restarting; guarded by mu_
+  // Leases with a purelb.io/heartbeat annotation (the quiet lease's lease-only test); guarded by
+  // mu_.
+  std::set<NodeName> heartbeat_annotated_;
   bool inputs_dirty_ = true;
   bool rediscover_ = false;  // a link changed: rediscover the network on the next pass
   bool wake_ = false;

@@ -46,6 +46,14 @@ void DescribeAgentMetrics(metrics::Registry& r) {
              "Address conflicts detected, by kind (probe: answered before first announcement; "
              "claim: a foreign MAC claimed an announced address)",
              Type::kCounter, {{"kind", {"probe", "claim"}}});
+  r.Describe(kMetricHeartbeatDatagrams,
+             "Heartbeat and report datagrams, by direction (sent|received); received counts "
+             "every datagram read, dropped ones included",
+             Type::kCounter, {{"direction", {"sent", "received"}}}, Start::kWhenSet);
+  r.Describe(kMetricHeartbeatReports,
+             "Ring reports, by event (made: this node's verdict on a neighbour or a refutation; "
+             "sent: datagrams made or forwarded; received: new reports heard)",
+             Type::kCounter, {{"event", {"made", "sent", "received"}}}, Start::kWhenSet);
   r.Describe(kMetricProbeAheadProbes,
              "Background duplicate-address probes this node started for addresses the allocator "
              "will hand out next (each sends --probe-count ARP probes or DAD NS)",
@@ -63,9 +71,12 @@ void DescribeAgentMetrics(metrics::Registry& r) {
   r.Describe(kMetricProbeAheadAnnounced,
              "First announcements made at once because the address was proven free ahead",
              Type::kCounter);
-  // No result values are defined (nothing counts renewals yet): no series until one is set.
-  r.Describe(kMetricLeaseRenewals, "Node lease renewal attempts, by result", Type::kCounter,
-             {{"result", {}}});
+  r.Describe(kMetricLeaseRenewals, "Node lease renewal attempts, by result (success|failure)",
+             Type::kCounter, {{"result", {"success", "failure"}}});
+  r.Describe(kMetricLeaseQuiet,
+             "1 while the node lease is quiet (heartbeats carry liveness: renewed every 10s, 40s "
+             "long), 0 while loud (the PURELB_* timing)",
+             Type::kGauge);
   r.Describe(kMetricKubeProxyHealthy,
              "1 while this node's kube-proxy passes its health check (or the check is off), "
              "else 0: the node is not eligible to announce local addresses",

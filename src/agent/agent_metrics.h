@@ -20,7 +20,11 @@ inline constexpr char kMetricAddressOps[] = "purelb_address_operations_total";
 inline constexpr char kMetricAddressMoves[] = "purelb_address_moves_total";
 inline constexpr char kMetricAddressConflicts[] = "purelb_address_conflicts";
 inline constexpr char kMetricConflictsDetected[] = "purelb_address_conflicts_detected_total";
+// Successful and failed renewals of this node's lease (result = success|failure).
 inline constexpr char kMetricLeaseRenewals[] = "purelb_election_lease_renewals_total";
+// 1 while this node's lease is quiet (lease_pacing.h: renewed every 10 s, 40 s long), 0 while
+// loud (the PURELB_* timing).
+inline constexpr char kMetricLeaseQuiet[] = "purelb_election_lease_quiet";
 // This node's kube-proxy health check (kube_proxy_health.h; docs/agent.md "kube-proxy health").
 inline constexpr char kMetricKubeProxyHealthy[] = "purelb_kube_proxy_healthy";
 inline constexpr char kMetricKubeProxyTransitions[] = "purelb_kube_proxy_transitions_total";
@@ -40,12 +44,13 @@ inline constexpr char kMetricProbeAheadAnnounced[] = "purelb_probe_ahead_announc
 // Heartbeats on only (docs/failover.md).
 inline constexpr char kMetricHeartbeatPeers[] = "purelb_heartbeat_peers";
 inline constexpr char kMetricHeartbeatHealthy[] = "purelb_heartbeat_self_healthy";
+inline constexpr char kMetricHeartbeatDatagrams[] = "purelb_heartbeat_datagrams_total";
+inline constexpr char kMetricHeartbeatReports[] = "purelb_heartbeat_reports_total";
 
 // Declares every family above (idempotent: a second call keeps every value). Each series known up
 // front exists at 0 from then on (metrics/registry.h); the heartbeat families appear on the first
 // pass with heartbeats on, the selector state once the LBNodeAgents were first read, the sysctl
-// gauges once virtual addresses were first in use;
-// purelb_election_lease_renewals_total has no series.
+// gauges once virtual addresses were first in use.
 void DescribeAgentMetrics(metrics::Registry& r);
 
 }  // namespace pylon::agent

@@ -13,13 +13,15 @@
 namespace pylon::agent {
 
 LeaseKeeper::LeaseKeeper(k8s::Client& client, std::string ns, election::NodeName node,
-                         LeaseTiming timing, const Clock& clock, std::function<void()> on_change)
+                         LeaseTiming timing, const Clock& clock, std::function<void()> on_change,
+                         QuietLeaseOptions quiet)
     : client_(client),
       ns_(std::move(ns)),
       node_(std::move(node)),
       clock_(clock),
       on_change_(std::move(on_change)),
-      health_(timing) {}
+      health_(timing),
+      pacing_(timing, quiet) {}
 
 LeaseKeeper::~LeaseKeeper() { Stop(); }
 
@@ -67,6 +69,38 @@ void LeaseKeeper::SetInstance(std::string uid) {
   SetAnnotation(std::string(kInstanceAnnotation), std::move(uid));
 }
 
+bool LeaseKeeper::SetHeartbeatsCarryLiveness(bool carried) {
+  LeasePace pace;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!pacing_.Observe(carried, clock_.Now())) return false;
+    pace = pacing_.pace();
+    kick_ = true;
+    cv_.notify_all();
+  }
+  auto ms = [](Duration d) {
+    return std::to_string(std::chrono::duration_cast<std::chrono::milliseconds>(d).count());
+  };
+  log::Info(pace.mode == LeaseMode::kQuiet
+                ? "node lease quiet: heartbeats carry this node's liveness"
+                : "node lease loud: heartbeats do not carry this node's liveness",
+            {{"lease", LeaseName()},
+             {"renew_period_ms", ms(pace.renew_period)},
+             {"lease_duration_ms", ms(pace.lease_duration)},
+             {"renew_deadline_ms", ms(pace.renew_deadline)}});
+  return true;
+}
+
+LeaseMode LeaseKeeper::mode() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return pacing_.mode();
+}
+
+std::optional<SteadyTime> LeaseKeeper::QuietAt() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return pacing_.QuietAt();
+}
+
 void LeaseKeeper::Start() {
   std::lock_guard<std::mutex> lock(mu_);
   if (thread_.joinable()) return;
@@ -96,20 +130,20 @@ std::optional<SteadyTime> LeaseKeeper::HealthyUntil() const {
 Status LeaseKeeper::RenewOnce() {
   std::string subnets;
   std::map<std::string, std::string> extra;
-  LeaseTiming timing;
+  LeasePace pace;
   bool released = false;
   {
     std::lock_guard<std::mutex> lock(mu_);
     released = released_;
     subnets = subnets_annotation_;
     extra = extra_annotations_;
-    timing = health_.timing();
+    pace = pacing_.pace();
   }
   const auto& res = k8s::resources::Leases();
   const std::string name = LeaseName();
   const WallTime now = clock_.WallNow();
   const auto duration_s =
-      std::chrono::duration_cast<std::chrono::seconds>(timing.lease_duration).count();
+      std::chrono::duration_cast<std::chrono::seconds>(pace.lease_duration).count();
   // The lease as we last wrote it: renewals are one Update (no Get) while nobody else writes it.
   auto annotate = [&](Json& obj) {
     obj["metadata"]["annotations"][std::string(election::kSubnetsAnnotation)] = subnets;
@@ -179,10 +213,11 @@ Status LeaseKeeper::RenewOnce() {
     std::lock_guard<std::mutex> lock(mu_);
     before = health_.Healthy(clock_.Now());
     if (st) {
-      health_.RenewSucceeded(clock_.Now());
+      health_.RenewSucceeded(clock_.Now(), pace.renew_deadline);
     } else {
       health_.RenewFailed(clock_.Now());
     }
+    last_ok_ = static_cast<bool>(st);
     after = health_.Healthy(clock_.Now());
   }
   if (st) {
@@ -242,10 +277,10 @@ void LeaseKeeper::Run() {
   std::unique_lock<std::mutex> lock(mu_);
   while (!stopping_) {
     kick_ = false;
-    const Duration retry = health_.timing().retry_period;
     lock.unlock();
     (void)RenewOnce();  // it logs and counts its own failure; the next period tries again
     lock.lock();
+    const Duration retry = pacing_.WaitAfter(last_ok_);
     // Real time here: the worker paces real API requests. The FakeClock never drives this thread;
     // tests call RenewOnce() directly.
     cv_.wait_for(lock, retry, [this] { return stopping_ || kick_; });

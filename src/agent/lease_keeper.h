@@ -1,9 +1,12 @@
 // Keeps this node's Lease `purelb-node-<node>` in the install namespace: creates it, renews it
-// every retry period (spec.renewTime, holderIdentity = the node, leaseDurationSeconds) and keeps
-// its `purelb.io/subnets` annotation equal to the node's subnets. Health per LeaseHealth: a node
-// whose renewals keep failing for the renew deadline is unhealthy and must withdraw its local
-// addresses (the agent loop asks Healthy()). Each renewal is one Update of the object as last
-// written (a Get only after a conflict or deletion): nodes / retry_period writes per second.
+// (spec.renewTime, holderIdentity = the node, leaseDurationSeconds) and keeps its
+// `purelb.io/subnets` annotation equal to the node's subnets. The pace is LeasePacing's
+// (lease_pacing.h): loud = every retry period with the PURELB_* duration; quiet = every 10 s with
+// 40 s, while the agent says heartbeats carry liveness (SetHeartbeatsCarryLiveness); a mode change
+// renews at once. Health per LeaseHealth: a node whose renewals keep failing for the deadline of
+// the duration it last wrote is unhealthy and must withdraw its local addresses (the agent loop
+// asks Healthy()). Each renewal is one Update of the object as last written (a Get only after a
+// conflict or deletion): nodes / renew period writes per second.
 //
 // Threading: one worker thread (Start/Stop); Healthy(), SetSubnets() and the callback's caller are
 // thread-safe. The callback (health changed or renewed) runs on the worker; it must not block.
@@ -22,6 +25,7 @@
 #include <vector>
 
 #include "agent/lease_health.h"
+#include "agent/lease_pacing.h"
 #include "common/clock.h"
 #include "common/result.h"
 #include "election/node_name.h"
@@ -41,8 +45,10 @@ enum class LeaseDeleteOutcome : std::uint8_t {
 
 class LeaseKeeper {
  public:
+  // Starts loud; `quiet` says whether and how it may turn quiet (never without
+  // SetHeartbeatsCarryLiveness(true)).
   LeaseKeeper(k8s::Client& client, std::string ns, election::NodeName node, LeaseTiming timing,
-              const Clock& clock, std::function<void()> on_change);
+              const Clock& clock, std::function<void()> on_change, QuietLeaseOptions quiet = {});
   ~LeaseKeeper();
 
   // The subnets to publish; a change is written at the next renewal (made due at once).
@@ -61,6 +67,13 @@ class LeaseKeeper {
   // This agent's pod UID: published as purelb.io/instance and checked by Delete(). Call before
   // Start(); "" (the default) = no annotation, Delete() unconditional.
   void SetInstance(std::string uid);
+  // Whether heartbeats carry this node's liveness now (lease_pacing.h HeartbeatsCarryLiveness),
+  // once per agent pass and again at QuietAt(). Returns whether the pace changed: then the worker
+  // renews at once with the new duration.
+  bool SetHeartbeatsCarryLiveness(bool carried);
+  LeaseMode mode() const;
+  // When the lease turns quiet if the condition still holds then (LeasePacing::QuietAt).
+  std::optional<SteadyTime> QuietAt() const;
   void Start();
   // Stops renewing (joins the worker). Idempotent.
   void Stop();
@@ -68,7 +81,8 @@ class LeaseKeeper {
   // With an instance: only while the lease's purelb.io/instance is this instance, with the
   // resourceVersion just read as a precondition (a lease rewritten meanwhile is read again, once).
   Result<LeaseDeleteOutcome> Delete();
-  // One renewal attempt now (also what the worker runs every retry period). Returns its outcome.
+  // One renewal attempt now, at the current pace (also what the worker runs every renew period).
+  // Returns its outcome.
   Status RenewOnce();
 
   bool Healthy() const;
@@ -90,6 +104,8 @@ class LeaseKeeper {
   mutable std::mutex mu_;
   std::condition_variable cv_;
   LeaseHealth health_;
+  LeasePacing pacing_;
+  bool last_ok_ = true;  // the last renewal succeeded (or none yet): the worker's next wait
   std::string subnets_annotation_;
   std::map<std::string, std::string> extra_annotations_;  // value "" = remove
   bool released_ = false;

@@ -44,6 +44,13 @@ Status ApplyAgentEnv(const EnvFn& env, AgentOptions* o) {
     }
     o->on_sigterm = *mode;
   }
+  if (auto q = env("PYLON_QUIET_LEASE"); q && !q->empty()) {
+    if (*q != "on" && *q != "off") {
+      return Fail(ErrorCode::kInvalidArgument,
+                  "PYLON_QUIET_LEASE: want on or off, got \"" + *q + "\"");
+    }
+    o->quiet_lease.enabled = *q == "on";
+  }
   return heartbeat::ApplyHeartbeatEnv(env, o->heartbeat);
 }
 
@@ -54,8 +61,9 @@ std::unique_ptr<cli::App> NewAgentCommand(AgentOptions* o) {
       "sends gratuitous ARP / NA (a DaemonSet; NET_ADMIN and NET_RAW).\n"
       "Environment: NODE_NAME (default of --node-name); PURELB_LEASE_DURATION (10s),\n"
       "PURELB_RENEW_DEADLINE (7s), PURELB_RETRY_PERIOD (2s) in Go duration syntax;\n"
-      "PYLON_HEARTBEAT_KEY_FILE, _INTERVAL, _MISS_COUNT, _PORT, _INTERFACE (defaults of the\n"
-      "--heartbeat-* flags).");
+      "PYLON_HEARTBEAT_KEY_FILE, _KEY_SECRET, _INTERVAL, _MISS_COUNT, _PORT, _INTERFACE\n"
+      "(defaults of the --heartbeat-* flags); PYLON_ON_SIGTERM, PYLON_QUIET_LEASE (defaults of\n"
+      "--on-sigterm, --quiet-lease).");
   app->add_option("--kubeconfig", o->kubeconfig,
                   "kubeconfig (default: $KUBECONFIG, in-cluster, ~/.kube/config)")
       ->type_name("FILE");
@@ -115,6 +123,17 @@ std::unique_ptr<cli::App> NewAgentCommand(AgentOptions* o) {
       "on SIGTERM: keep the addresses for the next agent (restart), withdraw them (leave), or "
       "decide from the Node, the Pod ($POD_NAME) and its DaemonSet (auto; default: "
       "$PYLON_ON_SIGTERM)");
+  AddChoice(
+      *app, "--quiet-lease",
+      [o](const std::string& v) {
+        if (v != "on" && v != "off") {
+          throw CLI::ValidationError("--quiet-lease", "want on or off, got \"" + v + "\"");
+        }
+        o->quiet_lease.enabled = v == "on";
+      },
+      "on|off", o->quiet_lease.enabled ? "on" : "off",
+      "while heartbeats carry this node's liveness, renew the node lease every 10s with a 40s "
+      "duration instead of the PURELB_* timing (default: $PYLON_QUIET_LEASE, else on)");
   AddChoice(
       *app, "--takeover-check",
       [o](const std::string& v) {

@@ -1,7 +1,7 @@
 // Command-line flags and environment of `pylon agent`. Pure parsing; no I/O.
 //
-// The environment gives defaults ($NODE_NAME, PYLON_HEARTBEAT_*) and the lease timing
-// (PURELB_LEASE_DURATION, PURELB_RENEW_DEADLINE, PURELB_RETRY_PERIOD); flags override it.
+// The environment gives defaults ($NODE_NAME, PYLON_HEARTBEAT_*, PYLON_QUIET_LEASE) and the lease
+// timing (PURELB_LEASE_DURATION, PURELB_RENEW_DEADLINE, PURELB_RETRY_PERIOD); flags override it.
 #pragma once
 
 #include <chrono>
@@ -15,6 +15,7 @@
 #include "agent/garp.h"
 #include "agent/kube_proxy_health.h"
 #include "agent/lease_health.h"
+#include "agent/lease_pacing.h"
 #include "agent/lifecycle.h"
 #include "agent/types.h"
 #include "common/log.h"
@@ -51,7 +52,11 @@ struct AgentOptions {
   GarpOptions garp;                          // --garp-count, --garp-interval
   log::Level log_level = log::Level::kInfo;  // --log-level
   LeaseTiming timing;                        // PURELB_* environment variables
-  heartbeat::HeartbeatConfig heartbeat;      // --heartbeat-*, PYLON_HEARTBEAT_* (off: no key)
+  // --quiet-lease on|off (or $PYLON_QUIET_LEASE; default on): renew the node lease every 10 s
+  // with a 40 s duration while heartbeats carry liveness, PURELB_* timing otherwise
+  // (lease_pacing.h; docs/failover.md "Quiet lease"). Off: always the PURELB_* timing.
+  QuietLeaseOptions quiet_lease;
+  heartbeat::HeartbeatConfig heartbeat;  // --heartbeat-*, PYLON_HEARTBEAT_* (off: no key)
   // $PURELB_POD_UID: the node lease's purelb.io/instance ("" = none).
   std::string pod_uid;
   // $POD_NAME (downward API): this agent's Pod, read on SIGTERM ("" = not in a pod).
@@ -92,8 +97,9 @@ std::chrono::seconds EffectiveAddressLifetime(const AgentOptions& o);
 
 using EnvFn = std::function<std::optional<std::string>(const std::string&)>;
 
-// Applies the environment to `*o` before the flags are parsed: $NODE_NAME, PYLON_HEARTBEAT_*
-// (defaults that flags override) and PURELB_* (the lease timing; no flags). An unparsable or
+// Applies the environment to `*o` before the flags are parsed: $NODE_NAME, PYLON_HEARTBEAT_*,
+// PYLON_ON_SIGTERM, PYLON_QUIET_LEASE (defaults that flags override) and PURELB_* (the lease
+// timing; no flags). An unparsable or
 // inconsistent value is an error naming the variable; `*o` then holds what could be applied.
 Status ApplyAgentEnv(const EnvFn& env, AgentOptions* o);
 

@@ -3,57 +3,12 @@
 #include <algorithm>
 #include <utility>
 
+#include "agent/planner_steps.h"
 #include "election/subnets_annotation.h"
 
 namespace pylon::agent {
 
-namespace {
-
-const char* AnnouncingKey(net::Family f) {
-  return f == net::Family::kV4 ? model::kAnnAnnouncingV4 : model::kAnnAnnouncingV6;
-}
-
-bool IsEtpLocal(const model::Service& s) { return s.external_traffic_policy == "Local"; }
-
-// The Service's slices that kube-proxy programs for `family`: those of that addressType (a slice
-// without one counts for both). A dual-stack pod's two slices change in separate writes; each
-// address follows its own family's endpoints, as kube-proxy's rules for it do.
-std::vector<const model::EndpointSlice*> SlicePointers(const ServiceInput& in, net::Family family) {
-  std::vector<const model::EndpointSlice*> out;
-  out.reserve(in.slices.size());
-  for (const auto& s : in.slices) {
-    if (s.address_type.empty() || s.address_type == net::FamilyName(family)) out.push_back(&s);
-  }
-  return out;
-}
-
-// Nodes hosting a ready or serving endpoint of `family` for one Service (node-affinity).
-std::set<std::string> NodesWithServingEndpoint(const ServiceInput& in, net::Family family) {
-  std::set<std::string> nodes;
-  for (const auto* slice : SlicePointers(in, family)) {
-    for (const auto& ep : slice->endpoints) {
-      if (!ep.node_name.empty() && (ep.ready || ep.serving)) nodes.insert(ep.node_name);
-    }
-  }
-  return nodes;
-}
-
-// Nodes with a usable local endpoint of `family` for one Service (kube-proxy's rules).
-std::set<std::string> NodesWithLocalEndpoint(const ServiceInput& in, net::Family family) {
-  auto slices = SlicePointers(in, family);
-  std::set<std::string> nodes;
-  for (const auto* slice : slices) {
-    for (const auto& ep : slice->endpoints) {
-      if (!ep.node_name.empty()) nodes.insert(ep.node_name);
-    }
-  }
-  for (auto it = nodes.begin(); it != nodes.end();) {
-    it = model::HasLocalEndpoint(slices, *it) ? std::next(it) : nodes.erase(it);
-  }
-  return nodes;
-}
-
-}  // namespace
+using namespace planner_steps;
 
 std::string L2AdvertisementName(const net::IpAddress& address) {
   std::string text = address.ToString();
@@ -81,11 +36,6 @@ std::optional<NodeNetwork::Match> NodeNetwork::Find(const net::IpAddress& addres
   }
   return std::nullopt;
 }
-
-struct Planner::AddressGroup {
-  std::vector<const ServiceInput*> services;  // in input order
-  bool lace = false;
-};
 
 Result<Planner> Planner::Create(PlannerOptions options) {
   election::ElectorOptions eo;
@@ -116,319 +66,260 @@ bool Planner::IsLocalClass(const net::IpAddress& address, const NodeNetwork& net
                      [&](const net::Prefix& p) { return p.Contains(address); });
 }
 
-void Planner::Report(Plan& plan, std::set<std::string>& seen, const ServiceRef& svc,
-                     const std::string& reason, const std::string& message, bool reporter) {
-  std::string key = svc.Key() + "|" + message;
-  seen.insert(key);
-  if (!reporter || reported_.count(key)) return;
-  reported_.insert(key);
-  plan.events.push_back(ServiceEvent{svc, true, reason, message});
-}
+// One Compute: its inputs, and what the phases have decided so far.
+struct Planner::Pass {
+  Pass(const PlanInputs& inputs, const election::Membership& members, SteadyTime at,
+       const std::string& self_name)
+      : in(inputs),
+        membership(members),
+        now(at),
+        network(*inputs.network),
+        self(self_name),
+        active(inputs.healthy && !inputs.shutting_down) {}
 
+  const PlanInputs& in;
+  const election::Membership& membership;
+  const SteadyTime now;
+  const NodeNetwork& network;
+  const std::string& self;
+  const bool active;      // healthy and not shutting down
+  bool reporter = false;  // this node reports problems this pass
+  Plan plan;
+  AddressGroups groups;
+  L2Index l2_by_name;
+  // Phase 2: the local addresses, and what is recorded about their announcers.
+  std::set<net::IpAddress> local;
+  std::set<net::IpAddress> unannounced;           // no recorded announcer
+  std::set<net::IpAddress> deferred;              // its announcer not seen yet (start-up)
+  std::map<net::IpAddress, NodeName> announcers;  // announced by another node
+  std::set<net::IpAddress> affinity_fallback;     // node-affinity fell back to the plain election
+  // Phases 4 and 5: the writes, and the problems seen.
+  std::map<ServiceRef, AnnotationPatch> patches;
+  std::set<std::string> lace_names;     // L2Advertisements still owed
+  std::set<std::string> seen_problems;  // "ns/name|message"
+};
+
+// The phases of planner.h's numbered list, in order.
 Plan Planner::Compute(const PlanInputs& in, const election::Membership& membership,
                       SteadyTime now) {
-  Plan plan;
-  const NodeNetwork& network = *in.network;
-  const std::string& self = options_.self.str();
-  const bool active = in.healthy && !in.shutting_down;
-  plan.live_members = membership.LiveCount(now);
+  Pass pass = Start(in, membership, now);
+  ClassifyAddresses(pass);
+  Elect(pass);
+  for (const net::IpAddress& address : pass.local) DecideLocal(pass, address);
+  if (pass.active) CleanUp(pass);
+  return Finish(pass);
+}
 
-  // The reporter of problems: the live member with the lowest name.
-  std::optional<NodeName> reporter_name;
-  for (const auto& [name, m] : membership.members()) {
-    if (membership.IsLive(m, now)) {
-      reporter_name = name;
-      break;
-    }
-  }
-  const bool reporter = active && reporter_name && *reporter_name == options_.self;
+// Phase 1, start: who reports problems, the Services by address, the L2Advertisements by name.
+Planner::Pass Planner::Start(const PlanInputs& in, const election::Membership& membership,
+                             SteadyTime now) const {
+  Pass pass(in, membership, now, options_.self.str());
+  pass.plan.live_members = membership.LiveCount(now);
+  const std::optional<NodeName> reporter = ProblemReporter(membership, now);
+  pass.reporter = pass.active && reporter && *reporter == options_.self;
+  pass.groups = GroupByAddress(*in.services);
+  for (const auto& l2 : *in.l2advertisements) pass.l2_by_name[l2.name] = &l2;
+  return pass;
+}
 
-  // Addresses in use, each with the Services holding it (shared addresses have several).
-  std::map<net::IpAddress, AddressGroup> groups;
-  for (const ServiceInput& si : *in.services) {
-    if (si.owner.owner == model::Owner::kNone || si.service.deleting) continue;
-    for (const auto& ip : si.service.ingress) {
-      AddressGroup& g = groups[ip];
-      g.services.push_back(&si);
-      if (si.owner.owner == model::Owner::kLaceClass) g.lace = true;
-    }
-  }
-
-  std::map<std::string, const L2Advertisement*> l2_by_name;
-  for (const auto& l2 : *in.l2advertisements) l2_by_name[l2.name] = &l2;
-
-  // Classify; hand the local ones to the elector.
-  std::set<net::IpAddress> local;
-  std::set<net::IpAddress> unannounced;           // local, with no recorded announcer
-  std::set<net::IpAddress> deferred;              // local, its announcer not seen yet (start-up)
-  std::map<net::IpAddress, NodeName> announcers;  // local, announced by another node
-  std::set<std::string> seen_problems;
-  std::set<net::IpAddress> affinity_fallback_now;
-  for (auto& [ip, g] : groups) {
-    // A LoadBalancerClass of mode l3 and a purelb.io/v2 `remote` group: always on kube-lb0 (for
-    // the routing daemon to announce). A v2 `local` group: never virtual.
-    const auto match = in.config->FindAddress(ip);
+// Phase 2, classify: every address is local (elected), virtual, or an error (AddressClass).
+void Planner::ClassifyAddresses(Pass& pass) {
+  for (const auto& [address, group] : pass.groups) {
+    const auto match = pass.in.config->FindAddress(address);
     const auto mode = match ? match->group->mode : config::AnnounceMode::kLocalOrVirtual;
-    const bool l3 = mode == config::AnnounceMode::kL3 || mode == config::AnnounceMode::kRemote;
-    if (!l3 && IsLocalClass(ip, network, membership)) {
-      local.insert(ip);
-      election::AddressSpec spec;
-      if (auto it = l2_by_name.find(L2AdvertisementName(ip)); g.lace && it != l2_by_name.end()) {
-        spec.current_announcer = NodeName(it->second->node);
-      }
-      for (const ServiceInput* si : g.services) {
-        if (spec.current_announcer) break;
-        if (const std::string* v = si->service.Annotation(AnnouncingKey(ip.family()))) {
-          if (auto node = model::AnnouncerOf(*v, ip)) spec.current_announcer = NodeName(*node);
-        }
-      }
-      if (!spec.current_announcer) unannounced.insert(ip);
-      if (spec.current_announcer && *spec.current_announcer != options_.self) {
-        announcers[ip] = *spec.current_announcer;
-      }
-      if (in.defer_to_unseen_announcers && spec.current_announcer &&
-          *spec.current_announcer != options_.self) {
-        // Never seen at all (no lease yet); a node seen and then lost fails over as always.
-        if (membership.Find(*spec.current_announcer) == nullptr) deferred.insert(ip);
-      }
-      if (options_.etp_mode == EtpLocalMode::kElect) {
-        std::optional<std::set<std::string>> allowed;
-        for (const ServiceInput* si : g.services) {
-          if (!IsEtpLocal(si->service)) continue;
-          std::set<std::string> nodes = NodesWithLocalEndpoint(*si, ip.family());
-          if (!allowed) {
-            allowed = std::move(nodes);
-          } else {
-            std::set<std::string> both;
-            std::set_intersection(allowed->begin(), allowed->end(), nodes.begin(), nodes.end(),
-                                  std::inserter(both, both.end()));
-            allowed = std::move(both);
-          }
-        }
-        if (allowed) {
-          spec.allowed_nodes.emplace();
-          for (const auto& n : *allowed) spec.allowed_nodes->push_back(NodeName(n));
-        }
-      }
-      if (!spec.allowed_nodes && g.services.size() == 1) {
-        const ServiceInput& si = *g.services.front();
-        if (si.service.EndpointAffinity() && !si.service.Annotation(model::kAnnSharing)) {
-          std::vector<NodeName> preferred;
-          for (const auto& n : NodesWithServingEndpoint(si, ip.family())) {
-            const NodeName name(n);
-            const election::Member* m = membership.Find(name);
-            if (!m || !membership.IsLive(*m, now)) continue;
-            if (in.excluded_nodes && std::find(in.excluded_nodes->begin(), in.excluded_nodes->end(),
-                                               name) != in.excluded_nodes->end()) {
-              continue;
-            }
-            if (std::any_of(m->subnets.begin(), m->subnets.end(),
-                            [&](const net::Prefix& p) { return p.Contains(ip); })) {
-              preferred.push_back(name);
-            }
-          }
-          if (!preferred.empty()) {
-            spec.allowed_nodes = std::move(preferred);
-          } else {
-            affinity_fallback_now.insert(ip);
-            if (!affinity_fallback_.count(ip)) ++plan.affinity_fallbacks;
-          }
-        }
-      }
-      elector_.SetAddress(ip, spec);
-      continue;
+    const bool on_subnet =
+        !IsRoutedMode(mode) && IsLocalClass(address, pass.network, pass.membership);
+    switch (Classify(mode, group.lace, on_subnet)) {
+      case AddressClass::kLocal:
+        ElectLocal(pass, address, group);
+        break;
+      case AddressClass::kLocalGroupOffSubnet:
+        ReportOffSubnet(pass, address, group, false);
+        break;
+      case AddressClass::kLaceOffSubnet:
+        ReportOffSubnet(pass, address, group, true);
+        break;
+      case AddressClass::kVirtual:
+        AddVirtual(pass, address, group, match ? &*match : nullptr);
+        break;
     }
-    // Virtual class.
-    if (mode == config::AnnounceMode::kLocal) {
-      for (const ServiceInput* si : g.services) {
-        Report(plan, seen_problems, {si->service.ns, si->service.name}, "NoNodeOnSubnet",
-               "address " + ip.ToString() + " of a purelb.io/v2 local ServiceGroup is on no " +
-                   "node's subnet; local addresses are never put on the virtual interface",
-               reporter);
-      }
-      continue;
-    }
-    if (g.lace && !l3) {
-      for (const ServiceInput* si : g.services) {
-        if (si->owner.owner != model::Owner::kLaceClass) continue;
-        Report(plan, seen_problems, {si->service.ns, si->service.name}, "NoNodeOnSubnet",
-               "address " + ip.ToString() + " of LoadBalancerClass " + si->owner.name +
-                   " (mode l2) is on no node's subnet; l2 addresses are never virtual",
-               reporter);
-      }
-      continue;
-    }
-    int length = net::FamilyBits(ip.family());
-    // mode l3 classes have no aggregation: every address is announced as a host route.
-    if (match && mode != config::AnnounceMode::kL3) length = match->aggregation_length;
-    // An aggregate is announced by every node holding any address inside it: with ETP Local,
-    // nodes without an endpoint would attract this Service's traffic and drop it (docs/bgp.md).
-    if (length < net::FamilyBits(ip.family())) {
-      for (const ServiceInput* si : g.services) {
-        if (!IsEtpLocal(si->service)) continue;
-        Report(
-            plan, seen_problems, {si->service.ns, si->service.name}, "EtpLocalAggregated",
-            "address " + ip.ToString() + " is announced as part of a /" + std::to_string(length) +
-                " aggregate, which nodes without a local endpoint announce too; use "
-                "aggregation /" +
-                std::to_string(net::FamilyBits(ip.family())) + " for externalTrafficPolicy Local",
-            reporter);
-      }
-    }
-    if (in.shutting_down || network.virtual_ifindex == 0) continue;
-    if (g.services.size() == 1 && IsEtpLocal(g.services.front()->service)) {
-      auto slices = SlicePointers(*g.services.front(), ip.family());
-      if (!model::HasLocalEndpoint(slices, self)) continue;
-    }
-    auto prefix = net::Prefix::Make(ip, length);
-    if (!prefix) continue;  // aggregation lengths are validated by config; cannot happen
-    DesiredAddress d{
-        *prefix, network.virtual_interface, network.virtual_ifindex, AddressKind::kVirtual, {}};
-    for (const ServiceInput* si : g.services) d.services.push_back(si->service.Key());
-    std::sort(d.services.begin(), d.services.end());
-    plan.addresses.push_back(std::move(d));
   }
-  affinity_fallback_ = std::move(affinity_fallback_now);
+  affinity_fallback_ = std::move(pass.affinity_fallback);
+}
+
+// Phase 2, a local address: its election spec, handed to the elector.
+void Planner::ElectLocal(Pass& pass, const net::IpAddress& address, const Group& group) {
+  pass.local.insert(address);
+  election::AddressSpec spec;
+  spec.current_announcer = RecordedAnnouncer(address, group, pass.l2_by_name);
+  if (!spec.current_announcer) pass.unannounced.insert(address);
+  if (spec.current_announcer && *spec.current_announcer != options_.self) {
+    pass.announcers[address] = *spec.current_announcer;
+    // Never seen at all (no lease yet); a node seen and then lost fails over as always.
+    if (pass.in.defer_to_unseen_announcers &&
+        pass.membership.Find(*spec.current_announcer) == nullptr) {
+      pass.deferred.insert(address);
+    }
+  }
+  if (options_.etp_mode == EtpLocalMode::kElect) {
+    spec.allowed_nodes = EtpLocalCandidates(address, group);
+  }
+  if (!spec.allowed_nodes && UsesEndpointAffinity(group)) {
+    std::vector<NodeName> preferred = AffinityCandidates(
+        address, *group.services.front(), pass.membership, pass.now, pass.in.excluded_nodes);
+    if (!preferred.empty()) {
+      spec.allowed_nodes = std::move(preferred);
+    } else {
+      pass.affinity_fallback.insert(address);
+      if (!affinity_fallback_.count(address)) ++pass.plan.affinity_fallbacks;
+    }
+  }
+  elector_.SetAddress(address, spec);
+}
+
+// Phase 2, a local-only address on no subnet: an error on its Services.
+void Planner::ReportOffSubnet(Pass& pass, const net::IpAddress& address, const Group& group,
+                              bool lace_class) {
+  for (const ServiceInput* si : group.services) {
+    if (!lace_class) {
+      Report(pass, si->service, "NoNodeOnSubnet",
+             "address " + address.ToString() + " of a purelb.io/v2 local ServiceGroup is on no " +
+                 "node's subnet; local addresses are never put on the virtual interface");
+    } else if (si->owner.owner == model::Owner::kLaceClass) {
+      Report(pass, si->service, "NoNodeOnSubnet",
+             "address " + address.ToString() + " of LoadBalancerClass " + si->owner.name +
+                 " (mode l2) is on no node's subnet; l2 addresses are never virtual");
+    }
+  }
+}
+
+// Phase 2, a virtual address: held on kube-lb0 unless the ETP Local rule says otherwise.
+void Planner::AddVirtual(Pass& pass, const net::IpAddress& address, const Group& group,
+                         const config::AddressMatch* match) {
+  const int length = VirtualPrefixLength(address, match);
+  const int host = net::FamilyBits(address.family());
+  // An aggregate is announced by every node holding any address inside it: with ETP Local,
+  // nodes without an endpoint would attract this Service's traffic and drop it (docs/bgp.md).
+  if (length < host) {
+    for (const ServiceInput* si : group.services) {
+      if (!IsEtpLocal(si->service)) continue;
+      Report(pass, si->service, "EtpLocalAggregated",
+             "address " + address.ToString() + " is announced as part of a /" +
+                 std::to_string(length) +
+                 " aggregate, which nodes without a local endpoint announce too; use "
+                 "aggregation /" +
+                 std::to_string(host) + " for externalTrafficPolicy Local");
+    }
+  }
+  if (pass.in.shutting_down || pass.network.virtual_ifindex == 0) return;
+  if (!HoldsVirtual(address, group, pass.self)) return;
+  auto prefix = net::Prefix::Make(address, length);
+  if (!prefix) return;  // aggregation lengths are validated by config; cannot happen
+  pass.plan.addresses.push_back(DesiredAddress{*prefix, pass.network.virtual_interface,
+                                               pass.network.virtual_ifindex, AddressKind::kVirtual,
+                                               ServiceKeys(group)});
+}
+
+// Phase 3, elect: the elector gets exactly this pass's local addresses, then evaluates.
+void Planner::Elect(Pass& pass) {
   for (auto it = elected_.begin(); it != elected_.end();) {
-    if (!local.count(*it)) {
+    if (!pass.local.count(*it)) {
       elector_.RemoveAddress(*it);
       it = elected_.erase(it);
     } else {
       ++it;
     }
   }
-  elected_.insert(local.begin(), local.end());
-
-  if (in.excluded_nodes) {
-    elector_.SetExcludedNodes(*in.excluded_nodes);
+  elected_.insert(pass.local.begin(), pass.local.end());
+  if (pass.in.excluded_nodes) {
+    elector_.SetExcludedNodes(*pass.in.excluded_nodes);
   } else {
     elector_.SetExcludedNodes({});
   }
-  const election::ElectionResult& result = elector_.Evaluate(membership, now);
-  for (const auto& c : result.changes) {
-    if (c.before && c.after && *c.before != *c.after) ++plan.winner_changes;
-    if (c.before && !c.after) ++plan.winner_changes;
-  }
+  const election::ElectionResult& result = elector_.Evaluate(pass.membership, pass.now);
+  pass.plan.winner_changes += CountWinnerMoves(result.changes);
+}
 
-  std::map<ServiceRef, AnnotationPatch> patches;
-  std::set<std::string> lace_names;
-  for (const auto& ip : local) {
-    const AddressGroup& g = groups[ip];
-    if (g.lace) lace_names.insert(L2AdvertisementName(ip));
-    const NodeName* winner = elector_.WinnerOf(ip);
-    if (in.keep && !in.shutting_down && in.keep->count(ip) &&
-        !(winner && *winner == options_.self && active)) {
-      // Kept as it is: no announcing annotation, no L2Advertisement, no reset.
-      if (auto match = network.Find(ip)) {
-        if (auto prefix = net::Prefix::Make(ip, match->subnet.length())) {
-          DesiredAddress d{
-              *prefix, match->interface->name, match->interface->ifindex, AddressKind::kLocal, {}};
-          for (const ServiceInput* si : g.services) d.services.push_back(si->service.Key());
-          std::sort(d.services.begin(), d.services.end());
-          plan.addresses.push_back(std::move(d));
-          continue;
-        }
-      }
-    }
-    if (!winner) {
-      for (const ServiceInput* si : g.services) {
-        Report(plan, seen_problems, {si->service.ns, si->service.name}, "NoLiveNode",
-               "no live node on the subnet of " + ip.ToString() + " can announce it", reporter);
-      }
-      continue;
-    }
-    if (*winner != options_.self || !active) continue;
-    if (in.hold_off && (!in.held || !in.held->count(ip))) continue;
-    if (deferred.count(ip) && (!in.held || !in.held->count(ip))) continue;
-    auto match = network.Find(ip);
-    if (!match) continue;  // our lease still lists a subnet we no longer have: next pass fixes it
-    auto prefix = net::Prefix::Make(ip, match->subnet.length());
-    if (!prefix) continue;
-    const std::string& iface = match->interface->name;
-    DesiredAddress d{*prefix, iface, match->interface->ifindex, AddressKind::kLocal, {}};
-    d.first_announcement = unannounced.count(ip) > 0;
-    if (auto a = announcers.find(ip); a != announcers.end()) d.previous_announcer = a->second.str();
-    // The annotation's form follows the API version of the address's ServiceGroup
-    // (model/announcing.h).
-    const auto group_of = in.config->FindAddress(ip);
-    const bool v2 = group_of && group_of->group->version == config::PurelbVersion::kV2;
-    for (const ServiceInput* si : g.services) {
-      const model::Service& s = si->service;
-      ServiceRef ref{s.ns, s.name};
-      d.services.push_back(s.Key());
-      const std::string* cur = s.Annotation(AnnouncingKey(ip.family()));
-      std::string announcing;
-      if (v2) {
-        std::vector<net::IpAddress> same_family;
-        for (const auto& a : s.ingress) {
-          if (a.family() == ip.family()) same_family.push_back(a);
-        }
-        announcing = model::ClaimAnnouncingV2(cur ? *cur : "", self, iface, ip, same_family);
-      } else {
-        announcing = model::FormatAnnouncingV1(self, iface);
-      }
-      if (!cur || *cur != announcing) {
-        patches[ref].service = ref;
-        patches[ref].observed_version = s.resource_version;
-        patches[ref].annotations[AnnouncingKey(ip.family())] = announcing;
-      }
-      if (IsEtpLocal(s) && options_.etp_mode == EtpLocalMode::kReset) {
-        if (std::find(plan.etp_resets.begin(), plan.etp_resets.end(), ref) ==
-            plan.etp_resets.end()) {
-          plan.etp_resets.push_back(ref);
-        }
-      }
-    }
-    std::sort(d.services.begin(), d.services.end());
-    if (g.lace) {
-      const ServiceInput* owner = nullptr;
-      for (const ServiceInput* si : g.services) {
-        if (si->owner.owner == model::Owner::kLaceClass) {
-          owner = si;
-          break;
-        }
-      }
-      L2Advertisement want{L2AdvertisementName(ip),
-                           ip,
-                           owner->service.ns,
-                           owner->service.name,
-                           std::string(model::kLacePrefix) + owner->owner.name,
-                           self,
-                           iface};
-      auto it = l2_by_name.find(want.name);
-      if (it == l2_by_name.end() || !(*it->second == want)) plan.l2_upserts.push_back(want);
-    }
-    plan.addresses.push_back(std::move(d));
-  }
-
-  if (active) {
-    // Announcing annotations naming this node for a family the Service no longer has.
-    for (const ServiceInput& si : *in.services) {
-      if (si.owner.owner == model::Owner::kNone) continue;
-      for (net::Family f : {net::Family::kV4, net::Family::kV6}) {
-        const std::string* cur = si.service.Annotation(AnnouncingKey(f));
-        if (!cur) continue;
-        if (!model::AnnouncingNames(*cur, self)) continue;
-        bool has = !si.service.deleting &&
-                   std::any_of(si.service.ingress.begin(), si.service.ingress.end(),
-                               [&](const net::IpAddress& a) { return a.family() == f; });
-        if (has) continue;
-        ServiceRef ref{si.service.ns, si.service.name};
-        patches[ref].service = ref;
-        patches[ref].observed_version = si.service.resource_version;
-        patches[ref].annotations[AnnouncingKey(f)] = std::nullopt;
-      }
-    }
-    // L2Advertisements whose address left every lace Service: deleted by the node they name, or
-    // by the reporter when that node is gone.
-    for (const auto& l2 : *in.l2advertisements) {
-      if (lace_names.count(l2.name)) continue;
-      bool named_live = membership.IsLive(NodeName(l2.node), now);
-      if (l2.node == self || (!named_live && reporter)) plan.l2_deletes.push_back(l2.name);
+// Phase 4, decide one local address: keep it, report it, leave it, hold back, or take it.
+void Planner::DecideLocal(Pass& pass, const net::IpAddress& address) {
+  const PlanInputs& in = pass.in;
+  const Group& group = pass.groups.at(address);
+  if (group.lace) pass.lace_names.insert(L2AdvertisementName(address));
+  const NodeName* winner = elector_.WinnerOf(address);
+  const bool won = winner && *winner == options_.self && pass.active;
+  if (in.keep && !in.shutting_down && in.keep->count(address) && !won) {
+    // Kept as it is: no announcing annotation, no L2Advertisement, no reset.
+    if (auto kept = LocalAddress(address, pass.network, group)) {
+      pass.plan.addresses.push_back(std::move(*kept));
+      return;
     }
   }
-  for (auto& [ref, p] : patches) plan.annotation_patches.push_back(std::move(p));
+  if (!winner) {
+    for (const ServiceInput* si : group.services) {
+      Report(pass, si->service, "NoLiveNode",
+             "no live node on the subnet of " + address.ToString() + " can announce it");
+    }
+    return;
+  }
+  if (!won) return;
+  const bool held = in.held && in.held->count(address);
+  if ((in.hold_off || pass.deferred.count(address)) && !held) return;
+  auto d = LocalAddress(address, pass.network, group);
+  if (!d) return;
+  d->first_announcement = pass.unannounced.count(address) > 0;
+  if (auto a = pass.announcers.find(address); a != pass.announcers.end()) {
+    d->previous_announcer = a->second.str();
+  }
+  ClaimWon(pass, address, group, d->interface);
+  pass.plan.addresses.push_back(std::move(*d));
+}
 
+// Phase 4, a won address: the writes it owes.
+void Planner::ClaimWon(Pass& pass, const net::IpAddress& address, const Group& group,
+                       const std::string& interface) const {
+  // The annotation's form follows the API version of the address's ServiceGroup
+  // (model/announcing.h).
+  const auto group_of = pass.in.config->FindAddress(address);
+  const bool v2 = group_of && group_of->group->version == config::PurelbVersion::kV2;
+  const char* key = AnnouncingKey(address.family());
+  for (const ServiceInput* si : group.services) {
+    const model::Service& s = si->service;
+    std::string announcing = AnnouncingValue(s, address, pass.self, interface, v2);
+    const std::string* cur = s.Annotation(key);
+    if (!cur || *cur != announcing) SetAnnotation(pass.patches, s, key, std::move(announcing));
+    const ServiceRef ref{s.ns, s.name};
+    if (IsEtpLocal(s) && options_.etp_mode == EtpLocalMode::kReset &&
+        std::find(pass.plan.etp_resets.begin(), pass.plan.etp_resets.end(), ref) ==
+            pass.plan.etp_resets.end()) {
+      pass.plan.etp_resets.push_back(ref);
+    }
+  }
+  if (group.lace) {
+    L2Advertisement want = WantedL2Advertisement(address, group, pass.self, interface);
+    auto it = pass.l2_by_name.find(want.name);
+    if (it == pass.l2_by_name.end() || !(*it->second == want)) {
+      pass.plan.l2_upserts.push_back(std::move(want));
+    }
+  }
+}
+
+// Phase 5, clean up (healthy only): stale announcing annotations naming this node, orphaned
+// L2Advertisements.
+void Planner::CleanUp(Pass& pass) const {
+  for (const StaleAnnouncing& stale : StaleAnnouncingAnnotations(*pass.in.services, pass.self)) {
+    SetAnnotation(pass.patches, *stale.service, AnnouncingKey(stale.family), std::nullopt);
+  }
+  // Deleted by the node they name, or by the reporter when that node is gone.
+  pass.plan.l2_deletes =
+      OrphanedL2Advertisements(*pass.in.l2advertisements, pass.lace_names, pass.self,
+                               pass.membership, pass.now, pass.reporter);
+}
+
+// Phase 6, finish: the patches in Service order, the addresses sorted, problems that went away
+// forgotten.
+Plan Planner::Finish(Pass& pass) {
+  Plan& plan = pass.plan;
+  for (auto& [ref, p] : pass.patches) plan.annotation_patches.push_back(std::move(p));
   std::sort(plan.addresses.begin(), plan.addresses.end(),
             [](const DesiredAddress& a, const DesiredAddress& b) {
               return a.address.address() < b.address.address();
@@ -438,9 +329,19 @@ Plan Planner::Compute(const PlanInputs& in, const election::Membership& membersh
                   [](const DesiredAddress& d) { return d.kind == AddressKind::kVirtual; });
   // A problem that went away may be reported again if it comes back.
   for (auto it = reported_.begin(); it != reported_.end();) {
-    it = seen_problems.count(*it) ? std::next(it) : reported_.erase(it);
+    it = pass.seen_problems.count(*it) ? std::next(it) : reported_.erase(it);
   }
-  return plan;
+  return std::move(plan);
+}
+
+void Planner::Report(Pass& pass, const model::Service& service, const std::string& reason,
+                     const std::string& message) {
+  const ServiceRef ref{service.ns, service.name};
+  std::string key = ref.Key() + "|" + message;
+  pass.seen_problems.insert(key);
+  if (!pass.reporter || reported_.count(key)) return;
+  reported_.insert(key);
+  pass.plan.events.push_back(ServiceEvent{ref, true, reason, message});
 }
 
 }  // namespace pylon::agent

@@ -28,6 +28,19 @@
 //  - Problems (no live node on a subnet, lace address off every subnet) are reported once per
 //    distinct message by one reporter (the live member with the lowest name), not on every pass.
 //
+// One Compute runs these phases in order (planner.cc; the pure steps in planner_steps.h):
+//  1. Start: count the live members, pick the problem reporter, group the Services by address.
+//  2. Classify each address. Local (on a member's or this node's subnet): hand the elector its
+//     spec (the recorded announcer for stickiness; the ETP Local or node-affinity candidates).
+//     Virtual: decide its kube-lb0 address now. A local-only address on no subnet: report it.
+//  3. Elect: drop the addresses that left, apply the excluded nodes, evaluate, count moves.
+//  4. Decide each local address: kept through a restart, no live node (report), another node's,
+//     held back (hold-off, unseen announcer), or won: the address and the writes it owes
+//     (announcing annotations, ETP reset, L2Advertisement).
+//  5. Clean up (healthy only): announcing annotations naming this node for a family the Service
+//     lost, and L2Advertisements whose address left every lace Service.
+//  6. Finish: collect the patches, sort the addresses, forget the problems that went away.
+//
 // Not thread-safe; pure (no clock, no I/O).
 #pragma once
 
@@ -49,6 +62,10 @@
 #include "model/announcing.h"
 
 namespace pylon::agent {
+
+namespace planner_steps {
+struct AddressGroup;
+}
 
 struct PlannerOptions {
   NodeName self;
@@ -118,11 +135,32 @@ class Planner {
   const PlannerOptions& options() const { return options_; }
 
  private:
-  struct AddressGroup;
+  struct Pass;  // one Compute: its inputs and what it has decided so far (planner.cc)
+
+  // The phases, in the order Compute runs them (the numbered list above).
+  Pass Start(const PlanInputs& in, const election::Membership& membership, SteadyTime now) const;
+  void ClassifyAddresses(Pass& pass);
+  void Elect(Pass& pass);
+  void DecideLocal(Pass& pass, const net::IpAddress& address);
+  void CleanUp(Pass& pass) const;
+  Plan Finish(Pass& pass);
+
+  // Parts of phases 2 and 4.
+  using Group = planner_steps::AddressGroup;
+  void ElectLocal(Pass& pass, const net::IpAddress& address, const Group& group);
+  void ReportOffSubnet(Pass& pass, const net::IpAddress& address, const Group& group,
+                       bool lace_class);
+  void AddVirtual(Pass& pass, const net::IpAddress& address, const Group& group,
+                  const config::AddressMatch* match);
+  void ClaimWon(Pass& pass, const net::IpAddress& address, const Group& group,
+                const std::string& interface) const;
+
   bool IsLocalClass(const net::IpAddress& address, const NodeNetwork& network,
                     const election::Membership& membership);
-  void Report(Plan& plan, std::set<std::string>& seen, const ServiceRef& svc,
-              const std::string& reason, const std::string& message, bool reporter);
+  // Records the problem as seen this pass; adds a warning event when this node is the reporter
+  // and the problem is new.
+  void Report(Pass& pass, const model::Service& service, const std::string& reason,
+              const std::string& message);
 
   PlannerOptions options_;
   election::Elector elector_;

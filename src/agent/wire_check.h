@@ -41,11 +41,16 @@ WireCheckResult RunWireCheck(packet::Announcer& announcer, const HttpStatusFn& h
                              const WireCheckJob& job, net::MacAddress own_mac,
                              const WireCheckOptions& options);
 
+// Checks run in parallel: a silent holder's addresses are each checked by listening 50 ms, so 32
+// workers check 64 of them within about 100 ms (one heartbeat bound is 300 ms). A worker is a
+// thread blocked on a condition variable while idle; a check opens its own packet socket.
+inline constexpr int kWireCheckWorkers = 32;
+
 // `on_done` (may be empty) is called from the worker after each result is queued.
 class ThreadWireChecker final : public WireChecker {
  public:
   ThreadWireChecker(packet::Announcer& announcer, HttpStatusFn http, std::function<void()> on_done,
-                    WireCheckOptions options = {}, int workers = 8);
+                    WireCheckOptions options = {}, int workers = kWireCheckWorkers);
   ~ThreadWireChecker() override;
   ThreadWireChecker(const ThreadWireChecker&) = delete;
   ThreadWireChecker& operator=(const ThreadWireChecker&) = delete;

@@ -102,6 +102,7 @@ bool Detector::OnHeartbeat(const Heartbeat& hb, SteadyTime now) {
     p.windows.assign(std::max<std::size_t>(hb.windows, 1), {});
   }
   p.boot_id = hb.boot_id;
+  p.sequence = hb.sequence;
   p.flags = hb.flags;
   if (hb.windows <= 1) {
     p.windows[0] = hb.addresses;

@@ -74,7 +74,8 @@ struct PeerStatus {
   Duration interval{};                   // I(P) as of the last heartbeat
   Duration bound{};                      // miss_count x I(P)
   std::uint64_t boot_id = 0;
-  std::uint8_t flags = 0;  // of the last heartbeat
+  std::uint64_t sequence = 0;  // of the last heartbeat (what a report about P quotes)
+  std::uint8_t flags = 0;      // of the last heartbeat
   // The addresses P announces: its last heartbeat's list, or, when P splits a long list in
   // windows, the union of the latest copy of every window (reset when the window count or the
   // boot id changes). Ascending when windowed; as sent otherwise.

@@ -51,20 +51,48 @@ Engine::~Engine() = default;
 // --- inputs ----------------------------------------------------------------------------------
 
 void Engine::PeersChanged() {
-  std::vector<election::NodeName> names;
-  names.reserve(endpoints_.size());
-  for (const auto& [name, eps] : endpoints_) names.push_back(name);
-  detector_.SetPeers(names);
+  std::erase_if(ring_capable_, [&](const auto& n) { return endpoints_.count(n) == 0; });
+  if (options_.ring) {
+    std::vector<election::NodeName> members(ring_capable_.begin(), ring_capable_.end());
+    members.push_back(options_.node);
+    ring_ = Ring::Build(members, *hasher_);
+  } else {
+    ring_ = Ring();
+  }
+  const auto next = HeartbeatPeers();
+  for (const auto& [name, status] : detector_.peers()) {
+    if (std::find(next.begin(), next.end(), name) == next.end() && endpoints_.count(name) != 0) {
+      lingering_[name] = last_now_ + kLingerAfterRingChange;
+    }
+  }
+  for (const auto& name : next) lingering_.erase(name);
+  detector_.SetPeers(next);
 }
+
+std::vector<election::NodeName> Engine::HeartbeatPeers() const {
+  std::vector<election::NodeName> out;
+  if (!options_.ring) {
+    for (const auto& [name, eps] : endpoints_) out.push_back(name);
+    return out;
+  }
+  out = ring_.Neighbours(options_.node);
+  for (const auto& [name, eps] : endpoints_) {
+    if (ring_capable_.count(name) == 0) out.push_back(name);
+  }
+  return out;
+}
+
+std::size_t Engine::legacy_peers() const { return endpoints_.size() - ring_capable_.size(); }
 
 Engine::LeaseUpdate Engine::ObservePeerLease(const election::NodeName& node,
                                              const Annotations& annotations, bool deleted) {
-  return ObservePeerLease(node, deleted ? std::string_view() : annotations(kHeartbeatAnnotation),
-                          deleted);
+  if (deleted) return ObservePeerLease(node, std::string_view(), true);
+  return ObservePeerLease(node, annotations(kHeartbeatAnnotation), false,
+                          annotations(kRingAnnotation) == kRingVersion);
 }
 
 Engine::LeaseUpdate Engine::ObservePeerLease(const election::NodeName& node,
-                                             std::string_view annotation, bool deleted) {
+                                             std::string_view annotation, bool deleted, bool ring) {
   LeaseUpdate result;
   if (node == options_.node) return result;
   bool& changed = result.peers_changed;
@@ -72,14 +100,24 @@ Engine::LeaseUpdate Engine::ObservePeerLease(const election::NodeName& node,
     changed = endpoints_.erase(node) != 0;
     annotations_.erase(node);
     replay_.Forget(node);
+    gossip_.Forget(node);
   } else {
+    if (ring != (ring_capable_.count(node) != 0)) {
+      if (ring) {
+        ring_capable_.insert(node);
+      } else {
+        ring_capable_.erase(node);
+      }
+      changed = true;
+    }
     auto it = annotations_.find(node);
     if (it == annotations_.end() || it->second != annotation) {
       annotations_[node] = std::string(annotation);
       ParsedEndpoints parsed = ParseEndpoints(annotation);
       result.issues = std::move(parsed.issues);
       if (parsed.endpoints.empty()) {
-        changed = endpoints_.erase(node) != 0;
+        changed = endpoints_.erase(node) != 0 || changed;
+        gossip_.Forget(node);
       } else {
         endpoints_[node] = std::move(parsed.endpoints);
         changed = true;
@@ -96,10 +134,14 @@ void Engine::SetPeers(std::map<election::NodeName, std::vector<Endpoint>> peers)
     it = it->second.empty() ? peers.erase(it) : std::next(it);
   }
   for (const auto& [name, eps] : endpoints_) {
-    if (peers.count(name) == 0) replay_.Forget(name);
+    if (peers.count(name) == 0) {
+      replay_.Forget(name);
+      gossip_.Forget(name);
+    }
   }
   endpoints_ = std::move(peers);
   annotations_.clear();
+  ring_capable_.clear();
   PeersChanged();
 }
 
@@ -178,7 +220,16 @@ void Engine::SplitWindows() {
 }
 
 std::vector<Outgoing> Engine::Poll(SteadyTime now) {
+  last_now_ = now;
   std::vector<Outgoing> out;
+  if (!pending_reports_.empty()) {
+    if (link_up_) {
+      stats_.reports_sent += pending_reports_.size();
+      stats_.sent += pending_reports_.size();
+      out = std::move(pending_reports_);
+    }
+    pending_reports_.clear();
+  }
   if (next_send_ && now < *next_send_ && !send_now_) return out;
   send_now_ = false;
   // 0.9..1.0 x interval: gaps never exceed the interval the peers expect.
@@ -196,10 +247,19 @@ std::vector<Outgoing> Engine::Poll(SteadyTime now) {
   }
   ++stats_.rounds;
   if (leaving_) ++leaving_rounds_;
-  for (const auto& [peer, eps] : endpoints_) {
-    for (const auto& ep : eps) out.push_back(Outgoing{peer, ep, *datagram});
-  }
-  stats_.sent += out.size();
+  std::size_t n = 0;
+  auto send_to = [&](const election::NodeName& peer) {
+    auto it = endpoints_.find(peer);
+    if (it == endpoints_.end()) return;
+    for (const auto& ep : it->second) {
+      out.push_back(Outgoing{peer, ep, *datagram});
+      ++n;
+    }
+  };
+  for (const auto& [peer, status] : detector_.peers()) send_to(peer);
+  std::erase_if(lingering_, [&](const auto& e) { return e.second <= now; });
+  for (const auto& [peer, until] : lingering_) send_to(peer);
+  stats_.sent += n;
   return out;
 }
 
@@ -228,6 +288,7 @@ void Engine::Drop(DropReason r, const Endpoint& from, const std::string& detail,
 bool Engine::OnDatagram(std::span<const std::uint8_t> datagram, const Endpoint& from,
                         SteadyTime now) {
   ++stats_.received;
+  if (LooksLikeReport(datagram)) return OnReport(datagram, from, now);
   auto hb = Decode(datagram, keys_);
   if (!hb) {
     Drop(hb.error().reason, from, hb.error().detail, now);
@@ -260,16 +321,80 @@ bool Engine::OnDatagram(std::span<const std::uint8_t> datagram, const Endpoint& 
   return p->addresses != before_addresses || p->flags != before_flags || p->boot_id != before_boot;
 }
 
+bool Engine::OnReport(std::span<const std::uint8_t> datagram, const Endpoint& from,
+                      SteadyTime now) {
+  auto report = DecodeReport(datagram, keys_);
+  if (!report) {
+    Drop(report.error().reason, from, report.error().detail, now);
+    return false;
+  }
+  if (report->reporter == options_.node) {  // our own report, back through the flood
+    ++stats_.dropped[static_cast<std::size_t>(DropReason::kDuplicate)];
+    return false;
+  }
+  if (!options_.ring || !gossip_.Accept(*report)) {
+    ++stats_.dropped[static_cast<std::size_t>(DropReason::kDuplicate)];
+    return false;
+  }
+  ++stats_.reports_received;
+  log::Debug("heartbeat report", {{"reporter", report->reporter.str()},
+                                  {"subject", report->subject.str()},
+                                  {"kind", ReportKindName(report->kind)}});
+  Flood(std::vector<std::uint8_t>(datagram.begin(), datagram.end()));
+  if (report->subject == options_.node && report->kind == ReportKind::kDead &&
+      report->subject_boot == options_.boot_id) {
+    // Refute: this node is alive, at a sequence above anything its monitors heard.
+    PeerStatus self;
+    self.node = options_.node;
+    self.boot_id = options_.boot_id;
+    self.sequence = sequence_ + 1;
+    MakeReport(self, ReportKind::kAlive);
+  }
+  return true;
+}
+
+void Engine::MakeReport(const PeerStatus& subject, ReportKind kind) {
+  Report r{options_.node,   options_.boot_id, ++sequence_, subject.node,
+           subject.boot_id, subject.sequence, kind};
+  auto bytes = EncodeReport(r, keys_);
+  if (!bytes) {
+    log::Error("cannot encode a heartbeat report", {{"error", bytes.error().message()}});
+    return;
+  }
+  gossip_.Accept(r);
+  ++stats_.reports_made;
+  Flood(*bytes);
+}
+
+void Engine::Flood(const std::vector<std::uint8_t>& bytes) {
+  for (const auto& finger : ring_.Fingers(options_.node)) {
+    auto it = endpoints_.find(finger);
+    if (it == endpoints_.end()) continue;
+    for (const auto& ep : it->second) pending_reports_.push_back(Outgoing{finger, ep, bytes});
+  }
+}
+
 std::vector<Transition> Engine::Evaluate(SteadyTime now) {
   auto transitions = detector_.Evaluate(now);
   for (const auto& t : transitions) {
     if (t.from == PeerState::kSilent && t.to == PeerState::kAlive) ++stats_.rejoined;
+    if (!options_.ring || ring_capable_.count(t.node) == 0) continue;
+    const PeerStatus* p = detector_.Find(t.node);
+    if (p == nullptr) continue;
+    const bool was_bad = t.from == PeerState::kDead || t.from == PeerState::kUnhealthy;
+    if (t.to == PeerState::kDead) {
+      MakeReport(*p, (p->flags & flags::kLeaving) != 0 ? ReportKind::kLeaving : ReportKind::kDead);
+    } else if (t.to == PeerState::kUnhealthy) {
+      MakeReport(*p, ReportKind::kUnhealthy);
+    } else if (t.to == PeerState::kAlive && was_bad) {
+      MakeReport(*p, ReportKind::kAlive);
+    }
   }
   return transitions;
 }
 
 SteadyTime Engine::NextWake() const {
-  if (send_now_ || !next_send_) return SteadyTime{};
+  if (send_now_ || !next_send_ || !pending_reports_.empty()) return SteadyTime{};
   SteadyTime wake = *next_send_;
   if (auto d = detector_.NextDeadline(); d && *d < wake) wake = *d;
   return wake;
@@ -289,17 +414,28 @@ Engine::PassResult Engine::Sync(election::Membership& membership, const PassInpu
   }
   result.health = JudgeSelf(in.lease_healthy, lease_only, now);
   SetEligible(result.health == SelfHealth::kHealthy && in.ready);
-  // The detector's verdicts, kAlive with the safety slack (see kAliveOverrideSlack).
   std::set<election::NodeName> now_set;
+  auto apply = [&](const election::NodeName& name, const election::LivenessOverride& want) {
+    now_set.insert(name);
+    auto existing = membership.OverrideFor(name, SteadyTime::min());
+    if (!existing || existing->state != want.state) result.overrides_changed = true;
+    if (!existing || existing->state != want.state || existing->until != want.until) {
+      membership.SetOverride(name, want);
+    }
+  };
+  // The detector's verdicts, kAlive with the safety slack (see kAliveOverrideSlack).
   for (const auto& [name, peer] : detector_.peers()) {
     auto want = OverrideFor(peer);
     if (!want) continue;
     if (want->until) *want->until += kAliveOverrideSlack;
-    now_set.insert(name);
-    auto existing = membership.OverrideFor(name, SteadyTime::min());
-    if (!existing || existing->state != want->state) result.overrides_changed = true;
-    if (!existing || existing->state != want->state || existing->until != want->until) {
-      membership.SetOverride(name, *want);
+    apply(name, *want);
+  }
+  // Ring members this node does not hear, or has not heard yet: what their monitors reported
+  // (GossipOverride).
+  for (const auto& name : ring_capable_) {
+    if (now_set.count(name) != 0) continue;
+    if (auto want = GossipOverride(name, !in.lease_healthy && !detector_.IsPeer(name), now)) {
+      apply(name, *want);
     }
   }
   for (const auto& name : overridden_) {
@@ -312,6 +448,20 @@ Engine::PassResult Engine::Sync(election::Membership& membership, const PassInpu
   result.overrides_changed |=
       SyncSelfOverride(membership, options_.node, result.health, now, kAliveOverrideSlack);
   return result;
+}
+
+std::optional<election::LivenessOverride> Engine::GossipOverride(const election::NodeName& node,
+                                                                 bool keep_alive,
+                                                                 SteadyTime now) const {
+  if (gossip_.Verdict(node, ring_.Neighbours(node))) {
+    return election::LivenessOverride{election::Liveness::kDead, std::nullopt};
+  }
+  // This node cannot see leases move (an API outage): the member's monitors would have reported
+  // it if it had stopped, so it stays live (as heartbeat peers do, see policy.h CombinedLiveness).
+  if (keep_alive) {
+    return election::LivenessOverride{election::Liveness::kAlive, now + kAliveOverrideSlack};
+  }
+  return std::nullopt;
 }
 
 SelfHealth Engine::JudgeSelf(bool lease_healthy, bool lease_only_members, SteadyTime now) const {

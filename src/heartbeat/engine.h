@@ -39,9 +39,11 @@
 #include "heartbeat/config.h"
 #include "heartbeat/detector.h"
 #include "heartbeat/endpoints.h"
+#include "heartbeat/gossip.h"
 #include "heartbeat/keyring.h"
 #include "heartbeat/policy.h"
 #include "heartbeat/replay.h"
+#include "heartbeat/ring.h"
 #include "heartbeat/wire.h"
 #include "net/ip.h"
 
@@ -51,11 +53,19 @@ namespace pylon::heartbeat {
 // safety net (the service thread stuck) that never shortens failover, since the detector moves a
 // quiet peer out of kAlive exactly at its bound and the re-sync follows at once.
 inline constexpr Duration kAliveOverrideSlack = std::chrono::seconds(5);
+// How long a node keeps sending heartbeats to a former ring neighbour after a join or leave
+// changed its neighbours (see Engine::lingering_). Views of the ring differ only by how late each
+// agent's informer sees the lease; this covers that with a wide margin.
+inline constexpr Duration kLingerAfterRingChange = std::chrono::seconds(5);
 
 struct EngineOptions {
   election::NodeName node;  // this node
   HeartbeatConfig config;   // interval, miss count, datagram limit (the port is the adapter's)
   std::uint64_t boot_id = 0;
+  // This node speaks the ring (ring.h): it heartbeats with its ring neighbours and the legacy
+  // peers only, and floods reports. Off: every listed peer, as before the ring (tests of the
+  // all-to-all behaviour, and SetPeers, which carries no ring capability).
+  bool ring = true;
 };
 
 struct HeartbeatStats {
@@ -68,6 +78,9 @@ struct HeartbeatStats {
   // (stopped, cut off) and hears again.
   std::uint64_t rejoined = 0;
   std::array<std::uint64_t, kDropReasonCount> dropped{};  // by DropReason
+  std::uint64_t reports_made = 0;  // reports this node made (its monitor's verdicts, refutations)
+  std::uint64_t reports_sent = 0;  // report datagrams sent (made or forwarded; also in `sent`)
+  std::uint64_t reports_received = 0;  // new reports accepted (duplicates are in `dropped`)
   std::uint64_t dropped_total() const;
 };
 
@@ -96,12 +109,12 @@ class Engine {
     std::vector<std::string> issues;  // problems with the annotation, only when its value changed
   };
   // A node lease seen by the informer, or its deletion. Reads its purelb.io/heartbeat annotation
-  // (kHeartbeatAnnotation).
+  // (kHeartbeatAnnotation) and its ring capability (kRingAnnotation = kRingVersion).
   LeaseUpdate ObservePeerLease(const election::NodeName& node, const Annotations& annotations,
                                bool deleted);
-  // The same with the purelb.io/heartbeat annotation's value (empty: none).
+  // The same with the purelb.io/heartbeat annotation's value (empty: none) and the capability.
   LeaseUpdate ObservePeerLease(const election::NodeName& node, std::string_view annotation,
-                               bool deleted);
+                               bool deleted, bool ring = false);
   // Replaces every peer and its endpoints at once (alternative to ObservePeerLease).
   void SetPeers(std::map<election::NodeName, std::vector<Endpoint>> peers);
   // The addresses this node announces now (after yielding). A change is sent at once (the next
@@ -117,17 +130,22 @@ class Engine {
   void StartLeaving();
 
   // --- the wire ------------------------------------------------------------------------------
-  // The heartbeat round, when due at `now` (the interval passed, 0.9..1.0 x interval with a
-  // jitter seeded by the boot id, or what the heartbeat says changed): one datagram per endpoint
-  // of every peer. Nothing while the link is down. Counts the datagrams as sent: report the ones
-  // the kernel refused with RecordSendErrors.
+  // The reports waiting to go (made or forwarded, to every endpoint of each finger), then the
+  // heartbeat round, when due at `now` (the interval passed, 0.9..1.0 x interval with a jitter
+  // seeded by the boot id, or what the heartbeat says changed): one datagram per endpoint of every
+  // heartbeat peer (HeartbeatPeers). Nothing while the link is down. Counts the datagrams as sent:
+  // report the ones the kernel refused with RecordSendErrors.
   std::vector<Outgoing> Poll(SteadyTime now);
   // `failed` datagrams of the last Poll were refused: counted as send errors, not as sent.
   void RecordSendErrors(std::uint64_t failed);
-  // One received datagram (`from`: its source, for logs). Returns whether a peer's address list,
-  // flags or boot id changed (the agent must re-run its pass).
+  // One received datagram (`from`: its source, for logs): a heartbeat or a report. Returns whether
+  // a peer's address list, flags or boot id changed, or a new report came (the agent must re-run
+  // its pass). A new report is forwarded to this node's fingers; a dead report about this node is
+  // refuted with an alive report.
   bool OnDatagram(std::span<const std::uint8_t> datagram, const Endpoint& from, SteadyTime now);
-  // The detector's state changes up to `now` (Detector::Evaluate); counts rejoined peers.
+  // The detector's state changes up to `now` (Detector::Evaluate); counts rejoined peers. A ring
+  // neighbour's change to dead, unhealthy or leaving, or back to alive from those, becomes a
+  // report flooded to the fingers (sent by the next Poll).
   std::vector<Transition> Evaluate(SteadyTime now);
   // When Poll or Evaluate next has something to do by time alone: the next round or the
   // detector's next deadline. A time not after any `now` (SteadyTime{}) when a round is due now.
@@ -169,10 +187,18 @@ class Engine {
   std::uint64_t leaving_rounds() const { return leaving_rounds_; }
   const HeartbeatStats& stats() const { return stats_; }
   const Detector& detector() const { return detector_; }
-  // Every heartbeat peer and its endpoints.
+  // Every node that publishes heartbeat endpoints, and its endpoints.
   const std::map<election::NodeName, std::vector<Endpoint>>& endpoints() const {
     return endpoints_;
   }
+  // The nodes this node exchanges heartbeats with: its ring neighbours and every legacy peer (a
+  // node with endpoints that does not speak the ring: an older agent), or every node with
+  // endpoints when this node does not speak the ring.
+  std::vector<election::NodeName> HeartbeatPeers() const;
+  // Nodes with endpoints that do not speak the ring.
+  std::size_t legacy_peers() const;
+  const Ring& ring() const { return ring_; }
+  const Gossip& gossip() const { return gossip_; }
   std::vector<PeerStatus> Peers() const;
   std::optional<PeerStatus> Peer(const election::NodeName& node) const;
 
@@ -182,6 +208,14 @@ class Engine {
   Heartbeat MakeHeartbeat(SteadyTime now);
   void SplitWindows();
   void Drop(DropReason r, const Endpoint& from, const std::string& detail, SteadyTime now);
+  bool OnReport(std::span<const std::uint8_t> datagram, const Endpoint& from, SteadyTime now);
+  void MakeReport(const PeerStatus& subject, ReportKind kind);
+  void Flood(const std::vector<std::uint8_t>& bytes);
+  // The override of a ring member without a detector verdict, from the gossip: dead on a standing
+  // verdict (gossip.h), else live while `keep_alive` (this node's lease is failing: an API outage,
+  // and the member is not a heartbeat peer), else none (its lease decides).
+  std::optional<election::LivenessOverride> GossipOverride(const election::NodeName& node,
+                                                           bool keep_alive, SteadyTime now) const;
 
   EngineOptions options_;
   KeyRing keys_;
@@ -190,6 +224,15 @@ class Engine {
   ReplayGuard replay_;
   std::map<election::NodeName, std::vector<Endpoint>> endpoints_;
   std::map<election::NodeName, std::string> annotations_;
+  std::set<election::NodeName> ring_capable_;  // of the nodes in endpoints_
+  Ring ring_;                                  // ring_capable_ and this node (if options_.ring)
+  Gossip gossip_;
+  std::vector<Outgoing> pending_reports_;  // sent by the next Poll
+  // Heartbeat peers this node dropped when its view of the ring changed, with the time until
+  // which it still sends them heartbeats (kLingerAfterRingChange): their own view may change a
+  // moment later, and until then they expect to hear this node.
+  std::map<election::NodeName, SteadyTime> lingering_;
+  SteadyTime last_now_{};  // of the last Poll: when a ring change happened, near enough
   std::set<election::NodeName> overridden_;
   std::vector<net::IpAddress> announced_;  // ascending
   // announced_ split in windows that fit in one datagram each (wire.h); sent in turn.

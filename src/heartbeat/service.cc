@@ -111,11 +111,11 @@ std::uint16_t HeartbeatService::port() const {
 
 std::vector<std::string> HeartbeatService::ObservePeerLease(const election::NodeName& node,
                                                             std::string_view annotation,
-                                                            bool deleted) {
+                                                            bool deleted, bool ring) {
   Engine::LeaseUpdate update;
   {
     MutexLock lock(mu_);
-    update = engine_.ObservePeerLease(node, annotation, deleted);
+    update = engine_.ObservePeerLease(node, annotation, deleted, ring);
   }
   if (update.peers_changed) Wake();
   return std::move(update.issues);
@@ -217,6 +217,11 @@ HeartbeatStats HeartbeatService::stats() const {
 std::vector<PeerStatus> HeartbeatService::Peers() const {
   MutexLock lock(mu_);
   return engine_.Peers();
+}
+
+std::size_t HeartbeatService::LegacyPeers() const {
+  MutexLock lock(mu_);
+  return engine_.legacy_peers();
 }
 
 std::optional<PeerStatus> HeartbeatService::Peer(const election::NodeName& node) const {

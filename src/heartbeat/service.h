@@ -85,11 +85,12 @@ class HeartbeatService {
   void Stop();
 
   // --- inputs --------------------------------------------------------------------------------
-  // A node lease seen by the informer: its purelb.io/heartbeat annotation (empty: none) or its
-  // deletion. Returns problems with the annotation, reported only when the value changes
-  // (Engine::ObservePeerLease).
+  // A node lease seen by the informer: its purelb.io/heartbeat annotation (empty: none), whether
+  // it speaks the ring (ring.h kRingAnnotation), or its deletion. Returns problems with the
+  // annotation, reported only when the value changes (Engine::ObservePeerLease).
   std::vector<std::string> ObservePeerLease(const election::NodeName& node,
-                                            std::string_view annotation, bool deleted);
+                                            std::string_view annotation, bool deleted,
+                                            bool ring = false);
   // Replaces every peer and its endpoints at once (alternative to ObservePeerLease).
   void SetPeers(std::map<election::NodeName, std::vector<Endpoint>> peers);
   // The addresses this node announces now (after yielding). A change is sent at once.
@@ -122,6 +123,8 @@ class HeartbeatService {
   HeartbeatStats stats() const;
   std::vector<PeerStatus> Peers() const;
   std::optional<PeerStatus> Peer(const election::NodeName& node) const;
+  // Nodes with heartbeat endpoints that do not speak the ring (Engine::legacy_peers).
+  std::size_t LegacyPeers() const;
 
  private:
   HeartbeatService(ServiceOptions options, ServiceDeps deps, OnChange on_change, Engine engine);

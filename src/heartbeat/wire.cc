@@ -232,4 +232,97 @@ tl::expected<Heartbeat, DecodeError> Decode(std::span<const std::uint8_t> datagr
   return hb;
 }
 
+const char* ReportKindName(ReportKind k) {
+  switch (k) {
+    case ReportKind::kAlive:
+      return "alive";
+    case ReportKind::kDead:
+      return "dead";
+    case ReportKind::kUnhealthy:
+      return "unhealthy";
+    case ReportKind::kLeaving:
+      return "leaving";
+  }
+  return "unknown";
+}
+
+bool LooksLikeReport(std::span<const std::uint8_t> datagram) {
+  return datagram.size() >= sizeof(kReportMagic) &&
+         std::equal(std::begin(kReportMagic), std::end(kReportMagic), datagram.begin());
+}
+
+namespace {
+
+void WriteName(Writer& w, const std::string& name) {
+  w.U8(static_cast<std::uint8_t>(name.size()));
+  w.Bytes(reinterpret_cast<const std::uint8_t*>(name.data()), name.size());
+}
+
+bool ReadName(Reader& r, election::NodeName& out) {
+  std::uint8_t len = 0;
+  std::span<const std::uint8_t> bytes;
+  if (!r.U8(len) || len == 0 || !r.Span(len, bytes)) return false;
+  std::string text(bytes.begin(), bytes.end());
+  if (!ValidWireNodeName(text)) return false;
+  out = election::NodeName(std::move(text));
+  return true;
+}
+
+}  // namespace
+
+Result<std::vector<std::uint8_t>> EncodeReport(const Report& report, const KeyRing& keys) {
+  for (const auto* name : {&report.reporter.str(), &report.subject.str()}) {
+    if (!ValidWireNodeName(*name)) {
+      return Fail(ErrorCode::kInvalidArgument,
+                  "report node name \"" + *name + "\" is not 1..253 characters of [a-z0-9.-]");
+    }
+  }
+  Writer w(kReportFixedBytes + report.reporter.str().size() + report.subject.str().size());
+  w.Bytes(kReportMagic, sizeof(kReportMagic));
+  w.U8(kReportVersion);
+  w.U8(static_cast<std::uint8_t>(report.kind));
+  WriteName(w, report.reporter.str());
+  w.U64(report.reporter_boot);
+  w.U64(report.id);
+  WriteName(w, report.subject.str());
+  w.U64(report.subject_boot);
+  w.U64(report.subject_sequence);
+  const Mac mac = keys.Compute(w.out());
+  w.Bytes(mac.data(), mac.size());
+  return std::move(w.out());
+}
+
+tl::expected<Report, DecodeError> DecodeReport(std::span<const std::uint8_t> datagram,
+                                               const KeyRing& keys) {
+  if (datagram.size() < kReportFixedBytes + 2) {
+    return Drop(DropReason::kTooShort, std::to_string(datagram.size()) + " bytes");
+  }
+  if (datagram.size() > kReportFixedBytes + 2 * kMaxNodeNameBytes) {
+    return Drop(DropReason::kTooLong, std::to_string(datagram.size()) + " bytes");
+  }
+  if (!LooksLikeReport(datagram)) return Drop(DropReason::kBadMagic, "not a report");
+  if (datagram[4] != kReportVersion) {
+    return Drop(DropReason::kBadVersion, "report version " + std::to_string(datagram[4]));
+  }
+  const auto body = datagram.first(datagram.size() - kMacBytes);
+  if (!keys.Verify(body, datagram.last(kMacBytes))) {
+    return Drop(DropReason::kBadMac, "authentication failed (wrong key or altered datagram)");
+  }
+  Reader r(body.subspan(5));
+  Report rep;
+  std::uint8_t kind = 0;
+  r.U8(kind);  // cannot fail: the size check above covers the fixed part
+  if (kind < 1 || kind > 4) return Drop(DropReason::kMalformed, "report kind");
+  rep.kind = static_cast<ReportKind>(kind);
+  if (!ReadName(r, rep.reporter)) return Drop(DropReason::kMalformed, "reporter name");
+  if (!r.U64(rep.reporter_boot) || !r.U64(rep.id)) {
+    return Drop(DropReason::kMalformed, "truncated report");
+  }
+  if (!ReadName(r, rep.subject)) return Drop(DropReason::kMalformed, "subject name");
+  if (!r.U64(rep.subject_boot) || !r.U64(rep.subject_sequence) || r.remaining() != 0) {
+    return Drop(DropReason::kMalformed, "report length");
+  }
+  return rep;
+}
+
 }  // namespace pylon::heartbeat

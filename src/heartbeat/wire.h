@@ -125,4 +125,47 @@ tl::expected<Heartbeat, DecodeError> Decode(std::span<const std::uint8_t> datagr
 // Whether `name` is acceptable as a node name on the wire: 1..253 bytes of [a-z0-9.-].
 bool ValidWireNodeName(std::string_view name);
 
+// ---- Reports (ring.h): what a node's monitors tell the rest of the segment -------------------
+//
+//   offset  size  field
+//   0       4     magic "PYRP" (0x50 0x59 0x52 0x50)
+//   4       1     version (1)
+//   5       1     kind: 1 alive, 2 dead, 3 unhealthy, 4 leaving
+//   6       1     reporter name length R, then R bytes
+//   7+R     8     reporter boot id
+//   15+R    8     report id (the reporter's sequence, shared with its heartbeats)
+//   23+R    1     subject name length S, then S bytes
+//   24+R+S  8     subject boot id
+//   32+R+S  8     subject sequence: the last one the reporter heard from the subject
+//   end-16  16    HMAC-SHA256(key, every byte before it), truncated to 16 bytes
+// A report is forwarded verbatim, so the reporter's MAC and identity travel with it.
+inline constexpr std::uint8_t kReportMagic[4] = {'P', 'Y', 'R', 'P'};
+inline constexpr std::uint8_t kReportVersion = 1;
+inline constexpr std::size_t kReportFixedBytes = 4 + 1 + 1 + 1 + 8 + 8 + 1 + 8 + 8 + kMacBytes;
+
+enum class ReportKind : std::uint8_t {
+  kAlive = 1,      // the subject is heard again (or refutes a report about itself)
+  kDead = 2,       // the subject's monitor stopped hearing it (Detector kDead, not leaving)
+  kUnhealthy = 3,  // the subject says it is not eligible or its link is down
+  kLeaving = 4,    // the subject said it is shutting down
+};
+const char* ReportKindName(ReportKind k);
+
+struct Report {
+  election::NodeName reporter;
+  std::uint64_t reporter_boot = 0;
+  std::uint64_t id = 0;
+  election::NodeName subject;
+  std::uint64_t subject_boot = 0;
+  std::uint64_t subject_sequence = 0;
+  ReportKind kind = ReportKind::kAlive;
+  friend bool operator==(const Report&, const Report&) = default;
+};
+
+// Whether the datagram starts with kReportMagic (then DecodeReport, else Decode).
+bool LooksLikeReport(std::span<const std::uint8_t> datagram);
+Result<std::vector<std::uint8_t>> EncodeReport(const Report& report, const KeyRing& keys);
+tl::expected<Report, DecodeError> DecodeReport(std::span<const std::uint8_t> datagram,
+                                               const KeyRing& keys);
+
 }  // namespace pylon::heartbeat

@@ -11,6 +11,8 @@
 #include <memory>
 #include <thread>
 
+#include "heartbeat/ring.h"
+#include "lab/census.h"
 #include "lab/command.h"
 #include "lab/measure.h"
 #include "lab/neighbor_probe.h"
@@ -27,6 +29,8 @@ using SteadyClock = std::chrono::steady_clock;
 struct FailoverFlags {
   MeasureFlags measure;
   std::string cases;  // empty: every case the lab can run
+  int nodes = 3;
+  Duration census = Duration::zero();  // the steady-state census before the cases (census.h)
 };
 
 // After a SIGKILL of the winner's agent: who answers ARP / NS for the address, from the kill
@@ -74,27 +78,13 @@ class NeighborWatch {
   std::thread thread_;
 };
 
-// A value of the agent's /metrics in `node` (e.g. `purelb_heartbeat_peers{state="alive"}`, labels
-// written as the agent renders them); -1 when the agent does not answer or lacks the metric.
-double AgentMetric(const LabNode& node, const std::string& series) {
-  auto r = InNetns(node.netns, [] { return ProbeOnce("127.0.0.1", 7473, Ms(500), "/metrics"); });
-  if (!r || !r->ok) return -1;
-  const std::string text = "\n" + r->body;
-  const std::string key = "\n" + series + " ";
-  auto at = text.find(key);
-  if (at == std::string::npos) return -1;
-  try {
-    return std::stod(text.substr(at + key.size()));
-  } catch (const std::exception&) {
-    return -1;
-  }
-}
-
-// Whether every agent hears every other one. A restarted agent that never heard a peer judges it
-// by its lease alone (docs/failover.md), so a fault right after a restart would measure the lease,
-// not the heartbeats.
+// Whether every agent hears all its heartbeat peers: every other node, or its 4 ring neighbours
+// on a larger lab. A restarted agent that never heard a peer judges it by its lease alone
+// (docs/failover.md), so a fault right after a restart would measure the lease, not the
+// heartbeats.
 bool AllAgentsHearEachOther(const Lab& lab) {
-  const double others = static_cast<double>(lab.topology().nodes().size()) - 1;
+  const double others = std::min<double>(static_cast<double>(lab.topology().nodes().size()) - 1,
+                                         2 * heartbeat::kRingSide);
   for (const auto& n : lab.topology().nodes()) {
     if (AgentMetric(n, "purelb_heartbeat_peers{state=\"alive\"}") != others) return false;
   }
@@ -166,7 +156,10 @@ bool Failover::SetUp() {
               : "kube-proxy is NOT running, the nodes' responders answer instead: " +
                     lab_.kube_proxy_problem());
   }
-  for (const auto& a : lab_.config().agent_args) heartbeats_ |= a == "--heartbeat-key-file";
+  // A key file, or the key Secret the agents create themselves (the lab's default, as a user's).
+  for (const auto& a : lab_.config().agent_args) {
+    heartbeats_ |= a == "--heartbeat-key-file" || a == "--heartbeat-key-secret";
+  }
   Say(std::string("heartbeats between agents: ") + (heartbeats_ ? "on" : "off"));
   // With kube-proxy the client's requests go to pods (docs/datapath.md): one pod per node behind
   // an externalTrafficPolicy Local Service, announced from a node with a ready local endpoint
@@ -409,15 +402,20 @@ void PrintTable(const std::vector<std::string>& lines, int runs, const std::stri
 }
 
 int RunFailover(const FailoverFlags& f) {
-  const LabConfig cfg = MeasureLabConfig(f.measure);
+  LabConfig cfg = MeasureLabConfig(f.measure);
+  cfg.nodes = f.nodes;
   const Duration lifetime = AddressLifetime(f.measure, cfg);
   const std::string lifetime_text = DurationText(lifetime);
-  Say("bringing up lab \"" + cfg.name + "\" (3 nodes, lease " + cfg.lease_duration + ", retry " +
-      cfg.retry_period + ", address lifetime " + lifetime_text + ")");
+  Say("bringing up lab \"" + cfg.name + "\" (" + std::to_string(cfg.nodes) + " nodes, lease " +
+      cfg.lease_duration + ", retry " + cfg.retry_period + ", address lifetime " + lifetime_text +
+      ")");
   auto lab = StartMeasureLab(cfg);
   if (!lab) return cli::kExitFailure;
   Failover failover(*lab, f.measure.runs, lifetime);
   if (!failover.SetUp()) return cli::kExitFailure;
+  if (f.census > Duration::zero()) {
+    for (const auto& line : Census(*lab, f.census)) Say(line);
+  }
   std::vector<std::string> lines;
   for (const auto& c : SelectCases(failover.Cases(), f.cases, failover.pods())) {
     for (bool v6 : {false, true}) {
@@ -448,6 +446,12 @@ Subcommand AddFailover(cli::App& lab) {
   cli::AddDuration(*sub, "--address-lifetime", &f->measure.address_lifetime,
                    "the valid lifetime of the agents' addresses (default: the lease duration)")
       ->default_str("");
+  sub->add_option("--nodes", f->nodes, "nodes in the lab (a ring of heartbeat peers beyond 5)")
+      ->check(CLI::Range(2, 32));
+  cli::AddDuration(*sub, "--census", &f->census,
+                   "before the cases, watch the idle lab this long and print what it costs: "
+                   "heartbeat datagrams/s, agent CPU and RSS, API requests/s by user")
+      ->default_str("0s");
   sub->add_option("--cases", f->cases,
                   "the cases to run, of SIGTERM,SIGKILL,link-down,freeze and with --kube-proxy "
                   "endpoint,kube-proxy (default: all)")

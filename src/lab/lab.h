@@ -123,6 +123,7 @@ class Lab {
   // kubectl of the control plane's release.
   std::string KubectlBinary() const { return control_plane_.KubectlBinary(); }
   ControlPlane& control_plane() { return control_plane_; }
+  const ControlPlane& control_plane() const { return control_plane_; }
   // The port every node reaches the API server on, at 127.0.0.1 in its namespace.
   static constexpr int kNodeApiPort = 6443;
 

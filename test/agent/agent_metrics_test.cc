@@ -58,8 +58,8 @@ const Family kFamilies[] = {
     {kMetricProbeAheadTaken, "gauge", {" 0"}},
     {kMetricProbeAheadConflicts, "counter", {" 0"}},
     {kMetricProbeAheadAnnounced, "counter", {" 0"}},
-    // Declared but counted nowhere yet: no result values, no series.
-    {kMetricLeaseRenewals, "counter", {}},
+    {kMetricLeaseRenewals, "counter", {"{result=\"failure\"} 0", "{result=\"success\"} 0"}},
+    {kMetricLeaseQuiet, "gauge", {" 0"}},
     // Set by the agent when it reads the LBNodeAgents (all four states).
     {kMetricSelectorState, "gauge", {}},
     // Heartbeats on only: set by the first pass that runs them.

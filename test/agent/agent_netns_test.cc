@@ -28,6 +28,7 @@
 #include "lab/process.h"
 #include "lab/topology.h"
 #include "support/binaries.h"
+#include "support/eventually.h"
 
 namespace pylon::agent {
 namespace {
@@ -41,14 +42,8 @@ constexpr const char* kV4 = "192.0.2.100";
 constexpr const char* kV6 = "2001:db8:1::100";
 
 // Polls `pred` every 100 ms until it holds or `timeout` passes.
-template <typename F>
-bool Eventually(F pred, std::chrono::milliseconds timeout) {
-  const auto deadline = Clock::now() + timeout;
-  while (Clock::now() < deadline) {
-    if (pred()) return true;
-    std::this_thread::sleep_for(milliseconds(100));
-  }
-  return pred();
+bool Eventually(const std::function<bool()>& pred, std::chrono::milliseconds timeout) {
+  return test_support::Eventually(pred, timeout, milliseconds(100));
 }
 
 std::string Output(const std::vector<std::string>& argv, const std::string& netns = "") {
@@ -85,7 +80,7 @@ class AgentNetnsTest : public ::testing::Test {
   void TearDown() override {
     agents_.clear();
     if (lab_) (void)lab_->Down();
-    if (!HasFailure() && !std::getenv("PYLON_KEEP_LOGS")) std::filesystem::remove_all(dir_);
+    if (!HasFailure() && !std::getenv("PYLON_KEEP_TEST_DIR")) std::filesystem::remove_all(dir_);
   }
 
   std::string AgentKubeconfig() const { return lab_->Path("kubeconfig-agent"); }

@@ -19,16 +19,6 @@ namespace {
 
 using nlohmann::json;
 
-template <typename F>
-bool Eventually(F pred) {
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
-  while (std::chrono::steady_clock::now() < deadline) {
-    if (pred()) return true;
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  }
-  return pred();
-}
-
 class KubeWriterTest : public ::testing::Test {
  protected:
   void SetUp() override {

@@ -239,6 +239,40 @@ TEST(AgentOptionsTest, Table) {
   EXPECT_FALSE(off->metrics_enabled);
 }
 
+// --quiet-lease on|off and PYLON_QUIET_LEASE (the flag wins); on by default.
+TEST(AgentOptionsTest, QuietLease) {
+  struct Case {
+    std::vector<std::string> args;
+    std::map<std::string, std::string> env;
+    std::optional<bool> enabled;  // nullopt: an error naming `mentions`
+    const char* mentions;
+  };
+  const Case cases[] = {
+      {{}, {}, true, ""},
+      {{"--quiet-lease=off"}, {}, false, ""},
+      {{}, {{"PYLON_QUIET_LEASE", "off"}}, false, ""},
+      {{"--quiet-lease", "on"}, {{"PYLON_QUIET_LEASE", "off"}}, true, ""},
+      {{"--quiet-lease=maybe"}, {}, std::nullopt, "--quiet-lease"},
+      {{}, {{"PYLON_QUIET_LEASE", "no"}}, std::nullopt, "PYLON_QUIET_LEASE"},
+  };
+  for (const auto& c : cases) {
+    std::vector<std::string> args = {"--node-name=n1"};
+    args.insert(args.end(), c.args.begin(), c.args.end());
+    auto o = ParseAgentOptions(args, [&](const std::string& k) -> std::optional<std::string> {
+      auto it = c.env.find(k);
+      if (it == c.env.end()) return std::nullopt;
+      return it->second;
+    });
+    SCOPED_TRACE(::testing::PrintToString(args));
+    ASSERT_EQ(o.has_value(), c.enabled.has_value()) << (o ? "" : o.error().message());
+    if (!o) {
+      EXPECT_NE(o.error().message().find(c.mentions), std::string::npos) << o.error().message();
+      continue;
+    }
+    EXPECT_EQ(o->quiet_lease.enabled, *c.enabled);
+  }
+}
+
 // --- ownership record ---------------------------------------------------------------------
 
 TEST(OwnershipTest, FileRoundTripAndBadLines) {

@@ -7,6 +7,7 @@
 #include <cstdlib>
 #include <fstream>
 #include <string>
+#include "support/shell.h"
 
 namespace pylon::bgp {
 namespace {
@@ -39,13 +40,7 @@ void ExpectBirdAccepts(const std::string& text) {
   ASSERT_GE(fd, 0);
   ::close(fd);
   std::ofstream(path) << text;
-  std::string cmd = std::string("bird -p -c ") + path + " 2>&1";
-  FILE* p = popen(cmd.c_str(), "r");
-  ASSERT_NE(p, nullptr);
-  std::string out;
-  char buf[512];
-  while (fgets(buf, sizeof buf, p)) out += buf;
-  int rc = pclose(p);
+  const auto [rc, out] = test_support::Shell(std::string("bird -p -c ") + path);
   std::remove(path);
   EXPECT_EQ(rc, 0) << out << "\n--- config ---\n" << text;
 }

@@ -31,22 +31,8 @@ using Json = nlohmann::json;
 
 std::string Quote(const std::string& s) { return pylon::test_support::ShellQuote(s); }
 
-struct Output {
-  int code = -1;
-  std::string out;
-};
-
-Output Shell(const std::string& cmd, bool merge_stderr = true) {
-  Output r;
-  FILE* f = popen((cmd + (merge_stderr ? " 2>&1" : " 2>/dev/null")).c_str(), "r");
-  if (f == nullptr) return r;
-  char buf[4096];
-  std::size_t n;
-  while ((n = fread(buf, 1, sizeof buf, f)) > 0) r.out.append(buf, n);
-  int status = pclose(f);
-  r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  return r;
-}
+using Output = pylon::test_support::ShellResult;
+using pylon::test_support::Shell;
 
 // A YAML node as JSON, typed the way kubectl's YAML 1.1 decoder types it: a plain scalar is null,
 // a boolean, an integer (a leading 0 is octal, so defaultMode 0400 is 256) or a float when it reads

@@ -26,27 +26,12 @@ namespace {
 namespace fs = std::filesystem;
 using Json = nlohmann::json;
 
-struct Outcome {
-  int code = -1;
-  std::string out;
-};
+using Outcome = pylon::test_support::ShellResult;
 
-std::string Quote(const std::string& s) { return pylon::test_support::ShellQuote(s); }
-
-// Runs argv; its stdout (and stderr when `merge_stderr`, else stderr goes to the test's).
-Outcome Command(const std::vector<std::string>& argv, bool merge_stderr = true) {
-  std::string cmd;
-  for (const auto& a : argv) cmd += Quote(a) + " ";
-  if (merge_stderr) cmd += "2>&1";
-  Outcome r;
-  FILE* f = popen(cmd.c_str(), "r");
-  if (f == nullptr) return r;
-  char buf[4096];
-  std::size_t n;
-  while ((n = fread(buf, 1, sizeof buf, f)) > 0) r.out.append(buf, n);
-  const int status = pclose(f);
-  r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  return r;
+// Runs argv; its stdout, and its stderr as `err` says.
+Outcome Command(const std::vector<std::string>& argv,
+                pylon::test_support::Stderr err = pylon::test_support::Stderr::kMerge) {
+  return pylon::test_support::ShellArgv(argv, err);
 }
 
 std::string LastLine(const std::string& text) {
@@ -82,7 +67,7 @@ class Image {
     // stderr (the build's progress) goes to the test's output; stdout ends with the archive.
     Outcome built = Command({"bash", std::string(PYLON_SOURCE_DIR) + "/scripts/image.sh",
                              "--binary", pylon::test_support::ProductBinary(), target},
-                            /*merge_stderr=*/false);
+                            pylon::test_support::Stderr::kPass);
     if (built.code != 0) {
       ADD_FAILURE() << "scripts/image.sh " << target << " exited " << built.code << ":\n"
                     << built.out;

@@ -46,24 +46,8 @@ std::string ReadFile(const fs::path& p) {
 
 std::string Quote(const std::string& s) { return pylon::test_support::ShellQuote(s); }
 
-struct Output {
-  int code = -1;
-  std::string out;  // stdout and stderr
-};
-
-// `cmd` in sh; stderr goes with stdout unless `merge_stderr` is false (then it is dropped, for
-// output that must parse as JSON).
-Output Shell(const std::string& cmd, bool merge_stderr = true) {
-  Output r;
-  FILE* f = popen((cmd + (merge_stderr ? " 2>&1" : " 2>/dev/null")).c_str(), "r");
-  if (f == nullptr) return r;
-  char buf[4096];
-  std::size_t n = 0;
-  while ((n = fread(buf, 1, sizeof buf, f)) > 0) r.out.append(buf, n);
-  int st = pclose(f);
-  r.code = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-  return r;
-}
+using Output = pylon::test_support::ShellResult;
+using pylon::test_support::Shell;
 
 // One YAML document of a multi-document stream, with its top-level kind and metadata.name.
 struct Doc {

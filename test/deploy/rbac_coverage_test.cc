@@ -33,6 +33,7 @@
 
 #include "lab/lab.h"
 #include "support/binaries.h"
+#include "support/eventually.h"
 
 namespace {
 
@@ -47,12 +48,7 @@ const std::map<std::string, std::string> kUsers = {
     {"agent", "system:serviceaccount:purelb-system:agent"}};
 
 bool Eventually(const std::function<bool()>& pred, Ms timeout = Ms(30000)) {
-  auto deadline = std::chrono::steady_clock::now() + timeout;
-  while (std::chrono::steady_clock::now() < deadline) {
-    if (pred()) return true;
-    std::this_thread::sleep_for(Ms(100));
-  }
-  return pred();
+  return test_support::Eventually(pred, timeout, Ms(100));
 }
 
 // One permission: verb on group/resource[/subresource], cluster-wide or in one namespace.

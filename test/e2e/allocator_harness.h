@@ -37,6 +37,7 @@
 #include "lab/control_plane.h"
 #include "lab/process.h"
 #include "support/binaries.h"
+#include "support/eventually.h"
 
 namespace pylon::allocator::e2e {
 
@@ -62,12 +63,7 @@ inline const k8s::Resource& ClassesRes() {
 // covers a process's start-up (informer sync, leader election).
 inline bool Eventually(const std::function<bool()>& pred, std::chrono::milliseconds timeout = 20s,
                        std::chrono::milliseconds interval = 20ms) {
-  const auto deadline = std::chrono::steady_clock::now() + timeout;
-  while (true) {
-    if (pred()) return true;
-    if (std::chrono::steady_clock::now() > deadline) return false;
-    std::this_thread::sleep_for(interval);
-  }
+  return test_support::Eventually(pred, timeout, interval);
 }
 
 inline std::string MakeTempDir(const std::string& tag) {

@@ -26,6 +26,7 @@
 #include "lab/responder.h"
 #include "lab/service_state.h"
 #include "support/binaries.h"
+#include "support/eventually.h"
 
 namespace pylon::e2e {
 
@@ -74,12 +75,7 @@ inline std::string Macs(const std::vector<packet::MacAddress>& macs) {
 
 // Polls `pred` every 20 ms until it holds or `timeout` passes.
 inline bool Eventually(const std::function<bool()>& pred, Ms timeout = Ms(15000)) {
-  auto deadline = std::chrono::steady_clock::now() + timeout;
-  while (std::chrono::steady_clock::now() < deadline) {
-    if (pred()) return true;
-    std::this_thread::sleep_for(Ms(20));
-  }
-  return pred();
+  return test_support::Eventually(pred, timeout);
 }
 
 // Every test gets its own lab with a unique name (pid + counter, ≤ 12 chars), torn down by the

@@ -2,9 +2,10 @@
 // address has its agent SIGKILLed. The hang is SIGSTOP of the lab's kube-apiserver: its
 // sockets stay open, requests are accepted by the kernel and never answered, which is worse than
 // a refused connection (clients wait on timeouts instead of failing fast). With heartbeats (on by
-// default in the lab) another node must take the address over, no other address may move or be
-// withdrawn anywhere (checked with `ip monitor` in every node, `ip addr` and the client's HTTP
-// probes), and after SIGCONT the annotations must name the new winner.
+// default in the lab) and the quiet lease they bring (every agent's lease quiet before the hang:
+// renewed every 10 s, 40 s long), another node must take the address over, no other address may
+// move or be withdrawn anywhere (checked with `ip monitor` in every node, `ip addr` and the
+// client's HTTP probes), and after SIGCONT the annotations must name the new winner.
 //
 // Also the table of the pure analysis `pylon-dev lab failover` uses for ARP / NS answers.
 #include <signal.h>
@@ -196,11 +197,17 @@ TEST_F(ApiOutageTest, ApiServerHungWhileWinnerKilledFailsOverAndWithdrawsNothing
                 h.node == victim ? "  (its agent will be killed)" : "");
   }
 
-  // Every agent hears the two others (a peer never heard is judged by its lease alone).
+  // Every agent hears the two others (a peer never heard is judged by its lease alone), and so
+  // its lease turns quiet once that has held for the hold-down (30 s).
   for (const auto& n : lab().topology().nodes()) {
     ASSERT_TRUE(Eventually([&] {
       return AgentMetric(n.name, "purelb_heartbeat_peers{state=\"alive\"}") == 2.0;
     })) << n.name;
+  }
+  for (const auto& n : lab().topology().nodes()) {
+    ASSERT_TRUE(Eventually(
+        [&] { return AgentMetric(n.name, "purelb_election_lease_quiet") == 1.0; }, Ms(60000)))
+        << n.name << " lease not quiet";
   }
   // Every address change in every node, from now on.
   std::map<std::string, lab::Process> monitors;
@@ -230,23 +237,27 @@ TEST_F(ApiOutageTest, ApiServerHungWhileWinnerKilledFailsOverAndWithdrawsNothing
   // The outage: the API server hangs for 60 s.
   const auto outage = Clock::now();
   ASSERT_TRUE(lab().SignalApiserver(SIGSTOP));
-  // The agents notice (no renewal for the renew deadline, 2 s) and, hearing each other's
-  // heartbeats, stay healthy.
+  // The agents notice (no renewal for the quiet lease's renew deadline: the lab's 2 s scaled to
+  // the 40 s lease, 26.7 s after the last renewal) and, hearing each other's heartbeats, stay
+  // healthy.
   for (const auto& n : lab().topology().nodes()) {
     EXPECT_TRUE(Eventually(
         [&] {
           return AgentMetric(n.name, "purelb_election_lease_healthy") == 0.0 &&
                  AgentMetric(n.name, "purelb_heartbeat_self_healthy") == 1.0;
         },
-        Ms(10000)))
+        Ms(35000)))
         << n.name << " lease_healthy "
         << AgentMetric(n.name, "purelb_election_lease_healthy").value_or(-1)
         << " heartbeat_self_healthy "
         << AgentMetric(n.name, "purelb_heartbeat_self_healthy").value_or(-1);
   }
-  // Not a wait for a condition: the scenario needs every lease (3 s) to have run out in every
-  // agent's view before the kill, so that only heartbeats can tell the dead node from the others.
-  std::this_thread::sleep_until(outage + Ms(5000));
+  // Not a wait for a condition: the scenario needs every lease (quiet: 40 s, written before the
+  // hang) to have run out in every agent's view before the kill, so that only heartbeats can tell
+  // the dead node from the others.
+  std::this_thread::sleep_until(outage + Ms(42000));
+  std::printf("  every lease expired in every view, %.0f ms into the outage\n",
+              std::chrono::duration<double, std::milli>(Clock::now() - outage).count());
   for (const auto& h : held) {
     EXPECT_EQ(NodesWith("eth0", h.ip), std::vector<std::string>{h.node})
         << h.ip << " before the kill";

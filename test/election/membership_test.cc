@@ -276,6 +276,61 @@ TEST(Membership, LeaseDurationDefaultsAndClamps) {
   }
 }
 
+// The agent's quiet lease (agent/lease_pacing.h): 40 s written while heartbeats carry liveness,
+// the PURELB_* 10 s otherwise. Each renewal's own duration applies from when it is seen, with no
+// issue reported; a switch of duration alone counts as a renewal.
+TEST(Membership, QuietAndLoudLeaseDurations) {
+  Driver d;
+  Walk(d, {
+              {"n1 loud, n2 quiet",
+               [](Driver& x) {
+                 x.Renew("n1", "192.0.2.0/24", 10);
+                 EXPECT_TRUE(x.Renew("n2", "192.0.2.0/24", 40).issues.empty());
+               },
+               {"n1", "n2"},
+               2},
+              {"11 s: the loud lease expired, the quiet one not",
+               [](Driver& x) { x.clock.Advance(seconds(11)); },
+               {"n2"},
+               2},
+              {"39.9 s: still live",
+               [](Driver& x) { x.clock.Advance(milliseconds(28900)); },
+               {"n2"},
+               2},
+              {"40 s after it was seen: expired",
+               [](Driver& x) { x.clock.Advance(milliseconds(100)); },
+               {},
+               2},
+              {"n2 renews quiet", [](Driver& x) { x.Renew("n2", "192.0.2.0/24", 40); }, {"n2"}, 2},
+              {"30 s later n2 goes loud",
+               [](Driver& x) {
+                 x.clock.Advance(seconds(30));
+                 EXPECT_TRUE(x.Renew("n2", "192.0.2.0/24", 10).renewed);
+               },
+               {"n2"},
+               2},
+              {"10 s after the loud write: expired (not 40 s after the quiet one)",
+               [](Driver& x) { x.clock.Advance(seconds(10)); },
+               {},
+               2},
+          });
+  const Member* n2 = d.members.Find(NodeName("n2"));
+  ASSERT_NE(n2, nullptr);
+  EXPECT_EQ(n2->lease_duration, seconds(10));
+  // The same renewTime with only the duration changed is a change of spec: a renewal.
+  Driver e;
+  e.RenewWithTime("n3", "2024-01-05T12:00:00Z");
+  e.clock.Advance(seconds(9));
+  LeaseObservation quiet;
+  quiet.node = NodeName("n3");
+  quiet.holder_identity = "n3";
+  quiet.lease_duration_seconds = 40;
+  quiet.renew_time = "2024-01-05T12:00:00Z";
+  quiet.subnets_annotation = "192.0.2.0/24";
+  EXPECT_TRUE(e.members.Observe(quiet, e.clock.Now()).renewed);
+  EXPECT_EQ(e.members.Find(NodeName("n3"))->lease_expiry(), e.clock.Now() + seconds(40));
+}
+
 TEST(Membership, SubnetsAnnotationChangesAndIssues) {
   Driver d;
   auto out = d.Renew("a", "192.0.2.0/24,bogus");

@@ -14,6 +14,7 @@
 #include "apiserver_process.h"
 #include "lab/process.h"
 #include "support/binaries.h"
+#include "support/eventually.h"
 
 namespace pylon::k8s {
 namespace {
@@ -22,12 +23,8 @@ using std::chrono::milliseconds;
 using std::chrono::seconds;
 
 bool Eventually(const std::function<bool()>& cond, Duration timeout = seconds(30)) {
-  auto deadline = std::chrono::steady_clock::now() + timeout;
-  while (!cond()) {
-    if (std::chrono::steady_clock::now() > deadline) return false;
-    std::this_thread::sleep_for(milliseconds(10));
-  }
-  return true;
+  return test_support::Eventually(
+      cond, std::chrono::duration_cast<std::chrono::milliseconds>(timeout), milliseconds(10));
 }
 
 Json Service(const std::string& ns, const std::string& name) {

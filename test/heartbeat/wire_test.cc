@@ -335,5 +335,55 @@ TEST(KeyRing, LoadFile) {
   std::remove(path.c_str());
 }
 
+Report SampleReport() {
+  return Report{election::NodeName("m1"), 0x11, 42, election::NodeName("node-x"), 0x22, 1234,
+                ReportKind::kDead};
+}
+
+TEST(Report, RoundTripAndLayout) {
+  auto bytes = EncodeReport(SampleReport(), TestKey());
+  ASSERT_TRUE(bytes);
+  EXPECT_EQ(bytes->size(), kReportFixedBytes + 2 + 6);
+  EXPECT_TRUE(LooksLikeReport(*bytes));
+  EXPECT_EQ((*bytes)[5], 2);  // kind dead
+  auto back = DecodeReport(*bytes, TestKey());
+  ASSERT_TRUE(back) << back.error().detail;
+  EXPECT_EQ(*back, SampleReport());
+  // A heartbeat is not a report and the other way round.
+  auto hb = Encode(Sample(), TestKey());
+  EXPECT_FALSE(LooksLikeReport(*hb));
+  EXPECT_EQ(Decode(*bytes, TestKey()).error().reason, DropReason::kBadMagic);
+}
+
+TEST(Report, EveryTruncationBitFlipAndWrongKeyRejected) {
+  auto bytes = *EncodeReport(SampleReport(), TestKey());
+  for (std::size_t n = 0; n < bytes.size(); ++n) {
+    EXPECT_FALSE(DecodeReport(std::span(bytes).first(n), TestKey())) << n;
+  }
+  for (std::size_t i = 0; i < bytes.size() * 8; ++i) {
+    Bytes flipped = bytes;
+    flipped[i / 8] ^= static_cast<std::uint8_t>(1u << (i % 8));
+    EXPECT_FALSE(DecodeReport(flipped, TestKey())) << "bit " << i;
+  }
+  EXPECT_EQ(DecodeReport(bytes, Ring({"another-key-0123456789"})).error().reason,
+            DropReason::kBadMac);
+  Bytes longer = bytes;
+  longer.push_back(0);
+  EXPECT_FALSE(DecodeReport(longer, TestKey()));
+}
+
+TEST(Report, BadNamesAndKindsRejected) {
+  Report r = SampleReport();
+  r.subject = election::NodeName("Bad_Name");
+  EXPECT_FALSE(EncodeReport(r, TestKey()));
+  // An authenticated report of an unknown kind is malformed, not a crash.
+  auto bytes = *EncodeReport(SampleReport(), TestKey());
+  bytes[5] = 9;
+  bytes.resize(bytes.size() - kMacBytes);
+  const Mac mac = TestKey().Compute(bytes);
+  bytes.insert(bytes.end(), mac.begin(), mac.end());
+  EXPECT_EQ(DecodeReport(bytes, TestKey()).error().reason, DropReason::kMalformed);
+}
+
 }  // namespace
 }  // namespace pylon::heartbeat

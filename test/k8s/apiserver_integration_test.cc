@@ -20,6 +20,7 @@
 #include "k8s/informer.h"
 #include "k8s/leader_election.h"
 #include "k8s/retry.h"
+#include "support/eventually.h"
 
 namespace pylon::k8s {
 namespace {
@@ -28,12 +29,8 @@ using std::chrono::milliseconds;
 using std::chrono::seconds;
 
 bool Eventually(const std::function<bool()>& cond, Duration timeout = seconds(30)) {
-  auto deadline = std::chrono::steady_clock::now() + timeout;
-  while (!cond()) {
-    if (std::chrono::steady_clock::now() > deadline) return false;
-    std::this_thread::sleep_for(milliseconds(5));
-  }
-  return true;
+  return test_support::Eventually(
+      cond, std::chrono::duration_cast<std::chrono::milliseconds>(timeout), milliseconds(5));
 }
 
 Json Service(const std::string& ns, const std::string& name, const std::string& app,

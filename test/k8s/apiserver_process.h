@@ -94,7 +94,7 @@ class RealApiServer {
       plane_->Stop();
     }
     plane_.reset();
-    if (!dir_.empty() && std::getenv("PYLON_KEEP_TEST_DIRS") == nullptr) {
+    if (!dir_.empty() && std::getenv("PYLON_KEEP_TEST_DIR") == nullptr) {
       std::filesystem::remove_all(dir_);
     }
   }

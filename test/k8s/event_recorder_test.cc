@@ -6,7 +6,7 @@
 
 #include "common/time.h"
 #include "k8s/event_recorder.h"
-#include "common/time.h"
+#include "support/eventually.h"
 #include "support/k8s/fake_client.h"
 
 namespace pylon::k8s {
@@ -111,12 +111,7 @@ TEST_F(CorrelatorTest, SpamFilterBurst25ThenOnePerFiveMinutes) {
 }
 
 bool Eventually(const std::function<bool()>& cond) {
-  auto deadline = std::chrono::steady_clock::now() + seconds(10);
-  while (!cond()) {
-    if (std::chrono::steady_clock::now() > deadline) return false;
-    std::this_thread::sleep_for(milliseconds(2));
-  }
-  return true;
+  return test_support::Eventually(cond, seconds(10), milliseconds(2));
 }
 
 std::vector<Json> DescribeEvents(FakeClient& client) {

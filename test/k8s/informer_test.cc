@@ -8,6 +8,7 @@
 #include "k8s/backoff.h"
 #include "k8s/field_mask.h"
 #include "k8s/informer.h"
+#include "support/eventually.h"
 #include "support/k8s/fake_client.h"
 
 namespace pylon::k8s {
@@ -17,12 +18,8 @@ using std::chrono::milliseconds;
 using std::chrono::seconds;
 
 bool Eventually(const std::function<bool()>& cond, Duration timeout = seconds(10)) {
-  auto deadline = std::chrono::steady_clock::now() + timeout;
-  while (!cond()) {
-    if (std::chrono::steady_clock::now() > deadline) return false;
-    std::this_thread::sleep_for(milliseconds(2));
-  }
-  return true;
+  return test_support::Eventually(
+      cond, std::chrono::duration_cast<std::chrono::milliseconds>(timeout), milliseconds(2));
 }
 
 Json Svc(const std::string& name, const std::string& value = "v") {

@@ -19,6 +19,8 @@
 #include <gtest/gtest.h>
 
 #include "common/fd.h"
+#include "support/eventually.h"
+#include "support/shell.h"
 
 namespace pylon::testing {
 
@@ -29,16 +31,7 @@ inline int Sh(const std::string& cmd) {
 }
 
 // Runs a shell command and returns its stdout.
-inline std::string ShOut(const std::string& cmd) {
-  std::string out;
-  FILE* f = ::popen((cmd + " 2>/dev/null").c_str(), "r");
-  if (f == nullptr) return out;
-  char buf[4096];
-  std::size_t n;
-  while ((n = std::fread(buf, 1, sizeof(buf), f)) > 0) out.append(buf, n);
-  ::pclose(f);
-  return out;
-}
+inline std::string ShOut(const std::string& cmd) { return test_support::Shell(cmd, false).out; }
 
 // Whether this process can create network namespaces (root with iproute2).
 inline bool CanUseNetns() {
@@ -88,12 +81,7 @@ inline void InNetns(const Netns& ns, const std::function<void()>& body) {
 // Polls `cond` every 20 ms until it holds or `limit` passes; returns the last result.
 inline bool Eventually(const std::function<bool()>& cond,
                        std::chrono::milliseconds limit = std::chrono::seconds(5)) {
-  const auto deadline = std::chrono::steady_clock::now() + limit;
-  while (true) {
-    if (cond()) return true;
-    if (std::chrono::steady_clock::now() >= deadline) return false;
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  }
+  return test_support::Eventually(cond, limit);
 }
 
 }  // namespace pylon::testing

@@ -1,0 +1,123 @@
+// Gossip: reports about a ring member this node does not monitor, and the verdict drawn from them.
+#include "heartbeat/gossip.h"
+
+#include <gtest/gtest.h>
+
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace pylon::heartbeat {
+namespace {
+
+using election::NodeName;
+
+struct Step {
+  const char* reporter;
+  std::uint64_t reporter_boot;
+  std::uint64_t id;
+  std::uint64_t subject_boot;
+  std::uint64_t subject_sequence;
+  ReportKind kind;
+  bool expect_new;
+  std::optional<PeerState> expect;  // Verdict of subject "x" after the step
+};
+
+struct Scenario {
+  const char* name;
+  std::vector<const char*> monitors;
+  std::vector<Step> steps;
+};
+
+constexpr auto kAlive = ReportKind::kAlive;
+constexpr auto kDead = ReportKind::kDead;
+constexpr auto kUnhealthy = ReportKind::kUnhealthy;
+constexpr auto kLeaving = ReportKind::kLeaving;
+const std::optional<PeerState> kNone;
+const std::optional<PeerState> kIsDead = PeerState::kDead;
+const std::optional<PeerState> kIsUnhealthy = PeerState::kUnhealthy;
+
+TEST(Gossip, Scenarios) {
+  const std::vector<Scenario> scenarios = {
+      {"one monitor's dead report is not enough; the second condemns",
+       {"m1", "m2", "m3", "m4"},
+       {{"m1", 1, 10, 7, 100, kDead, true, kNone}, {"m2", 1, 10, 7, 101, kDead, true, kIsDead}}},
+      {"the same report flooded twice counts once",
+       {"m1", "m2", "m3", "m4"},
+       {{"m1", 1, 10, 7, 100, kDead, true, kNone}, {"m1", 1, 10, 7, 100, kDead, false, kNone}}},
+      {"a dead report from a node that does not monitor the subject is ignored",
+       {"m1", "m2"},
+       {{"m1", 1, 10, 7, 100, kDead, true, kNone}, {"far", 1, 3, 7, 100, kDead, true, kNone}}},
+      {"a lone monitor (two-node ring) condemns by itself",
+       {"m1"},
+       {{"m1", 1, 10, 7, 100, kDead, true, kIsDead}}},
+      {"an alive report with a later sequence clears the dead reports (a false suspicion)",
+       {"m1", "m2", "m3", "m4"},
+       {{"m1", 1, 10, 7, 100, kDead, true, kNone},
+        {"m2", 1, 10, 7, 100, kDead, true, kIsDead},
+        {"m1", 1, 11, 7, 101, kAlive, true, kNone},
+        {"m3", 1, 4, 7, 99, kDead, true, kNone}}},
+      {"an alive report no later than a dead one does not clear it",
+       {"m1", "m2"},
+       {{"m1", 1, 10, 7, 100, kDead, true, kNone},
+        {"m2", 1, 10, 7, 100, kAlive, true, kNone},
+        {"m2", 1, 11, 7, 100, kDead, true, kIsDead}}},
+      {"the subject refutes a report about itself with its current sequence",
+       {"m1", "m2"},
+       {{"m1", 1, 10, 7, 100, kDead, true, kNone},
+        {"m2", 1, 10, 7, 100, kDead, true, kIsDead},
+        {"x", 7, 140, 7, 140, kAlive, true, kNone}}},
+      {"unhealthy from one monitor is enough (the subject said so), cleared when eligible again",
+       {"m1", "m2"},
+       {{"m1", 1, 10, 7, 100, kUnhealthy, true, kIsUnhealthy},
+        {"m2", 1, 10, 7, 120, kAlive, true, kNone}}},
+      {"leaving is dead at once", {"m1", "m2"}, {{"m2", 1, 10, 7, 100, kLeaving, true, kIsDead}}},
+      {"a new boot id starts afresh: the old boot's reports are gone",
+       {"m1", "m2"},
+       {{"m1", 1, 10, 7, 100, kDead, true, kNone},
+        {"m2", 1, 10, 8, 1, kAlive, true, kNone},
+        {"m2", 1, 11, 8, 5, kDead, true, kNone},
+        {"m1", 1, 11, 8, 5, kDead, true, kIsDead}}},
+      {"a reporter's restart (new boot) with a reused id is a new report",
+       {"m1", "m2"},
+       {{"m1", 1, 10, 7, 100, kDead, true, kNone}, {"m1", 2, 10, 7, 100, kDead, true, kNone}}},
+  };
+  for (const auto& sc : scenarios) {
+    SCOPED_TRACE(sc.name);
+    Gossip g;
+    std::vector<NodeName> monitors(sc.monitors.begin(), sc.monitors.end());
+    int i = 0;
+    for (const auto& st : sc.steps) {
+      SCOPED_TRACE("step " + std::to_string(i++));
+      Report r{NodeName(st.reporter), st.reporter_boot,    st.id,  NodeName("x"),
+               st.subject_boot,       st.subject_sequence, st.kind};
+      EXPECT_EQ(g.Accept(r), st.expect_new);
+      EXPECT_EQ(g.Verdict(NodeName("x"), monitors), st.expect);
+    }
+  }
+}
+
+TEST(Gossip, StandingDeadAndForget) {
+  Gossip g;
+  EXPECT_EQ(g.StandingDead(NodeName("x")), std::nullopt);
+  g.Accept({NodeName("m1"), 1, 1, NodeName("x"), 7, 90, ReportKind::kDead});
+  g.Accept({NodeName("m2"), 1, 1, NodeName("x"), 7, 95, ReportKind::kDead});
+  EXPECT_EQ(g.StandingDead(NodeName("x")), 95u);
+  g.Forget(NodeName("x"));
+  EXPECT_EQ(g.subjects(), 0u);
+  EXPECT_EQ(g.StandingDead(NodeName("x")), std::nullopt);
+}
+
+TEST(Gossip, RemembersABoundedNumberOfReports) {
+  Gossip g;
+  for (std::uint64_t id = 1; id <= kRememberedReports + 1; ++id) {
+    ASSERT_TRUE(g.Accept({NodeName("m1"), 1, id, NodeName("x"), 7, id, ReportKind::kAlive}));
+  }
+  // The oldest was forgotten, the newest is still known.
+  EXPECT_TRUE(g.Accept({NodeName("m1"), 1, 1, NodeName("x"), 7, 1, ReportKind::kAlive}));
+  EXPECT_FALSE(g.Accept(
+      {NodeName("m1"), 1, kRememberedReports + 1, NodeName("x"), 7, 1, ReportKind::kAlive}));
+}
+
+}  // namespace
+}  // namespace pylon::heartbeat

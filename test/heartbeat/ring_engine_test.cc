@@ -1,0 +1,327 @@
+// The engine on a ring (ring.h, gossip.h): twelve engines that all speak the ring, driven in
+// virtual time over a test network that can crash a node, cut one direction of one link, or lose
+// every datagram to or from a node. Each engine has its own Membership (every lease live and
+// renewed), so the tests read what matters: who each node's election considers live.
+#include <gtest/gtest.h>
+#include <rapidcheck.h>
+#include <rapidcheck/gtest.h>
+
+#include <chrono>
+#include <map>
+#include <set>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "heartbeat/engine.h"
+
+namespace pylon::heartbeat {
+namespace {
+
+using election::NodeName;
+using std::chrono::milliseconds;
+
+const SteadyTime kStart = SteadyTime{} + std::chrono::hours(1);
+
+class RingWorld {
+ public:
+  // `legacy`: nodes that do not publish the ring capability (older agents).
+  explicit RingWorld(std::size_t n, std::set<std::string> legacy = {})
+      : legacy_(std::move(legacy)) {
+    const KeyRing keys = *KeyRing::Create({"ring-engine-test-key-0123456789"});
+    for (std::size_t i = 0; i < n; ++i) names_.push_back("node-" + std::to_string(i));
+    for (std::size_t i = 0; i < n; ++i) {
+      EngineOptions o;
+      o.node = NodeName(names_[i]);
+      o.config.interval = milliseconds(100);
+      o.config.miss_count = 3;
+      o.boot_id = 1000 + i;
+      o.ring = legacy_.count(names_[i]) == 0;
+      auto e = Engine::Create(o, keys);
+      EXPECT_TRUE(e) << e.error().message();
+      engines_.emplace(names_[i], std::move(*e));
+      memberships_.emplace(names_[i], election::Membership());
+    }
+    for (std::size_t i = 0; i < n; ++i) Join(i);
+  }
+
+  // Node i's lease (with both annotations) appears to every node, or disappears.
+  void Join(std::size_t i) { Lease(i, false); }
+  void Leave(std::size_t i) { Lease(i, true); }
+  // `observers`: the nodes that see it now (empty: all); the others see it later, if ever.
+  void Lease(std::size_t i, bool deleted, const std::set<std::string>& observers = {}) {
+    const std::string value = Ip(i).ToString() + ":7934";
+    const bool ring = legacy_.count(names_[i]) == 0;
+    for (auto& [self, e] : engines_) {
+      if (!observers.empty() && observers.count(self) == 0) continue;
+      e.ObservePeerLease(
+          NodeName(names_[i]),
+          [&](std::string_view key) -> std::string_view {
+            if (key == kHeartbeatAnnotation) return value;
+            if (key == kRingAnnotation && ring) return kRingVersion;
+            return {};
+          },
+          deleted);
+      election::LeaseObservation lo;
+      lo.node = NodeName(names_[i]);
+      lo.holder_identity = names_[i];
+      lo.lease_duration_seconds = 3600;
+      lo.renew_time = "t0";
+      lo.deleted = deleted;
+      memberships_.at(self).Observe(lo, now_);
+    }
+  }
+
+  static net::IpAddress Ip(std::size_t i) {
+    return net::IpAddress::V4(0xc0000200u + static_cast<std::uint32_t>(i) + 1);  // 192.0.2.x
+  }
+  const std::string& name(std::size_t i) const { return names_[i]; }
+  Engine& at(const std::string& n) { return engines_.at(n); }
+
+  void Run(Duration span) {
+    const SteadyTime until = now_ + span;
+    while (now_ < until) {
+      now_ += milliseconds(1);
+      for (auto& [name, e] : engines_) {
+        if (crashed_.count(name) != 0 || e.NextWake() > now_) continue;
+        for (auto& d : e.Poll(now_)) {
+          ++sent_[name];
+          const std::string& to = NodeAt(d.to);
+          if (crashed_.count(to) != 0 || isolated_.count(name) || isolated_.count(to)) continue;
+          if (cut_.count({name, to}) != 0) continue;
+          if (deaf_to_reports_.count(to) != 0 && LooksLikeReport(d.bytes)) continue;
+          engines_.at(to).OnDatagram(d.bytes, Endpoint{Ip(IndexOf(name))}, now_);
+        }
+      }
+      for (auto& [name, e] : engines_) {
+        if (crashed_.count(name) == 0) e.Evaluate(now_);
+      }
+    }
+  }
+
+  // Whether `observer`'s election considers `subject` live after a pass.
+  bool Live(const std::string& observer, const std::string& subject, bool lease_healthy = true) {
+    auto& m = memberships_.at(observer);
+    Engine::PassInputs in;
+    in.lease_healthy = lease_healthy;
+    at(observer).Sync(m, in, now_);
+    return m.IsLive(NodeName(subject), now_);
+  }
+  // The observers (not crashed, not `subject`) that consider `subject` dead.
+  std::size_t DeadIn(const std::string& subject, bool lease_healthy = true) {
+    std::size_t n = 0;
+    for (const auto& o : names_) {
+      if (o == subject || crashed_.count(o)) continue;
+      if (!Live(o, subject, lease_healthy)) ++n;
+    }
+    return n;
+  }
+  std::size_t Live() const { return names_.size() - crashed_.size(); }
+
+  std::set<std::string> crashed_;
+  std::set<std::string> isolated_;
+  std::set<std::pair<std::string, std::string>> cut_;  // (from, to) datagrams lost
+  std::set<std::string> deaf_to_reports_;              // reports to these nodes are lost
+  std::map<std::string, std::uint64_t> sent_;
+  SteadyTime now_ = kStart;
+
+ private:
+  std::size_t IndexOf(const std::string& n) const {
+    for (std::size_t i = 0; i < names_.size(); ++i) {
+      if (names_[i] == n) return i;
+    }
+    ADD_FAILURE() << n;
+    return 0;
+  }
+  const std::string& NodeAt(const Endpoint& ep) const {
+    for (std::size_t i = 0; i < names_.size(); ++i) {
+      if (Ip(i) == ep.address) return names_[i];
+    }
+    ADD_FAILURE() << "no node at " << ep.ToString();
+    return names_[0];
+  }
+
+  std::vector<std::string> names_;
+  std::set<std::string> legacy_;
+  std::map<std::string, Engine> engines_;
+  std::map<std::string, election::Membership> memberships_;
+};
+
+TEST(RingEngine, HeartbeatsGoToFourNeighboursOnly) {
+  RingWorld w(12);
+  w.Run(milliseconds(2000));
+  for (std::size_t i = 0; i < 12; ++i) {
+    const auto& e = w.at(w.name(i));
+    EXPECT_EQ(e.HeartbeatPeers().size(), 4u) << w.name(i);
+    EXPECT_EQ(e.detector().CountIn(PeerState::kAlive), 4u) << w.name(i);
+    // About 10 rounds/s x 4 peers over 2 s, not 11 peers.
+    EXPECT_LE(w.sent_[w.name(i)], 2u * 10 * 4 + 8) << w.name(i);
+    EXPECT_EQ(e.stats().reports_made, 0u);
+  }
+}
+
+TEST(RingEngine, ACrashIsKnownEverywhereThroughReports) {
+  RingWorld w(12);
+  w.Run(milliseconds(1000));
+  const std::string victim = w.name(5);
+  EXPECT_EQ(w.DeadIn(victim), 0u);
+  w.crashed_.insert(victim);
+  w.Run(milliseconds(200));
+  EXPECT_EQ(w.DeadIn(victim), 0u) << "not before the bound";
+  w.Run(milliseconds(200));
+  // Every live node, monitor or not, now considers it dead: its 4 monitors by heartbeats, the
+  // other 7 from two monitors' reports.
+  EXPECT_EQ(w.DeadIn(victim), w.Live() - 0);
+  std::uint64_t made = 0;
+  for (std::size_t i = 0; i < 12; ++i) made += w.at(w.name(i)).stats().reports_made;
+  EXPECT_EQ(made, 4u);  // one per monitor
+  // Back: its monitors hear it and report alive; everyone revives it.
+  w.crashed_.erase(victim);
+  w.Run(milliseconds(300));
+  EXPECT_EQ(w.DeadIn(victim), 0u);
+}
+
+TEST(RingEngine, OneMonitorLosingHeartbeatsMovesNothing) {
+  RingWorld w(12);
+  w.Run(milliseconds(1000));
+  const std::string subject = w.name(3);
+  const auto monitors = w.at(subject).HeartbeatPeers();
+  ASSERT_EQ(monitors.size(), 4u);
+  const std::string monitor = monitors[0].str();
+  w.cut_.insert({subject, monitor});   // that monitor alone stops hearing the subject
+  w.deaf_to_reports_.insert(subject);  // and the subject cannot refute
+  w.Run(milliseconds(600));
+  EXPECT_FALSE(w.Live(monitor, subject)) << "the monitor itself judges by what it hears";
+  // Every other node keeps it live: one dead report is not a verdict.
+  std::size_t dead_elsewhere = 0;
+  for (std::size_t i = 0; i < 12; ++i) {
+    if (w.name(i) != monitor && w.name(i) != subject && !w.Live(w.name(i), subject)) {
+      ++dead_elsewhere;
+    }
+  }
+  EXPECT_EQ(dead_elsewhere, 0u);
+}
+
+TEST(RingEngine, ARefutationClearsAFalseVerdict) {
+  RingWorld w(12);
+  w.Run(milliseconds(1000));
+  const std::string subject = w.name(7);
+  const auto monitors = w.at(subject).HeartbeatPeers();
+  // Two monitors stop hearing it (one direction only): a verdict forms, then the subject, which
+  // receives the flood, refutes it at a later sequence.
+  w.cut_.insert({subject, monitors[0].str()});
+  w.cut_.insert({subject, monitors[1].str()});
+  w.Run(milliseconds(600));
+  std::size_t far_dead = 0;
+  for (std::size_t i = 0; i < 12; ++i) {
+    const std::string& o = w.name(i);
+    if (o == subject || o == monitors[0].str() || o == monitors[1].str()) continue;
+    if (!w.Live(o, subject)) ++far_dead;
+  }
+  EXPECT_EQ(far_dead, 0u) << "the refutation outranks both dead reports";
+}
+
+TEST(RingEngine, AnApiOutageKeepsNonNeighboursLive) {
+  RingWorld w(12);
+  w.Run(milliseconds(1000));
+  const std::string observer = w.name(0);
+  std::size_t live = 0;
+  for (std::size_t i = 1; i < 12; ++i) {
+    if (w.Live(observer, w.name(i), /*lease_healthy=*/false)) ++live;
+  }
+  EXPECT_EQ(live, 11u);
+  // A crash during the outage is still reported.
+  w.crashed_.insert(w.name(4));
+  w.Run(milliseconds(500));
+  EXPECT_EQ(w.DeadIn(w.name(4), /*lease_healthy=*/false), w.Live());
+}
+
+// A join seen by half the nodes a few seconds before the other half: those that saw it first
+// stop expecting some old neighbours' heartbeats, but keep sending them theirs for a while, so
+// no one is reported dead.
+TEST(RingEngine, ViewsOfAJoinThatDifferForSecondsReportNothing) {
+  RingWorld w(16);
+  w.Leave(15);
+  w.crashed_.insert(w.name(15));
+  w.Run(milliseconds(1000));
+  std::set<std::string> first_half;
+  for (std::size_t i = 0; i < 16; i += 2) first_half.insert(w.name(i));
+  w.crashed_.erase(w.name(15));
+  w.Lease(15, false, first_half);
+  w.Run(milliseconds(3000));
+  std::set<std::string> rest;
+  for (std::size_t i = 1; i < 16; i += 2) rest.insert(w.name(i));
+  w.Lease(15, false, rest);
+  w.Run(milliseconds(1000));
+  std::uint64_t made = 0;
+  for (std::size_t i = 0; i < 16; ++i) made += w.at(w.name(i)).stats().reports_made;
+  EXPECT_EQ(made, 0u);
+  for (std::size_t i = 0; i < 16; ++i) {
+    EXPECT_EQ(w.at(w.name(i)).detector().CountIn(PeerState::kDead), 0u) << w.name(i);
+    EXPECT_EQ(w.at(w.name(i)).detector().CountIn(PeerState::kAlive), 4u) << w.name(i);
+  }
+}
+
+TEST(RingEngine, LegacyPeersAreHeardByEveryone) {
+  RingWorld w(12, {"node-2"});
+  w.Run(milliseconds(1000));
+  for (std::size_t i = 0; i < 12; ++i) {
+    const auto& e = w.at(w.name(i));
+    if (w.name(i) == "node-2") {
+      // The older agent sends to everyone and hears everyone.
+      EXPECT_EQ(e.detector().CountIn(PeerState::kAlive), 11u);
+      continue;
+    }
+    EXPECT_EQ(e.legacy_peers(), 1u);
+    EXPECT_TRUE(e.detector().IsPeer(NodeName("node-2"))) << w.name(i);
+    EXPECT_EQ(e.Peer(NodeName("node-2"))->state, PeerState::kAlive) << w.name(i);
+  }
+  // Its crash is seen directly by every node.
+  w.crashed_.insert("node-2");
+  w.Run(milliseconds(400));
+  EXPECT_EQ(w.DeadIn("node-2"), w.Live());
+}
+
+// Whatever the joins and leaves before it, a crash is known to every live member within the
+// detection bound plus the flood: every node that could take over one of its addresses (any live
+// member) stops electing it, monitor or not. And no live node is taken for dead meanwhile.
+RC_GTEST_PROP(RingEngineProperty, EveryLiveMemberLearnsOfACrashAfterChurn, ()) {
+  const auto n = *rc::gen::inRange<std::size_t>(2, 24);
+  RingWorld w(n);
+  std::set<std::size_t> away;
+  const auto churn =
+      *rc::gen::container<std::vector<std::size_t>>(rc::gen::inRange<std::size_t>(0, n));
+  for (std::size_t i : churn) {
+    if (away.count(i)) {
+      w.Join(i);
+      away.erase(i);
+    } else if (away.size() + 2 < n) {
+      w.Leave(i);
+      away.insert(i);
+    }
+  }
+  for (std::size_t i : away) w.crashed_.insert(w.name(i));  // gone: neither sends nor hears
+  w.Run(milliseconds(1000));
+  std::vector<std::size_t> present;
+  for (std::size_t i = 0; i < n; ++i) {
+    if (!away.count(i)) present.push_back(i);
+  }
+  const std::string victim = w.name(*rc::gen::elementOf(present));
+  for (std::size_t i : present) {
+    if (w.name(i) == victim) continue;
+    for (std::size_t j : present) RC_ASSERT(w.Live(w.name(i), w.name(j)));
+  }
+  w.crashed_.insert(victim);
+  w.Run(milliseconds(450));
+  for (std::size_t i : present) {
+    const std::string& o = w.name(i);
+    if (o == victim) continue;
+    RC_ASSERT(!w.Live(o, victim));
+    for (std::size_t j : present) {
+      if (w.name(j) != victim) RC_ASSERT(w.Live(o, w.name(j)));
+    }
+  }
+}
+
+}  // namespace
+}  // namespace pylon::heartbeat
