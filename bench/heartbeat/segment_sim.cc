@@ -12,7 +12,7 @@
 // Simplifications (see docs/failover.md, "Simulating a segment"):
 //   - a node's liveness view of X: the Membership override Engine::Sync set for X, else X's lease
 //     (renewed within its duration, as this node last saw the API); the Membership holds this node
-//     and its heartbeat peers (what Sync reads), not every lease;
+//     and every node with heartbeat endpoints (what Sync reads);
 //   - the recorded announcer of an address (stickiness, the takeover's holder) is known to every
 //     node at once; watch events arrive at once;
 //   - a pass re-elects only the addresses whose top-ranked nodes changed liveness in that node's
@@ -421,7 +421,8 @@ class World {
     SyncMembers(i);
   }
 
-  // The Membership holds this node and its heartbeat peers (what Engine::Sync reads).
+  // The Membership holds this node and every node with heartbeat endpoints (what Engine::Sync
+  // reads).
   void SyncMembers(int i) {
     Node& x = node(i);
     std::set<std::uint32_t> want;
@@ -489,9 +490,9 @@ class World {
         }
       }
     }
-    // A peer's new address list or flags matter to a pass only with a split-brain to resolve
-    // (flags that change a verdict come as transitions).
-    if (!ts.empty() || (changed && node(i).contested > 0)) SchedulePass(i);
+    // As the agent: a pass on a transition or on what the engine says changed (a peer's list or
+    // flags, a report about a node that is not a peer).
+    if (!ts.empty() || changed) SchedulePass(i);
   }
 
   void Dispatch(const Event& e) {
