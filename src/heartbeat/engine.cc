@@ -50,12 +50,27 @@ Engine::~Engine() = default;
 
 // --- inputs ----------------------------------------------------------------------------------
 
-void Engine::PeersChanged() {
+void Engine::Refresh() {
+  if (!peers_dirty_) return;
+  peers_dirty_ = false;
   std::erase_if(ring_capable_, [&](const auto& n) { return endpoints_.count(n) == 0; });
+  std::erase_if(ring_keys_, [&](const auto& e) {
+    return e.first != options_.node && ring_capable_.count(e.first) == 0;
+  });
   if (options_.ring) {
-    std::vector<election::NodeName> members(ring_capable_.begin(), ring_capable_.end());
-    members.push_back(options_.node);
-    ring_ = Ring::Build(members, *hasher_);
+    std::vector<std::pair<election::Digest, election::NodeName>> keyed;
+    keyed.reserve(ring_capable_.size() + 1);
+    for (const auto& name : ring_capable_) {
+      auto it = ring_keys_.find(name);
+      if (it == ring_keys_.end()) it = ring_keys_.emplace(name, Ring::Key(name, *hasher_)).first;
+      keyed.emplace_back(it->second, name);
+    }
+    auto self = ring_keys_.find(options_.node);
+    if (self == ring_keys_.end()) {
+      self = ring_keys_.emplace(options_.node, Ring::Key(options_.node, *hasher_)).first;
+    }
+    keyed.emplace_back(self->second, options_.node);
+    ring_ = Ring::FromKeys(std::move(keyed));
   } else {
     ring_ = Ring();
   }
@@ -221,6 +236,7 @@ void Engine::SplitWindows() {
 
 std::vector<Outgoing> Engine::Poll(SteadyTime now) {
   last_now_ = now;
+  Refresh();
   std::vector<Outgoing> out;
   if (!pending_reports_.empty()) {
     if (link_up_) {
@@ -287,6 +303,7 @@ void Engine::Drop(DropReason r, const Endpoint& from, const std::string& detail,
 
 bool Engine::OnDatagram(std::span<const std::uint8_t> datagram, const Endpoint& from,
                         SteadyTime now) {
+  Refresh();
   ++stats_.received;
   if (LooksLikeReport(datagram)) return OnReport(datagram, from, now);
   auto hb = Decode(datagram, keys_);
@@ -375,6 +392,7 @@ void Engine::Flood(const std::vector<std::uint8_t>& bytes) {
 }
 
 std::vector<Transition> Engine::Evaluate(SteadyTime now) {
+  Refresh();
   auto transitions = detector_.Evaluate(now);
   for (const auto& t : transitions) {
     if (t.from == PeerState::kSilent && t.to == PeerState::kAlive) ++stats_.rejoined;
@@ -394,7 +412,7 @@ std::vector<Transition> Engine::Evaluate(SteadyTime now) {
 }
 
 SteadyTime Engine::NextWake() const {
-  if (send_now_ || !next_send_ || !pending_reports_.empty()) return SteadyTime{};
+  if (send_now_ || !next_send_ || !pending_reports_.empty() || peers_dirty_) return SteadyTime{};
   SteadyTime wake = *next_send_;
   if (auto d = detector_.NextDeadline(); d && *d < wake) wake = *d;
   return wake;
@@ -404,6 +422,7 @@ SteadyTime Engine::NextWake() const {
 
 Engine::PassResult Engine::Sync(election::Membership& membership, const PassInputs& in,
                                 SteadyTime now) {
+  Refresh();
   PassResult result;
   bool lease_only = in.lease_only_members;
   for (const auto& [name, member] : membership.members()) {
@@ -477,6 +496,7 @@ SelfHealth Engine::JudgeSelf(bool lease_healthy, bool lease_only_members, Steady
 
 std::vector<net::IpAddress> Engine::AddressesToYield(std::span<const net::IpAddress> mine,
                                                      SteadyTime now) {
+  Refresh();
   std::vector<Claim> claims;
   for (const auto& [name, peer] : detector_.peers()) {
     if (peer.state != PeerState::kAlive || !peer.last_heard) continue;

@@ -148,7 +148,9 @@ class Engine {
   // report flooded to the fingers (sent by the next Poll).
   std::vector<Transition> Evaluate(SteadyTime now);
   // When Poll or Evaluate next has something to do by time alone: the next round or the
-  // detector's next deadline. A time not after any `now` (SteadyTime{}) when a round is due now.
+  // detector's next deadline. A time not after any `now` (SteadyTime{}) when a round or a report
+  // is due now, or the peers changed (the ring and the detector's peers are rebuilt once, by the
+  // next Poll, OnDatagram, Evaluate, Sync or AddressesToYield, however many leases came).
   SteadyTime NextWake() const;
 
   // --- outputs -------------------------------------------------------------------------------
@@ -204,7 +206,8 @@ class Engine {
 
  private:
   Engine(EngineOptions options, KeyRing keys, std::unique_ptr<election::Sha256Hasher> hasher);
-  void PeersChanged();
+  void PeersChanged() { peers_dirty_ = true; }
+  void Refresh();  // rebuilds the ring and the detector's peers if the peers changed
   Heartbeat MakeHeartbeat(SteadyTime now);
   void SplitWindows();
   void Drop(DropReason r, const Endpoint& from, const std::string& detail, SteadyTime now);
@@ -225,7 +228,12 @@ class Engine {
   std::map<election::NodeName, std::vector<Endpoint>> endpoints_;
   std::map<election::NodeName, std::string> annotations_;
   std::set<election::NodeName> ring_capable_;  // of the nodes in endpoints_
-  Ring ring_;                                  // ring_capable_ and this node (if options_.ring)
+  Ring ring_;  // ring_capable_ and this node (if options_.ring), rebuilt by Refresh
+  // Ring::Key of each ring member and this node, kept (one SHA-256 per node, not per rebuild).
+  std::map<election::NodeName, election::Digest> ring_keys_;
+  // The peers changed since the ring and the detector's peers were last made to match: a lease
+  // informer delivering N leases at start costs one rebuild, not N.
+  bool peers_dirty_ = false;
   Gossip gossip_;
   std::vector<Outgoing> pending_reports_;  // sent by the next Poll
   // Heartbeat peers this node dropped when its view of the ring changed, with the time until

@@ -12,14 +12,23 @@ namespace {
 constexpr std::string_view kRingSalt = "heartbeat-ring";
 }  // namespace
 
+election::Digest Ring::Key(const election::NodeName& node, election::ElectionHasher& hasher) {
+  return hasher.Hash(node.str(), kRingSalt);
+}
+
 Ring Ring::Build(std::span<const election::NodeName> members, election::ElectionHasher& hasher,
                  std::size_t side) {
-  Ring ring;
-  ring.side_ = std::max<std::size_t>(side, 1);
   std::set<election::NodeName> unique(members.begin(), members.end());
   std::vector<std::pair<election::Digest, election::NodeName>> keyed;
   keyed.reserve(unique.size());
-  for (const auto& name : unique) keyed.emplace_back(hasher.Hash(name.str(), kRingSalt), name);
+  for (const auto& name : unique) keyed.emplace_back(Key(name, hasher), name);
+  return FromKeys(std::move(keyed), side);
+}
+
+Ring Ring::FromKeys(std::vector<std::pair<election::Digest, election::NodeName>> keyed,
+                    std::size_t side) {
+  Ring ring;
+  ring.side_ = std::max<std::size_t>(side, 1);
   std::sort(keyed.begin(), keyed.end());
   ring.order_.reserve(keyed.size());
   for (auto& [digest, name] : keyed) {

@@ -39,6 +39,11 @@ class Ring {
   // `members` in any order, duplicates ignored. `side` >= 1.
   static Ring Build(std::span<const election::NodeName> members, election::ElectionHasher& hasher,
                     std::size_t side = kRingSide);
+  // The ring position key of a node (what Build hashes): callers that rebuild often keep them.
+  static election::Digest Key(const election::NodeName& node, election::ElectionHasher& hasher);
+  // The same from members with their keys (unique names).
+  static Ring FromKeys(std::vector<std::pair<election::Digest, election::NodeName>> keyed,
+                       std::size_t side = kRingSide);
 
   std::size_t size() const { return order_.size(); }
   std::size_t side() const { return side_; }
