@@ -387,7 +387,9 @@ void Engine::Flood(const std::vector<std::uint8_t>& bytes) {
   for (const auto& finger : ring_.Fingers(options_.node)) {
     auto it = endpoints_.find(finger);
     if (it == endpoints_.end()) continue;
-    for (const auto& ep : it->second) pending_reports_.push_back(Outgoing{finger, ep, bytes});
+    // One endpoint is enough: each report reaches every member over about log2(N) paths.
+    if (!it->second.empty())
+      pending_reports_.push_back(Outgoing{finger, it->second.front(), bytes});
   }
 }
 
