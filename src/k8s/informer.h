@@ -1,10 +1,13 @@
 // An informer for one resource: client-go reflector semantics feeding a local Store and handlers.
-//  - LIST with resourceVersion=0 and limit (paginated), then WATCH from the list's RV with
-//    allowWatchBookmarks=true and timeoutSeconds uniformly random in [min, 2·min) (300–600 s).
+//  - LIST with limit (paginated; the first one with resourceVersion unset, a consistent read),
+//    then WATCH from the list's RV with allowWatchBookmarks=true and timeoutSeconds uniformly
+//    random in [min, 2·min) (300–600 s).
 //  - A clean close re-watches from the last seen RV without relisting; a watch that closes within
 //    `short_watch` (1 s) having delivered no event counts as an error (relist after backoff).
-//  - 410 (in-stream ERROR Expired/Gone or HTTP 410) → relist with RV = last seen; if that list is
-//    also expired (or "Too large resource version"), relist at once with RV unset.
+//  - 410 (in-stream ERROR Expired/Gone or HTTP 410) on the watch → relist with RV unset. Other
+//    failures → relist at RV = last seen, not older than it (resourceVersionMatch=NotOlderThan:
+//    the current objects, never the snapshot at that RV); if that RV is expired (or "Too large
+//    resource version"), relist at once with RV unset.
 //  - Transport errors / 429 / 5xx on the watch → re-watch from the last RV (after a backoff when no
 //    event came through); other errors → relist after backoff.
 //  - Backoff 800 ms doubling to 30 s, jittered, reset after 2 min without a backoff, and (unlike
