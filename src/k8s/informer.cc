@@ -173,10 +173,10 @@ Status Informer::WatchLoop() {
         },
         &cancel_);
     if (cancel_.Cancelled()) return Ok();
-    if (events > 0) {
-      ResetBackoff();  // the server served this watch: failures start over
-      relisted_at_once_ = false;
-    }
+    if (events > 0) ResetBackoff();  // the server served this watch: failures start over
+    // A watch that delivered or lasted past `short_watch` was served: the next 410 relists at once
+    // again (quiet resources see one 410 per compaction, with no event in between).
+    if (events > 0 || clock_.Now() - start >= opts_.short_watch) relisted_at_once_ = false;
     if (st) {
       if (events == 0 && clock_.Now() - start < opts_.short_watch) {
         return Fail(ErrorCode::kUnavailable,

@@ -12,8 +12,9 @@
 //    event came through); other errors → relist after backoff.
 //  - After a 410 on the watch the consistent relist comes at once, not after the backoff: the
 //    server answered, and the cache stays stale until that list (the soak saw an agent act on a
-//    Service cache 85 s old, a 410 followed by a backoff grown to 47 s by an API outage). At most
-//    once until a watch delivers an event; a 410 again right after waits the backoff.
+//    Service cache 85 s old, a 410 followed by a backoff grown to 47 s by an API outage). Once
+//    until a watch is served again (an event, or open past `short_watch`): a 410 at once after
+//    the relist waits the backoff.
 //  - Backoff 800 ms doubling to 30 s, jittered, reset after 2 min without a backoff, and (unlike
 //    client-go) by every watch that delivered an event: only consecutive failures escalate, so
 //    after a burst of faults that the watch survived in between, the cache catches up within
@@ -114,7 +115,7 @@ class Informer {
   const Clock& clock_;
   Backoff backoff_;
   // Informer thread only. A 410 on the watch: the next list comes at once, not after the backoff
-  // (the server answered, and the cache is stale until that list); once, until a watch delivers.
+  // (the server answered, and the cache is stale until that list); once, until a watch is served.
   bool expired_ = false;
   bool relisted_at_once_ = false;
   std::mt19937_64 rng_;
