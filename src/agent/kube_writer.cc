@@ -38,6 +38,12 @@ Json L2Spec(const L2Advertisement& l2) {
           {"interface", l2.interface}};
 }
 
+// The planner's level-based writes (asked for again every pass while wanted): PassDone drops the
+// queued ones a pass did not ask for.
+bool IsPassScoped(const std::string& target) {
+  return target.starts_with("annotations/") || target.starts_with("l2/");
+}
+
 }  // namespace
 
 Json L2AdvertisementObject(const L2Advertisement& l2) {
@@ -99,6 +105,7 @@ std::int64_t KubeWriter::failures() const {
 void KubeWriter::Enqueue(const std::string& target, std::string fingerprint,
                          std::function<Status()> run, std::string observed) {
   std::lock_guard<std::mutex> lock(mu_);
+  if (IsPassScoped(target)) asked_.insert(target);
   const SteadyTime now = clock_.Now();
   auto d = done_.find(target);
   if (d != done_.end() && d->second.fingerprint == fingerprint &&
@@ -120,6 +127,14 @@ void KubeWriter::Enqueue(const std::string& target, std::string fingerprint,
   if (p == pending_.end()) order_.push_back(target);
   pending_[target] = Op{std::move(fingerprint), std::move(run), std::move(observed)};
   cv_.notify_all();
+}
+
+void KubeWriter::PassDone() {
+  std::lock_guard<std::mutex> lock(mu_);
+  std::erase_if(pending_, [&](const auto& kv) {
+    return IsPassScoped(kv.first) && !asked_.count(kv.first);
+  });  // their order_ entries are skipped by Run
+  asked_.clear();
 }
 
 void KubeWriter::Run() {

@@ -11,6 +11,14 @@
 // `min_identical_rewrite`, doubled on each consecutive such rewrite up to `rewrite_after`, which
 // still bounds two confused writers to a few writes.
 //
+// The planner's writes are level-based and asked for again every pass while still wanted: at the
+// end of a pass (PassDone) a queued annotation patch or L2Advertisement write that the pass did
+// not ask for again is dropped. With the API slow or hung, the queue can hold a write decided
+// while this node won an address for seconds after it stopped winning it (a peer came back,
+// split-brain resolution); sent then, it named this node as the announcer of an address it no
+// longer held, and every node's sticky election deferred to it (the soak, seed 1: 44 s without an
+// announcer). A write already in flight is not recalled.
+//
 // Events go through k8s::EventRecorder (source component purelb-lbnodeagent).
 #pragma once
 
@@ -19,6 +27,7 @@
 #include <functional>
 #include <map>
 #include <mutex>
+#include <set>
 #include <string>
 #include <thread>
 
@@ -61,6 +70,7 @@ class KubeWriter final : public ClusterWriter {
   void DeleteL2Advertisement(const std::string& name) override;
   void Event(const ServiceEvent& event) override;
   void NodeEvent(bool warning, const std::string& reason, const std::string& message) override;
+  void PassDone() override;
 
   void Start();
   // Gives queued writes up to `drain` to finish, then stops the worker.
@@ -87,6 +97,7 @@ class KubeWriter final : public ClusterWriter {
   std::condition_variable cv_;
   std::deque<std::string> order_;  // targets in arrival order
   std::map<std::string, Op> pending_;
+  std::set<std::string> asked_;  // level-based targets asked for since the last PassDone
   struct Done {
     std::string fingerprint;
     SteadyTime at;

@@ -200,6 +200,7 @@ PassResult Reconciler::Run(const PlanInputs& in, const election::Membership& mem
   for (const auto& l2 : r.plan.l2_upserts) d_.writer->UpsertL2Advertisement(l2);
   for (const auto& n : r.plan.l2_deletes) d_.writer->DeleteL2Advertisement(n);
   for (const auto& e : r.plan.events) d_.writer->Event(e);
+  d_.writer->PassDone();
 
   // What is held now: the plan's local addresses that the kernel sync owns.
   held_local_.clear();

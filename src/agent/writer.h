@@ -22,6 +22,11 @@ class ClusterWriter {
   virtual void Event(const ServiceEvent& event) = 0;
   // An event about the agent itself (on its Node object).
   virtual void NodeEvent(bool warning, const std::string& reason, const std::string& message) = 0;
+  // The end of one planner pass. A writer that queues may drop the queued annotation patches and
+  // L2Advertisement writes this pass did not ask for again: they were decided on an earlier pass,
+  // and either the cache shows them done or this node no longer wants them (it stopped winning
+  // the address); sent late, one would name a node that no longer holds the address.
+  virtual void PassDone() {}
 };
 
 // Records every call, for tests.
@@ -35,6 +40,7 @@ class RecordingWriter final : public ClusterWriter {
   void NodeEvent(bool warning, const std::string& reason, const std::string& message) override {
     node_events.push_back(ServiceEvent{{}, warning, reason, message});
   }
+  void PassDone() override { ++passes; }
   void Clear() { *this = RecordingWriter(); }
 
   std::vector<AnnotationPatch> patches;
@@ -43,6 +49,7 @@ class RecordingWriter final : public ClusterWriter {
   std::vector<std::string> l2_deletes;
   std::vector<ServiceEvent> events;
   std::vector<ServiceEvent> node_events;
+  int passes = 0;
 };
 
 }  // namespace pylon::agent

@@ -23,7 +23,9 @@ namespace pylon::k8s {
 struct ListOptions {
   std::string label_selector;
   std::string field_selector;
-  // Unset: most recent (consistent read). "0": any (may be served from cache). "N": not older.
+  // Unset: most recent (consistent read). "0": any (may be served from cache). "N": not older
+  // (sent with resourceVersionMatch=NotOlderThan when paginated: without it, "N" with `limit` is
+  // Exact).
   std::optional<std::string> resource_version;
   // Page size (`limit`); pages are fetched with `continue` and merged. 0: one unlimited request.
   int64_t page_size = 500;

@@ -121,6 +121,14 @@ Result<ObjectList> ClientImpl::ListOnce(const Resource& res, std::string_view ns
       q.Add("continue", cont);  // the token pins the snapshot; RV must not be sent with it
     } else if (opts.resource_version) {
       q.Add("resourceVersion", *opts.resource_version);
+      // With `limit`, kube-apiserver reads an RV other than "0" as Exact when no match is given
+      // (the legacy paginated semantics): a relist at an informer's last RV returned that old
+      // snapshot, objects created since were missing from the cache until the next relist (the
+      // soak saw a leader leave two new Services unallocated that way). Not older than is what
+      // the field means.
+      if (paginate && opts.page_size > 0 && *opts.resource_version != "0") {
+        q.Add("resourceVersionMatch", "NotOlderThan");
+      }
     }
     HttpRequest req;
     req.path = res.CollectionPath(ns) + q.String();

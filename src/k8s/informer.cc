@@ -90,6 +90,12 @@ void Informer::Run() {
   while (!cancel_.Cancelled()) {
     Status st = ListAndWatch();
     if (cancel_.Cancelled()) break;
+    if (st && expired_ && !relisted_at_once_) {
+      expired_ = false;
+      relisted_at_once_ = true;
+      continue;
+    }
+    expired_ = false;
     if (!st) {
       {
         std::lock_guard<std::mutex> lock(mu_);
@@ -168,6 +174,9 @@ Status Informer::WatchLoop() {
         &cancel_);
     if (cancel_.Cancelled()) return Ok();
     if (events > 0) ResetBackoff();  // the server served this watch: failures start over
+    // A watch that delivered or lasted past `short_watch` was served: the next 410 relists at once
+    // again (quiet resources see one 410 per compaction, with no event in between).
+    if (events > 0 || clock_.Now() - start >= opts_.short_watch) relisted_at_once_ = false;
     if (st) {
       if (events == 0 && clock_.Now() - start < opts_.short_watch) {
         return Fail(ErrorCode::kUnavailable,
@@ -186,18 +195,20 @@ Status Informer::WatchLoop() {
       std::lock_guard<std::mutex> lock(mu_);
       ++stats_.expired;
       rv_unavailable_ = true;
+      expired_ = true;
       log::Info("informer: watch resource version unavailable, relisting",
                 {{"resource", opts_.resource.plural}, {"error", st.error().message()}});
-      return Ok();  // consistent relist (after the usual backoff)
+      return Ok();  // consistent relist (at once: Run)
     }
     switch (st.error().code()) {
       case ErrorCode::kGone: {
         std::lock_guard<std::mutex> lock(mu_);
         ++stats_.expired;
         rv_unavailable_ = true;
+        expired_ = true;
         log::Info("informer: watch expired, relisting",
                   {{"resource", opts_.resource.plural}, {"rv", last_rv_}});
-        return Ok();  // consistent relist (after the usual backoff)
+        return Ok();  // consistent relist (at once: Run)
       }
       case ErrorCode::kUnavailable:
         if (events == 0) {

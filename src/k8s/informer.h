@@ -1,12 +1,20 @@
 // An informer for one resource: client-go reflector semantics feeding a local Store and handlers.
-//  - LIST with resourceVersion=0 and limit (paginated), then WATCH from the list's RV with
-//    allowWatchBookmarks=true and timeoutSeconds uniformly random in [min, 2·min) (300–600 s).
+//  - LIST with limit (paginated; the first one with resourceVersion unset, a consistent read),
+//    then WATCH from the list's RV with allowWatchBookmarks=true and timeoutSeconds uniformly
+//    random in [min, 2·min) (300–600 s).
 //  - A clean close re-watches from the last seen RV without relisting; a watch that closes within
 //    `short_watch` (1 s) having delivered no event counts as an error (relist after backoff).
-//  - 410 (in-stream ERROR Expired/Gone or HTTP 410) → relist with RV = last seen; if that list is
-//    also expired (or "Too large resource version"), relist at once with RV unset.
+//  - 410 (in-stream ERROR Expired/Gone or HTTP 410) on the watch → relist with RV unset. Other
+//    failures → relist at RV = last seen, not older than it (resourceVersionMatch=NotOlderThan:
+//    the current objects, never the snapshot at that RV); if that RV is expired (or "Too large
+//    resource version"), relist at once with RV unset.
 //  - Transport errors / 429 / 5xx on the watch → re-watch from the last RV (after a backoff when no
 //    event came through); other errors → relist after backoff.
+//  - After a 410 on the watch the consistent relist comes at once, not after the backoff: the
+//    server answered, and the cache stays stale until that list (the soak saw an agent act on a
+//    Service cache 85 s old, a 410 followed by a backoff grown to 47 s by an API outage). Once
+//    until a watch is served again (an event, or open past `short_watch`): a 410 at once after
+//    the relist waits the backoff.
 //  - Backoff 800 ms doubling to 30 s, jittered, reset after 2 min without a backoff, and (unlike
 //    client-go) by every watch that delivered an event: only consecutive failures escalate, so
 //    after a burst of faults that the watch survived in between, the cache catches up within
@@ -106,6 +114,10 @@ class Informer {
   const InformerOptions opts_;
   const Clock& clock_;
   Backoff backoff_;
+  // Informer thread only. A 410 on the watch: the next list comes at once, not after the backoff
+  // (the server answered, and the cache is stale until that list); once, until a watch is served.
+  bool expired_ = false;
+  bool relisted_at_once_ = false;
   std::mt19937_64 rng_;
   Store store_;
   std::vector<EventHandlers> handlers_;

@@ -243,6 +243,8 @@ class Soak {
   std::unique_ptr<faultproxy::FaultProxy> proxy_;
   std::vector<lab::Process> forwarders_;
   std::ofstream decisions_;
+  // What each quiet phase still waits for, each time that changes (not part of the digest).
+  std::ofstream quiet_log_;
   std::uint64_t digest_ = 1469598103934665603ull;  // FNV-1a of the decision log
   int decision_count_ = 0;
   int step_ = 0;
@@ -321,6 +323,7 @@ Status Soak::SetUp() {
                 "kube-proxy does not run in the lab: " + lab_->kube_proxy_problem());
   }
   decisions_.open(lab_->Path("soak-decisions.log"), std::ios::trunc);
+  quiet_log_.open(lab_->Path("soak-quiet.log"), std::ios::trunc);
   for (const auto& n : lab_->topology().nodes()) {
     auto mac = lab::InterfaceMacIn(n.netns, "eth0");
     if (!mac) return Fail(mac.error());
@@ -1050,7 +1053,17 @@ int Soak::Run() {
     while (SteadyClock::now() - q0 < o_.bound && !lab::Stopping()) {
       Supervise();
       ContinuousCheck();
-      last = SettledCheck();
+      std::vector<std::string> now = SettledCheck();
+      if (now != last) {
+        const double at = std::chrono::duration<double>(SteadyClock::now() - q0).count();
+        char head[64];
+        std::snprintf(head, sizeof head, "t=%.0fs quiet +%.1f s: ", Elapsed(), at);
+        quiet_log_ << head << (now.empty() ? std::string("settled") : now.front());
+        if (now.size() > 1) quiet_log_ << " (and " << now.size() - 1 << " more)";
+        quiet_log_ << "\n";
+        quiet_log_.flush();
+      }
+      last = std::move(now);
       if (last.empty()) {
         converged = true;
         break;

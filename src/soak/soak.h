@@ -30,7 +30,10 @@ struct SoakOptions {
   std::uint64_t seed = 1;
   std::chrono::seconds duration{180};    // fault + quiet phases (not the lab's set-up)
   std::chrono::seconds fault_phase{30};  // length of one fault phase
-  std::chrono::seconds bound{60};        // convergence allowed after the faults stop
+  // Convergence allowed after the faults stop. An informer that failed through an API outage
+  // waits up to 60 s before it lists again (backoff capped at 30 s, jittered up to x2: Pylon's
+  // and client-go's, so kube-proxy's too); the bound covers that wait and 30 s more.
+  std::chrono::seconds bound{90};
   std::chrono::seconds grace{20};        // an unshared duplicate tolerated this long in faults
   std::chrono::milliseconds step{1000};  // one decision per step
   std::string pylon;                     // the product binary; default: beside this executable

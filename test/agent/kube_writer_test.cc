@@ -151,5 +151,50 @@ TEST_F(KubeWriterTest, L2AdvertisementCreateUpdateDelete) {
   EXPECT_FALSE(client_.Get(crd::L2Advertisements(), "", l2.name));
 }
 
+// Writes queued while the API is slow, decided on passes that the node won an address: a later
+// pass that no longer asks for them (the node stopped winning it) drops them, so they cannot land
+// after the node withdrew and name it as the announcer. Events are not level-based: kept. Rows:
+// what the second pass asks for again, and what lands.
+TEST_F(KubeWriterTest, QueuedWritesAPassNoLongerAsksForAreDropped) {
+  struct Row {
+    const char* name;
+    bool ask_patch_again;
+    bool ask_l2_again;
+  };
+  for (const Row& row : {Row{"stopped winning: neither lands", false, false},
+                         Row{"still wanted: both land", true, true},
+                         Row{"only the patch still wanted", true, false}}) {
+    SCOPED_TRACE(row.name);
+    KubeWriter w{client_, recorder_, KubeWriterOptions{"purelb-system", "node1"}, clock_};
+    const std::string value = std::string("node1,eth0,") + row.name;
+    AnnotationPatch p{{"default", "web"}, {{"purelb.io/announcing-IPv4", value}}, "1"};
+    L2Advertisement l2{"ipv4-192-0-2-202",
+                       *net::IpAddress::Parse("192.0.2.202"),
+                       "default",
+                       "web",
+                       "lace-cni.io/public",
+                       "node1",
+                       "eth0"};
+    (void)client_.Delete(crd::L2Advertisements(), "", l2.name, {});
+    const int events = static_cast<int>(recorder_.Events().size());
+    // Pass 1, the worker not running (the API hung): the writes wait in the queue.
+    w.PatchAnnotations(p);
+    w.UpsertL2Advertisement(l2);
+    w.Event(ServiceEvent{{"default", "web"}, false, "AnnouncingLocal", row.name});
+    w.PassDone();
+    // Pass 2.
+    if (row.ask_patch_again) w.PatchAnnotations(p);
+    if (row.ask_l2_again) w.UpsertL2Advertisement(l2);
+    w.PassDone();
+    w.Start();
+    w.Stop();
+    auto svc = client_.Get(k8s::resources::Services(), "default", "web");
+    ASSERT_TRUE(svc);
+    EXPECT_EQ(k8s::Annotation(*svc, "purelb.io/announcing-IPv4") == value, row.ask_patch_again);
+    EXPECT_EQ(client_.Get(crd::L2Advertisements(), "", l2.name).has_value(), row.ask_l2_again);
+    EXPECT_EQ(static_cast<int>(recorder_.Events().size()), events + 1);
+  }
+}
+
 }  // namespace
 }  // namespace pylon::agent

@@ -220,6 +220,29 @@ TEST_F(ApiServerTest, SelectorsAndPagination) {
   EXPECT_EQ(Name(one->items[0]), "s3");
 }
 
+// A paginated list at an older RV (an informer's relist after a failed watch) returns the current
+// objects, not the snapshot at that RV: kube-apiserver reads "resourceVersion=N&limit=..." as
+// Exact unless the match is given. Before the fix the list at `old` lacked s1 and showed the
+// deleted s0 (the soak: a leader's cache missed two Services created during an API outage).
+TEST_F(ApiServerTest, PaginatedListAtAnOldResourceVersionIsNotOlderThanIt) {
+  const auto& svcs = resources::Services();
+  ASSERT_TRUE(client_->Create(svcs, Service(ns_, "s0", "a")));
+  ListOptions lo;
+  lo.page_size = 2;
+  auto before = client_->List(svcs, ns_, lo);
+  ASSERT_TRUE(before) << before.error().message();
+  const std::string old = before->resource_version;
+  ASSERT_TRUE(client_->Delete(svcs, ns_, "s0", {}));
+  ASSERT_TRUE(client_->Create(svcs, Service(ns_, "s1", "a")));
+  lo.resource_version = old;
+  auto again = client_->List(svcs, ns_, lo);
+  ASSERT_TRUE(again) << again.error().message();
+  std::vector<std::string> names;
+  for (const auto& item : again->items) names.push_back(Name(item));
+  EXPECT_EQ(names, std::vector<std::string>{"s1"}) << "listed at RV " << old;
+  EXPECT_GT(std::stoull(again->resource_version), std::stoull(old));
+}
+
 TEST_F(ApiServerTest, LeaseElectionAndEvents) {
   auto a = LeaderElector::Create(
       *client_,

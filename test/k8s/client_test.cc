@@ -188,6 +188,25 @@ TEST_F(ClientTest, MalformedRepliesAreErrors) {
   }
 }
 
+// A paginated list at an RV other than "0" asks for "not older than" explicitly: with `limit`
+// and no match, kube-apiserver serves exactly that RV (an old snapshot).
+TEST_F(ClientTest, PaginatedListAtAnRvAsksForNotOlderThan) {
+  transport_->Push(Reply(200, R"({"metadata":{"resourceVersion":"20"},"items":[]})"));
+  transport_->Push(Reply(200, R"({"metadata":{"resourceVersion":"20"},"items":[]})"));
+  ListOptions lo;
+  lo.page_size = 5;
+  lo.resource_version = "12";
+  ASSERT_TRUE(client_->List(resources::Services(), "demo", lo));
+  lo.page_size = 0;
+  ASSERT_TRUE(client_->List(resources::Services(), "demo", lo));
+  auto reqs = transport_->requests();
+  ASSERT_EQ(reqs.size(), 2u);
+  EXPECT_EQ(reqs[0].path,
+            "/api/v1/namespaces/demo/services?limit=5&resourceVersion=12&"
+            "resourceVersionMatch=NotOlderThan");
+  EXPECT_EQ(reqs[1].path, "/api/v1/namespaces/demo/services?resourceVersion=12");
+}
+
 TEST_F(ClientTest, ListMergesPagesAndFallsBackOnExpiredContinue) {
   transport_->Push(Reply(200, R"({"kind":"ServiceList","apiVersion":"v1",
     "metadata":{"resourceVersion":"10","continue":"t1"},"items":[{"metadata":{"name":"a"}}]})"));

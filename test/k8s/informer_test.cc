@@ -187,6 +187,34 @@ TEST(Informer, ExpiredWatchRelistsAtLastRvThenUnsetAndDiffs) {
   EXPECT_EQ(inf.store().Get("demo", "change")->at("spec").at("value"), "new");
 }
 
+// A 410 on the watch relists at once whatever the backoff (here an hour): the server is up and
+// the cache is stale until the list. Before the fix the list waited the backoff, grown by an
+// outage to tens of seconds (the soak: an agent kept a Service's address 85 s after the Service
+// was gone).
+TEST(Informer, AnExpiredWatchRelistsAtOnceWhateverTheBackoff) {
+  FakeClient client;
+  ASSERT_TRUE(client.Create(resources::Services(), Svc("a")));
+  auto opts = FastOptions();
+  opts.backoff.initial = std::chrono::hours(1);
+  opts.backoff.cap = std::chrono::hours(1);
+  opts.backoff.jitter = 0;
+  Informer inf(client, opts);
+  inf.Start();
+  ASSERT_TRUE(inf.WaitForSync(seconds(10)));
+  ASSERT_TRUE(Eventually([&] { return client.open_watches() == 1; }));
+  client.FailNext(Verb::kWatch, Error(ErrorCode::kGone, "too old resource version (HTTP 410)"));
+  client.CloseWatches();
+  EXPECT_TRUE(Eventually([&] { return inf.stats().lists == 2; })) << inf.stats().lists;
+  EXPECT_EQ(inf.stats().expired, 1);
+  // Again after a watch that was served (no event: a quiet resource, one 410 per compaction; the
+  // soak, seed 8, waited 37 s on the second one before this).
+  ASSERT_TRUE(Eventually([&] { return client.open_watches() == 1; }));
+  client.FailNext(Verb::kWatch, Error(ErrorCode::kGone, "too old resource version (HTTP 410)"));
+  client.CloseWatches();
+  EXPECT_TRUE(Eventually([&] { return inf.stats().lists == 3; })) << inf.stats().lists;
+  inf.Stop();
+}
+
 TEST(Informer, TooLargeResourceVersionRelistsWithoutRv) {
   // A server that lost its state (restart) is behind the informer's RV: it answers 504
   // "Too large resource version" to the watch at that RV. The relist must not ask for that RV
