@@ -215,9 +215,9 @@ TEST_F(KustomizeInstallTest, SeedFlowBgpStrictArpFailoverAndRolloutRestart) {
   EXPECT_TRUE(Eventually(
       [&] {
         if (Answerers(v4) != std::vector<packet::MacAddress>{NodeMac(other)}) return false;
-        handover_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() -
-                                                                frozen_at)
-                          .count();
+        handover_ms =
+            std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - frozen_at)
+                .count();
         return true;
       },
       Ms(30000)));
