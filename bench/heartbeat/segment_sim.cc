@@ -974,6 +974,18 @@ RunResult CrashRun(const Params& p, int n, double loss, const Rankings& ranks,
   return r;
 }
 
+// Runs `w` for 10 s in 10 ms steps and returns when, after `since`, every address first had
+// exactly one announcer again (ms), or nullopt.
+std::optional<double> UntilSingle(World& w, SteadyTime since) {
+  std::optional<double> single;
+  for (int step = 0; step < 1000; ++step) {
+    w.RunUntil(w.Now() + milliseconds(10));
+    const auto cov = w.Count();
+    if (!single && cov.doubled == 0 && cov.unserved == 0) single = Ms(w.Now() - since);
+  }
+  return single;
+}
+
 void PartitionRuns(const Params& p, int n, const Rankings& ranks,
                    const std::vector<net::IpAddress>& vips) {
   const NetModel net;
@@ -998,12 +1010,7 @@ void PartitionRuns(const Params& p, int n, const Rankings& ranks,
     const SteadyTime t1 = w.Now();
     const std::size_t doubled_at_heal = w.Count().doubled;
     w.Cut(c, false);
-    std::optional<double> single;
-    for (int step = 0; step < 1000; ++step) {
-      w.RunUntil(w.Now() + milliseconds(10));
-      const auto cov = w.Count();
-      if (!single && cov.doubled == 0 && cov.unserved == 0) single = Ms(w.Now() - t1);
-    }
+    const std::optional<double> single = UntilSingle(w, t1);
     std::printf(
         "  N=%-5d one node cut off for %.0f s (it held %zu addresses): others announce them "
         "all after %.0f ms; the cut node withdrew after %.0f ms%s; at the heal %zu "
@@ -1036,12 +1043,7 @@ void PartitionRuns(const Params& p, int n, const Rankings& ranks,
     const std::uint64_t moves_split = w.moves() - moves0;
     const SteadyTime t1 = w.Now();
     w.Heal();
-    std::optional<double> single;
-    for (int step = 0; step < 1000; ++step) {
-      w.RunUntil(w.Now() + milliseconds(10));
-      const auto cov = w.Count();
-      if (!single && cov.doubled == 0 && cov.unserved == 0) single = Ms(w.Now() - t1);
-    }
+    const std::optional<double> single = UntilSingle(w, t1);
     std::printf(
         "  N=%-5d split in two for 5 s: each half took the other's addresses (%zu of %zu served "
         "on both sides at the peak%s, %" PRIu64
