@@ -9,6 +9,7 @@ PKGS=(
   nlohmann-json3-dev libexpected-dev libcli11-dev libcurl4-openssl-dev libssl-dev libmnl-dev libyaml-cpp-dev
   clang clang-14 libclang-rt-14-dev clang-format
   iproute2 iputils-ping iputils-arping ndisc6 tcpdump curl jq procps psmisc openssl socat
+  universal-ctags
   iptables nftables conntrack bird2
   # The kubelet lab (docs/lab.md): a containerd per node, runc, the CNI bridge and host-local
   # plugins in /usr/lib/cni.

@@ -116,28 +116,6 @@ TEST(AllocatorChaos, AConfigStatusChangedBehindItsBackIsCorrected) {
   EXPECT_TRUE(Eventually([&] { return in_use() == "1"; })) << in_use() << "\n" << c.AllocatorLog(r);
 }
 
-// What the allocator's Deployment does for the test below: a replica that lost its Lease exits
-// ("leadership lost; stopping", as client-go's leader election does) and is started again. Under
-// the injected 500s and 409s on a busy machine a renewal round can pass its renew deadline (3 s
-// here) without one renewal landing: 1 run in 5 of `ctest --repeat until-fail:20` beside a lab
-// and a build lost the Lease after the driver stopped, and nothing allocated after that. Any
-// other exit is a failure. Returns whether the replica runs.
-bool KeepAllocatorRunning(Cluster& c, int& r, const std::string& identity, int& restarts) {
-  if (r < 0) return false;
-  if (c.allocator(r).running()) return true;
-  const std::string log = c.AllocatorLog(r);
-  if (log.find("leadership lost; stopping") == std::string::npos) {
-    ADD_FAILURE() << "the allocator exited, not for a lost Lease:\n"
-                  << (log.size() > 5000 ? log.substr(log.size() - 5000) : log);
-    r = -1;
-    return false;
-  }
-  ++restarts;
-  std::printf("chaos: the allocator lost its Lease and exited; started again (%d)\n", restarts);
-  r = c.StartAllocator(identity, {"--log-level", "info"});
-  return r >= 0;
-}
-
 TEST(AllocatorChaos, FaultsAndRandomEditsConverge) {
   Cluster c("chaos", ClusterOptions::WithFaultProxy());
   for (const auto& [name, v4a, v4b, v6] :
@@ -207,11 +185,10 @@ spec:
   std::printf("chaos: %d operations (%d failed by injected faults)\n", ops, failed_ops);
 
   // Convergence.
-  int restarts = 0;
   std::string why;
   const bool converged = Eventually(
       [&] {
-        if (!KeepAllocatorRunning(c, r, "chaos", restarts)) {
+        if (!c.KeepAllocatorRunning(r)) {
           why = "no allocator";
           return false;
         }
@@ -294,7 +271,7 @@ spec:
                           Figure{&ClassesRes(), "", "chaosclass", "chaosclass"}}) {
     SCOPED_TRACE(f.name);
     EXPECT_TRUE(Eventually([&] {
-      if (!KeepAllocatorRunning(c, r, "chaos", restarts)) return false;
+      if (!c.KeepAllocatorRunning(r)) return false;
       return in_use(*f.res, f.ns, f.name, "ipv4") == std::to_string(used[f.from + "/4"].size()) &&
              in_use(*f.res, f.ns, f.name, "ipv6") == std::to_string(used[f.from + "/6"].size());
     })) << in_use(*f.res, f.ns, f.name, "ipv4")

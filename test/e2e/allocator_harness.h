@@ -236,9 +236,35 @@ class Cluster {
       return -1;
     }
     r.proc = std::move(*p);
+    r.identity = identity;
+    r.extra = std::move(extra);
     allocators_.push_back(std::move(r));
     return static_cast<int>(allocators_.size()) - 1;
   }
+  // What the allocator's Deployment does: a replica that lost its Lease exits ("leadership lost;
+  // stopping", as client-go's leader election does) and is started again, with the same identity
+  // and flags. On a busy machine a renewal round can pass its renew deadline (3 s here) without
+  // one renewal landing. Any other exit is a failure. Returns whether the replica runs; `r`
+  // becomes the index of the new replica.
+  bool KeepAllocatorRunning(int& r) {
+    if (r < 0) return false;
+    Replica& old = allocators_[static_cast<size_t>(r)];
+    if (old.proc.running()) return true;
+    const std::string log = ReadAll(old.log);
+    if (log.find("leadership lost; stopping") == std::string::npos) {
+      ADD_FAILURE() << "the allocator exited, not for a lost Lease:\n"
+                    << (log.size() > 5000 ? log.substr(log.size() - 5000) : log);
+      r = -1;
+      return false;
+    }
+    std::printf("the allocator %s lost its Lease and exited; started again (%d)\n",
+                old.identity.c_str(), ++restarts_);
+    const std::string identity = old.identity;
+    const std::vector<std::string> extra = old.extra;
+    r = StartAllocator(identity, extra);
+    return r >= 0;
+  }
+  int allocator_restarts() const { return restarts_; }
   lab::Process& allocator(int i) { return allocators_[static_cast<size_t>(i)].proc; }
   std::string AllocatorLog(int i) { return ReadAll(allocators_[static_cast<size_t>(i)].log); }
   // The metrics URL the replica logged ("metrics listening" url=...).
@@ -343,6 +369,8 @@ class Cluster {
   struct Replica {
     lab::Process proc;
     std::string log;
+    std::string identity;
+    std::vector<std::string> extra;
   };
   std::string dir_;
   std::string kubeconfig_;            // the admin's
@@ -355,6 +383,7 @@ class Cluster {
   std::vector<Replica> allocators_;
   int files_ = 0;
   int starts_ = 0;
+  int restarts_ = 0;
 };
 
 // A Service manifest (JSON, which kubectl and the client both accept).

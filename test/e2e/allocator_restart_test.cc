@@ -148,6 +148,7 @@ TEST(AllocatorRestart, UnreadableConfigAcrossSigkillReleasesNothing) {
     SCOPED_TRACE(name);
     json cond;
     EXPECT_TRUE(Eventually([&] {
+      if (!c.KeepAllocatorRunning(b)) return false;
       cond = c.Condition(name);
       return cond.is_object() && cond.value("status", "") == "False" &&
              cond.value("reason", "") == reason &&
@@ -168,6 +169,7 @@ TEST(AllocatorRestart, UnreadableConfigAcrossSigkillReleasesNothing) {
       c, "default",
       v4 + "    v6pools:\n    - pool: 2001:db8:1:0:8000::/120\n      subnet: 2001:db8:1::/64\n");
   EXPECT_TRUE(Eventually([&] {
+    if (!c.KeepAllocatorRunning(b)) return false;
     return c.Condition("single").value("status", "") == "True" &&
            c.Condition("dual").value("status", "") == "True" &&
            AllIngress(c, "default")["newcomer"].size() == 1;
@@ -251,6 +253,7 @@ TEST(AllocatorRestart, ThousandsOfServicesKilledMidBurst) {
   // Kill -9 once a good part is allocated, while Services are still being created.
   ASSERT_TRUE(Eventually(
       [&] {
+        if (!c.KeepAllocatorRunning(a)) return false;
         auto all = AllIngress(c, "default");
         int with = 0;
         for (const auto& [n, ips] : all) with += ips.empty() ? 0 : 1;
@@ -269,6 +272,7 @@ TEST(AllocatorRestart, ThousandsOfServicesKilledMidBurst) {
   std::map<std::string, std::vector<std::string>> after;
   ASSERT_TRUE(Eventually(
       [&] {
+        if (!c.KeepAllocatorRunning(b)) return false;
         after = AllIngress(c, "default");
         if (static_cast<int>(after.size()) < kServices) return false;
         for (const auto& [n, ips] : after) {
