@@ -513,10 +513,11 @@ void Agent::RefreshInputs() {
 
   RefreshNodeAgent();
 
-  // Probe ahead: every ServiceGroup's next addresses, as the allocator publishes them.
+  // Probe ahead: the next addresses of every ServiceGroup and LoadBalancerClass, as the
+  // allocator publishes them.
   probe_ahead_candidates_.clear();
   if (ahead_prober_) {
-    for (const auto& g : groups_->store().List()) {
+    for (const auto& g : candidates) {
       for (const char* fam : {"ipv4", "ipv6"}) {
         const Json* list = Find(g, {"status", "probeAhead", fam});
         if (list == nullptr || !list->is_array()) continue;

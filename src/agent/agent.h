@@ -193,7 +193,8 @@ class Agent {
   std::vector<ServiceInput> services_in_;
   std::vector<L2Advertisement> l2_in_;
   std::vector<NodeName> excluded_nodes_;
-  // Probe ahead: the allocator's next addresses (ServiceGroup status.probeAhead).
+  // Probe ahead: the allocator's next addresses (status.probeAhead of ServiceGroups and
+  // LoadBalancerClasses).
   std::vector<net::IpAddress> probe_ahead_candidates_;
   std::set<std::string> virtual_tried_;  // virtual interface names that could not be created
   // The state purelb_lbnodeagent_selector_state shows (set when it changes; none before the

@@ -57,9 +57,10 @@ std::unique_ptr<cli::App> NewAllocatorCommand(CommandOptions* o) {
   app->add_option("--workers", o->workers, "concurrent Service writers")
       ->type_name("N")
       ->check(CLI::Range(1, 64));
-  app->add_option("--probe-ahead", o->probe_ahead,
-                  "next addresses per ServiceGroup and family shown in status.probeAhead for the "
-                  "agents to probe in the background (0 = off)")
+  app->add_option(
+         "--probe-ahead", o->probe_ahead,
+         "next addresses per pool of local addresses and family shown in status.probeAhead for the "
+         "agents to probe in the background (0 = off)")
       ->type_name("N")
       ->check(CLI::Range(0, 64));
   cli::AddLogLevel(*app, &o->log_level);

@@ -727,10 +727,8 @@ Controller::Result_ Controller::ProcessConfigStatus(const std::string& key) {
       usage.conflicts = conflicts_.ForPool(pk);
       if (const config::Group* g = config_.Find(okey)) {
         usage.in_force = *g;
-        // Probe ahead: local ServiceGroups only (virtual addresses are never probed).
-        if (opts_.probe_ahead > 0 && is_group &&
-            (g->mode == config::AnnounceMode::kLocal ||
-             g->mode == config::AnnounceMode::kLocalOrVirtual)) {
+        // Probe ahead: pools of local addresses (virtual addresses are never probed).
+        if (opts_.probe_ahead > 0 && ProbedAhead(*g)) {
           usage.probe_ahead = true;
           if (auto n = pool_.NextFree(pk, net::Family::kV4, opts_.probe_ahead)) usage.next_v4 = *n;
           if (auto n = pool_.NextFree(pk, net::Family::kV6, opts_.probe_ahead)) usage.next_v6 = *n;

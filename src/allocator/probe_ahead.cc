@@ -7,6 +7,19 @@
 
 namespace pylon::allocator {
 
+bool ProbedAhead(const config::Group& group) {
+  switch (group.mode) {
+    case config::AnnounceMode::kLocalOrVirtual:
+    case config::AnnounceMode::kLocal:
+    case config::AnnounceMode::kL2:
+      return true;
+    case config::AnnounceMode::kL3:
+    case config::AnnounceMode::kRemote:
+      return false;
+  }
+  return false;
+}
+
 std::vector<TakenAhead> TakenFromLeases(const std::vector<NodeLease>& leases, WallTime now) {
   const NodeSubnets live = LiveNodeSubnets(leases, now);
   std::map<net::IpAddress, TakenAhead> by_address;

@@ -1,6 +1,7 @@
 // Probe ahead, the allocator's side (docs/agent.md "Probe ahead", docs/allocator.md). Pure.
 //
-//  - It publishes, per ServiceGroup and family, the next addresses its next-fit order will hand
+//  - It publishes, per pool (ServiceGroup or LoadBalancerClass) and family, the next addresses its
+//  next-fit order will hand
 //    out (pool::Allocator::NextFree) in status.probeAhead; one agent per address probes them in
 //    the background.
 //  - It reads what the agents found (the purelb.io/probe-ahead annotation of the live node leases,
@@ -31,6 +32,11 @@ struct TakenAhead {
   WallTime since{};
   friend bool operator==(const TakenAhead&, const TakenAhead&) = default;
 };
+
+// Whether a pool's next addresses are published for probing ahead: pools of local addresses
+// (ServiceGroups local or local-or-virtual, LoadBalancerClasses l2), which an elected node
+// announces on its segment. Virtual addresses (kube-lb0) are never probed.
+bool ProbedAhead(const config::Group& group);
 
 // The taken entries of the live leases (node_subnets.h's liveness), by address (the earliest
 // report of an address wins). Bad annotation entries are skipped.

@@ -37,6 +37,22 @@ NodeLease Lease(const std::string& node, const std::string& probe_ahead, WallTim
   return l;
 }
 
+TEST(ProbeAheadAllocatorTest, OnlyPoolsOfLocalAddressesAreProbedAhead) {
+  struct Row {
+    config::AnnounceMode mode;
+    bool probed;
+  };
+  for (const Row& r : {Row{config::AnnounceMode::kLocalOrVirtual, true},  // ServiceGroup v1 local
+                       Row{config::AnnounceMode::kLocal, true},           // ServiceGroup v2 local
+                       Row{config::AnnounceMode::kL2, true},              // LoadBalancerClass l2
+                       Row{config::AnnounceMode::kL3, false},             // LoadBalancerClass l3
+                       Row{config::AnnounceMode::kRemote, false}}) {      // ServiceGroup v2 remote
+    config::Group g;
+    g.mode = r.mode;
+    EXPECT_EQ(ProbedAhead(g), r.probed) << config::AnnounceModeName(r.mode);
+  }
+}
+
 TEST(ProbeAheadAllocatorTest, TakenEntriesComeFromLiveLeasesOnly) {
   const std::string taken = "192.0.2.10 taken " + kMac + " " + FormatTime(kT0);
   const std::vector<NodeLease> leases = {

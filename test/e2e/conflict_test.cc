@@ -229,5 +229,52 @@ TEST_F(ConflictTest, AddressTakenBeforeAnyServiceIsNeverHandedOut) {
   EXPECT_EQ(found, 2);
 }
 
+// The same for a LoadBalancerClass of mode l2 (kPublicClass, on LAN B): its status names the
+// foreign host's addresses and a Service of the class never gets them.
+TEST_F(ConflictTest, LaceClassAddressTakenBeforeAnyServiceIsNeverHandedOut) {
+  constexpr const char* kTakenV4 = "198.51.100.5";  // the class's first addresses
+  constexpr const char* kTakenV6 = "2001:db8:f00d::5";
+  Foreign(std::string(kTakenV4) + "/24");
+  Foreign(std::string(kTakenV6) + "/128");
+  Apply(kPublicClass);
+  auto cls = [&] { return GetJson({"get", "loadbalancerclasses.lace-cni.io", "public"}); };
+  auto skipped = [&](const std::string& address) {
+    try {
+      for (const auto& c : cls().at("status").at("conflicts")) {
+        if (c.at("address") == address && c.at("action") == "Skipped") return true;
+      }
+    } catch (const std::exception&) {
+    }
+    return false;
+  };
+  ASSERT_TRUE(Eventually([&] { return skipped(kTakenV4) && skipped(kTakenV6); }, Ms(30000)))
+      << cls().dump();
+  std::string next;
+  EXPECT_TRUE(Eventually([&] {
+    const Json c = cls();
+    next = c.contains("status") ? c["status"].value("probeAhead", Json()).dump() : "";
+    return next.find("198.51.100.") != std::string::npos &&
+           next.find(kTakenV4) == std::string::npos && next.find(kTakenV6) == std::string::npos;
+  })) << next;
+
+  Apply(
+      ServiceYaml("web", "", std::string("  loadBalancerClass: lace-cni.io/public\n") + kDualSpec));
+  std::vector<std::string> ips;
+  ASSERT_TRUE(Eventually([&] {
+    ips = IngressIps(Service("web"));
+    return ips.size() == 2;
+  })) << ::testing::PrintToString(ips);
+  for (const auto& ip : ips) {
+    EXPECT_NE(ip, kTakenV4);
+    EXPECT_NE(ip, kTakenV6);
+    EXPECT_TRUE(EventuallyReachable(ip)) << ip;
+    EXPECT_TRUE(Eventually([&] { return NodesWith("eth0", ip).size() == 1; })) << ip;
+  }
+  EXPECT_TRUE(Events("web", "AddressConflict").empty())
+      << ::testing::PrintToString(Events("web", "AddressConflict"));
+  EXPECT_TRUE(NodesWith("eth0", kTakenV4).empty());
+  EXPECT_TRUE(NodesWith("eth0", kTakenV6).empty());
+}
+
 }  // namespace
 }  // namespace pylon::e2e
