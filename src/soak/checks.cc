@@ -46,6 +46,7 @@ std::vector<ObservedService> ParseServices(const Json& list) {
     }
     o.share_key = Ann(s, "purelb.io/allow-shared-ip");
     o.allocated_from = Ann(s, "purelb.io/allocated-from");
+    o.group = Ann(s, "purelb.io/service-group");
     o.class_name = FindString(s, {"spec", "loadBalancerClass"}).value_or("");
     o.announcer_v4 = NodeOf(Ann(s, "purelb.io/announcing-IPv4"));
     o.announcer_v6 = NodeOf(Ann(s, "purelb.io/announcing-IPv6"));
@@ -115,6 +116,27 @@ std::map<std::string, std::vector<std::string>> UnsharedDuplicates(
     for (const auto* h : hs) shared = shared && h->share_key == hs[0]->share_key;
     if (shared) continue;
     for (const auto* h : hs) out[ip].push_back(h->name + "(" + h->share_key + ")");
+  }
+  return out;
+}
+
+std::vector<std::string> PendingRequests(const ApiView& view) {
+  std::vector<std::string> out;
+  std::set<std::string> ready_groups;
+  for (const auto& c : view.configs) {
+    if (!c.status_current) {
+      out.push_back(c.kind + "/" + c.name + " status not yet written for its generation");
+    } else if (c.kind == "ServiceGroup" && c.valid == true) {
+      ready_groups.insert(c.name);
+    }
+  }
+  for (const auto& s : view.services) {
+    if (!s.class_name.empty() || s.group.empty() || s.allocated_from.empty()) continue;
+    if (s.allocated == false) continue;  // explained: the change cannot be made (a full group)
+    if (s.allocated_from != s.group && ready_groups.count(s.group)) {
+      out.push_back("Service " + s.name + " asks for group " + s.group + ", holds addresses of " +
+                    s.allocated_from);
+    }
   }
   return out;
 }

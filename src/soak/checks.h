@@ -21,6 +21,7 @@ struct ObservedService {
   std::vector<std::string> ips;            // status.loadBalancer.ingress[].ip, as written
   std::string share_key;                   // purelb.io/allow-shared-ip
   std::string allocated_from;              // purelb.io/allocated-from
+  std::string group;                       // purelb.io/service-group ("" if absent)
   std::string class_name;                  // spec.loadBalancerClass ("" for ServiceGroups)
   std::string announcer_v4, announcer_v6;  // node of purelb.io/announcing-IPv4|6; "" if none
   std::optional<bool> allocated;           // condition purelb.io/AddressAllocated
@@ -69,6 +70,14 @@ std::map<std::string, HeldCount> HeldByConfig(const std::vector<ObservedService>
 // Config status figures that differ from what the Services hold, one message each. Only objects
 // whose status is current and valid are judged (an invalid object shows its last valid figures).
 std::vector<std::string> StatusMismatches(const ApiView& view);
+
+// What keeps a quiet phase from being settled although every address is served: a config object
+// whose status does not describe its generation yet (the allocator has not read that version),
+// and a Service of a ServiceGroup that is current and valid while the Service holds addresses of
+// another group (a group change it asked for, not carried out yet, and not explained by
+// AddressAllocated False). Without these, a group the
+// quiet phase re-created could be acted on only after the soak had cleared its asks.
+std::vector<std::string> PendingRequests(const ApiView& view);
 
 // What the soak remembers of each Service to tell a change it asked for from one it did not.
 struct AddressBook {

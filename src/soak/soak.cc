@@ -837,6 +837,7 @@ std::vector<std::string> Soak::SettledCheck() {
   }
   ++checks_["config status inUse"];
   for (const auto& m : StatusMismatches(*view)) fail.push_back(m);
+  for (const auto& m : PendingRequests(*view)) fail.push_back(m);
 
   // What every node has on eth0 and kube-lb0, of the soak's pools.
   std::map<std::string, std::set<std::string>> on_eth0, on_lb;  // ip -> nodes

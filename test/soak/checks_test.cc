@@ -56,6 +56,37 @@ TEST(StatusMismatchesTest, CountsSharedAddressesOnceAndSkipsInvalidOrStale) {
   EXPECT_TRUE(StatusMismatches(v).empty());
 }
 
+// Seed 11's false violation: the quiet phase re-created the deleted group sv that s3 had asked
+// for; the phase was judged settled before the allocator read sv, the asks were cleared, and s3's
+// move to sv then counted as unasked. Settled now waits for both.
+TEST(PendingRequestsTest, ANewGenerationOrAnUnmadeGroupChangeIsPending) {
+  ObservedService s3 = Svc("s3", {"192.0.2.100"}, "", "sa");
+  s3.group = "sv";
+  ApiView v;
+  v.services = {s3};
+  v.configs = {ObservedConfig{"ServiceGroup", "sa", true, true, 1, 0},
+               ObservedConfig{"ServiceGroup", "sv", false, std::nullopt, {}, {}}};
+  EXPECT_EQ(PendingRequests(v),
+            std::vector<std::string>{"ServiceGroup/sv status not yet written for its generation"});
+  v.configs[1] = ObservedConfig{"ServiceGroup", "sv", true, true, 0, 0};
+  EXPECT_EQ(PendingRequests(v),
+            std::vector<std::string>{"Service s3 asks for group sv, holds addresses of sa"});
+  v.services[0].allocated = false;  // the allocator says why it cannot (sv is full)
+  EXPECT_TRUE(PendingRequests(v).empty());
+  v.services[0].allocated = true;
+  v.services[0].allocated_from = "sv";  // moved
+  EXPECT_TRUE(PendingRequests(v).empty());
+  // A group that is invalid or missing keeps the Service where it is: nothing pending.
+  v.services[0].allocated_from = "sa";
+  v.configs[1].valid = false;
+  EXPECT_TRUE(PendingRequests(v).empty());
+  v.configs.pop_back();
+  EXPECT_TRUE(PendingRequests(v).empty());
+  // Lace classes and Services without the annotation are not judged by it.
+  v.services[0].group = "";
+  EXPECT_TRUE(PendingRequests(v).empty());
+}
+
 TEST(AddressBookTest, ChangesOnlyWhenAsked) {
   AddressBook book;
   EXPECT_TRUE(book.Observe({Svc("a", {})}).empty());
