@@ -21,8 +21,8 @@
 
 #include "common/json.h"
 
+#include "allocator/conflict_book.h"
 #include "allocator/decision.h"
-#include "allocator/reconcile.h"
 #include "config/validate.h"
 #include "net/ip.h"
 

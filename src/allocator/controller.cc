@@ -3,7 +3,10 @@
 #include <algorithm>
 
 #include "allocator/config_status.h"
+#include "allocator/group_resolution.h"
+#include "allocator/multi_pool.h"
 #include "allocator/probe_ahead.h"
+#include "allocator/rebuild.h"
 #include "allocator/service_writes.h"
 #include "common/log.h"
 #include "common/object_key.h"

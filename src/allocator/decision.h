@@ -44,6 +44,13 @@ enum class Reason {
 };
 std::string_view ReasonName(Reason r);
 
+// A refusal: its reason and the condition's message.
+struct Refusal {
+  Reason reason = Reason::kNone;
+  std::string message;
+  friend bool operator==(const Refusal&, const Refusal&) = default;
+};
+
 // The Service condition Pylon owns (status.conditions, metav1.Condition).
 inline constexpr const char* kConditionType = "purelb.io/AddressAllocated";
 inline constexpr const char* kConditionReasonAllocated = "Allocated";

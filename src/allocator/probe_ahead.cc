@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <map>
 
+#include "allocator/rebuild.h"
 #include "model/probe_ahead.h"
 
 namespace pylon::allocator {
@@ -58,22 +59,11 @@ void ApplyTakenAhead(const std::vector<TakenAhead>& taken, const config::InForce
     by_pool[PoolKey(match->group->key())].push_back(std::move(r));
   }
   for (auto& [pool_key, reports] : by_pool) {
-    bool was_changed = false;
-    for (const net::IpAddress& ip :
-         book.Set(TakenBookKey(pool_key), {pool_key, reports}, &was_changed)) {
-      pool.Release(ReservationKey(ip));
-      if (freed) freed->insert(pool_key);
-    }
+    bool was_freed = false;
+    const bool was_changed =
+        RecordConflicts(book, TakenBookKey(pool_key), {pool_key, reports}, pool, &was_freed);
+    if (was_freed && freed) freed->insert(pool_key);
     if (was_changed && changed) changed->insert(pool_key);
-    for (const auto& r : reports) {
-      if (!pool.HoldersOf(r.address).empty()) continue;  // reserved already, or a Service has it
-      pool::AssignRequest req;
-      req.service = ReservationKey(r.address);
-      req.pool = pool_key;
-      req.families = {r.address.family()};
-      req.requested.For(r.address.family()) = r.address;
-      (void)pool.Assign(req);  // fails only when the address left the pool
-    }
   }
 }
 

@@ -15,8 +15,8 @@
 #include <string>
 #include <vector>
 
+#include "allocator/conflict_book.h"
 #include "allocator/node_subnets.h"
-#include "allocator/reconcile.h"
 #include "common/clock.h"
 #include "config/validate.h"
 #include "net/ip.h"

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "allocator/config_status.h"
+#include "allocator/rebuild.h"
 #include "allocator/reconcile.h"
 #include "allocator/service_writes.h"
 #include "common/time.h"

@@ -1,156 +1,27 @@
-// Scenario tables for the pure reconcile core: one pool state walked through rows, MetalLB style.
-#include "allocator/reconcile.h"
-
+// Scenario tables for the pure reconcile core (reconcile.h): one pool state walked through rows,
+// MetalLB style.
 #include <gtest/gtest.h>
 
-#include <map>
 #include <string>
 #include <vector>
 
-#include "allocator/service_writes.h"
-#include "config/validate.h"
+#include "allocator/reconcile.h"
+#include "reconcile_world.h"
 #include "test_objects.h"
 
 namespace pylon::allocator {
 namespace {
 
-using testing::SvcSpec;
 using json = nlohmann::json;
-
-class World {
- public:
-  explicit World(std::initializer_list<json> config_objects) {
-    SetConfig(std::vector<json>(config_objects));
-  }
-
-  void SetConfig(std::vector<json> objects) {
-    auto result = config::ValidateConfig(objects, config_);
-    config_ = std::move(result.config);
-    statuses_ = std::move(result.statuses);
-    auto ev = pool_.SetPools(PoolDefinitions(config_));
-    ASSERT_TRUE(ev.has_value()) << ev.error().message();
-  }
-
-  // Reconciles the Service as the API would show it after the previous reconciles' writes: the
-  // spec from `s`, the status as last written (unless `s.ingress` overrides it).
-  Decision Run(SvcSpec s) {
-    const std::string key = s.ns + "/" + s.name;
-    json obj = testing::ServiceJson(s);
-    if (s.ingress.empty() && shown_.count(key)) obj["status"] = shown_[key];
-    auto view = model::ParseService(obj);
-    EXPECT_TRUE(view.has_value());
-    ServiceInput in{&*view, CurrentCondition(obj)};
-    in.node_subnets = &subnets_;
-    Decision d = Reconcile(in, config_, pool_, ctx_);
-    ServiceWrites w = PlanServiceWrites(obj, d, "2024-06-01T00:00:00Z");
-    if (w.status) shown_[key] = (*w.status)["status"];
-    last_writes_ = std::move(w);
-    return d;
-  }
-  Decision Delete(const std::string& ns, const std::string& name) {
-    shown_.erase(ns + "/" + name);
-    return ReconcileGone(*pool::ServiceKey::Make(ns, name), pool_);
-  }
-
-  // The live node subnets multi-pool sees, e.g. {"192.0.2.0/24"}.
-  void SetLiveSubnets(const std::vector<std::string>& prefixes) {
-    subnets_ = {};
-    for (const auto& p : prefixes) subnets_.live.push_back(*net::Prefix::Parse(p));
-  }
-  // Forgets the pool state and rebuilds it from what the Services show, as a restart does.
-  std::size_t Restart(const std::vector<SvcSpec>& services) {
-    std::vector<model::Service> views;
-    for (const SvcSpec& s : services) {
-      json obj = testing::ServiceJson(s);
-      if (shown_.count(s.ns + "/" + s.name)) obj["status"] = shown_[s.ns + "/" + s.name];
-      views.push_back(*model::ParseService(obj));
-    }
-    std::vector<const model::Service*> ptrs;
-    for (const auto& v : views) ptrs.push_back(&v);
-    auto records = RebuildRecords(StartupOrder(ptrs), config_);
-    EXPECT_TRUE(pool_.Rebuild(records).empty());
-    return records.size();
-  }
-  const ServiceWrites& last_writes() const { return last_writes_; }
-
-  pool::Allocator& pool() { return pool_; }
-  const config::InForceConfig& config() const { return config_; }
-  const std::vector<config::ObjectStatus>& statuses() const { return statuses_; }
-
- private:
-  config::InForceConfig config_;
-  std::vector<config::ObjectStatus> statuses_;
-  pool::Allocator pool_;
-  ReconcileContext ctx_;
-  std::map<std::string, json> shown_;
-  NodeSubnets subnets_;
-  ServiceWrites last_writes_;
-};
-
-std::vector<std::string> Ips(const Decision& d) {
-  std::vector<std::string> out;
-  for (const auto& ip : d.ingress) out.push_back(ip.ToString());
-  return out;
-}
-
-std::vector<std::string> EventReasons(const Decision& d) {
-  std::vector<std::string> out;
-  for (const auto& e : d.events) out.push_back(e.reason);
-  return out;
-}
-
-struct Row {
-  std::string what;
-  SvcSpec svc;
-  Outcome outcome;
-  Reason reason;
-  std::vector<std::string> ingress;  // for kAllocated
-  bool gone = false;                 // the Service is deleted instead of reconciled
-};
-
-Row R(std::string what, SvcSpec svc, Outcome outcome, Reason reason = Reason::kNone,
-      std::vector<std::string> ingress = {}, bool gone = false) {
-  return Row{std::move(what), std::move(svc), outcome, reason, std::move(ingress), gone};
-}
-
-void Walk(World& w, const std::vector<Row>& rows) {
-  for (const Row& r : rows) {
-    SCOPED_TRACE(r.what);
-    Decision d = r.gone ? w.Delete(r.svc.ns, r.svc.name) : w.Run(r.svc);
-    EXPECT_EQ(OutcomeName(d.outcome), OutcomeName(r.outcome)) << d.message;
-    EXPECT_EQ(ReasonName(d.reason), ReasonName(r.reason)) << d.message;
-    if (r.outcome == Outcome::kAllocated) {
-      EXPECT_EQ(Ips(d), r.ingress);
-    }
-    if (r.outcome == Outcome::kRefused) {
-      EXPECT_TRUE(d.ingress.empty());
-      ASSERT_TRUE(d.condition.has_value());
-      EXPECT_FALSE(d.condition->status);
-      EXPECT_EQ(d.condition->reason, ReasonName(r.reason));
-      // No half-allocation: nothing is held after a refusal.
-      EXPECT_TRUE(w.pool().AddressesOf(*pool::ServiceKey::Make(r.svc.ns, r.svc.name)).empty());
-    }
-  }
-}
-
-SvcSpec Dual(std::string name, std::string policy = "RequireDualStack") {
-  SvcSpec s;
-  s.name = std::move(name);
-  s.families = {"IPv4", "IPv6"};
-  s.policy = std::move(policy);
-  s.annotations = {{"purelb.io/service-group", "localdual"}};
-  return s;
-}
-
-SvcSpec Lace(std::string name, std::string ips = "") {
-  SvcSpec s;
-  s.name = std::move(name);
-  s.cls = "lace-cni.io/public";
-  s.families = {"IPv4", "IPv6"};
-  s.policy = "PreferDualStack";
-  if (!ips.empty()) s.annotations["loadbalancer.lace-cni.io/loadBalancerIPs"] = ips;
-  return s;
-}
+using testing::Dual;
+using testing::EventReasons;
+using testing::Ips;
+using testing::Lace;
+using testing::R;
+using testing::Row;
+using testing::SvcSpec;
+using testing::Walk;
+using testing::World;
 
 TEST(ReconcileTest, SeedExamples) {
   World w({testing::SeedLocalDual(), testing::SeedPublicClass()});
@@ -437,52 +308,6 @@ TEST(ReconcileTest, KeepsStatusAddressesAndAdoptsPureLB) {
   EXPECT_TRUE(d.events.empty());
 }
 
-TEST(ReconcileTest, RebuildOrderAndRecords) {
-  World w({testing::SeedLocalDual(), testing::SeedPublicClass()});
-  std::vector<model::Service> views;
-  auto add = [&](SvcSpec s) { views.push_back(*model::ParseService(testing::ServiceJson(s))); };
-  SvcSpec young = Dual("young");
-  young.created = "2024-02-01T00:00:00Z";
-  young.ingress = {"192.168.10.226", "fc00:270:154:0:8000::4"};
-  SvcSpec old = Dual("old");
-  old.created = "2023-01-01T00:00:00Z";
-  old.ingress = {"192.168.10.226"};  // the same IPv4 as young: the older one wins
-  SvcSpec fresh = Dual("fresh");
-  fresh.created = "2020-01-01T00:00:00Z";
-  SvcSpec foreign;
-  foreign.name = "foreign";
-  foreign.cls = "example.com/x";
-  foreign.ingress = {"198.51.100.50"};
-  SvcSpec moved = Lace("moved");  // now selects the class, status still in localdual
-  moved.ingress = {"192.168.10.229"};
-  add(young);
-  add(old);
-  add(fresh);
-  add(foreign);
-  add(moved);
-  std::vector<const model::Service*> ptrs;
-  for (const auto& v : views) ptrs.push_back(&v);
-  auto ordered = StartupOrder(ptrs);
-  std::vector<std::string> names;
-  for (const auto* s : ordered) names.push_back(s->name);
-  EXPECT_EQ(names, (std::vector<std::string>{"old", "foreign", "moved", "young", "fresh"}));
-  auto records = RebuildRecords(ordered, w.config());
-  ASSERT_EQ(records.size(), 4u);  // foreign not ours; fresh has no status
-  auto conflicts = w.pool().Rebuild(records);
-  ASSERT_EQ(conflicts.size(), 1u);
-  EXPECT_EQ(conflicts[0].record.service.name(), "young");
-  // moved's old address stays held under localdual until its reconcile moves it.
-  EXPECT_TRUE(w.pool().Lookup(*net::IpAddress::Parse("192.168.10.229")).has_value());
-  Decision d = w.Run(Lace("moved"));
-  ASSERT_EQ(d.outcome, Outcome::kAllocated);
-  EXPECT_FALSE(w.pool().Lookup(*net::IpAddress::Parse("192.168.10.229")).has_value());
-  // young lost its IPv4 to old: it gets a fresh pair, never old's address.
-  SvcSpec young_again = young;
-  d = w.Run(young_again);
-  ASSERT_EQ(d.outcome, Outcome::kAllocated);
-  EXPECT_NE(Ips(d)[0], "192.168.10.226");
-}
-
 // purelb.io/v2 groups beside a v1 group, and the class purelb.io/purelbv2.
 TEST(ReconcileTest, V1AndV2GroupsSideBySide) {
   World w({testing::SmallDefaultGroup(),
@@ -513,105 +338,6 @@ TEST(ReconcileTest, V1AndV2GroupsSideBySide) {
   EXPECT_FALSE(d.skip_ipv6_dad);
   d = w.Run(a);  // v1 group: no v2 annotations
   EXPECT_EQ(d.pool_type, std::nullopt);
-}
-
-// PureLB 0.17's namespace rules (docs/purelb-v2.md), walked through one pool state.
-TEST(ReconcileTest, V2NamespacesScenario) {
-  World w({
-      testing::SmallDefaultGroup(),                                           // .10-.12
-      testing::V2LocalGroup("team-a", "192.0.2.20-192.0.2.22", {"team-a"}),   // only team-a
-      testing::V2LocalGroup("shared1", "192.0.2.30-192.0.2.32", {"shared"}),  // two groups
-      testing::V2LocalGroup("shared2", "192.0.2.40-192.0.2.42", {"shared"}, false, true),
-      testing::V2LocalGroup("locked", "192.0.2.50-192.0.2.52", {"locked"}, true),  // enforced
-      testing::V2LocalGroup("amb1", "192.0.2.60-192.0.2.62", {"amb"}, true),
-      testing::V2LocalGroup("amb2", "192.0.2.70-192.0.2.72", {"amb"}),
-      testing::V2LocalGroup("nd1", "192.0.2.80-192.0.2.81", {"shared-nodefault"}),
-      testing::V2LocalGroup("nd2", "192.0.2.90-192.0.2.91", {"shared-nodefault"}),
-  });
-  auto svc = [](std::string name, std::string ns, std::string group = "") {
-    SvcSpec s;
-    s.name = std::move(name);
-    s.ns = std::move(ns);
-    if (!group.empty()) s.annotations = {{"purelb.io/service-group", group}};
-    return s;
-  };
-  Walk(w, {
-              R("namespace listed by no group: default", svc("s1", "other"), Outcome::kAllocated,
-                Reason::kNone, {"192.0.2.10"}),
-              R("namespace listed by one group: that group", svc("s2", "team-a"),
-                Outcome::kAllocated, Reason::kNone, {"192.0.2.20"}),
-              R("listed by two: the namespaceDefault one", svc("s3", "shared"), Outcome::kAllocated,
-                Reason::kNone, {"192.0.2.40"}),
-              R("annotation wins over the namespace default", svc("s4", "shared", "shared1"),
-                Outcome::kAllocated, Reason::kNone, {"192.0.2.30"}),
-              R("not enforced: an annotation may pick any group", svc("s5", "team-a", "default"),
-                Outcome::kAllocated, Reason::kNone, {"192.0.2.11"}),
-              R("not enforced: another namespace may use team-a's group",
-                svc("s6", "other", "team-a"), Outcome::kAllocated, Reason::kNone, {"192.0.2.21"}),
-              R("enforced namespace: its own group", svc("s7", "locked"), Outcome::kAllocated,
-                Reason::kNone, {"192.0.2.50"}),
-              R("enforced namespace may not use a group that does not list it",
-                svc("s8", "locked", "default"), Outcome::kRefused, Reason::kNamespaceDenied),
-              R("a confined group refuses other namespaces", svc("s9", "other", "locked"),
-                Outcome::kRefused, Reason::kNamespaceDenied),
-              R("enforced, two groups, no default: ambiguous", svc("s10", "amb"), Outcome::kRefused,
-                Reason::kAmbiguousNamespaceDefault),
-              R("ambiguous is settled by an annotation", svc("s11", "amb", "amb2"),
-                Outcome::kAllocated, Reason::kNone, {"192.0.2.70"}),
-          });
-  Decision d = w.Run(svc("s8", "locked", "default"));
-  EXPECT_EQ(d.message,
-            "namespace locked is enforced (enforceNamespaces) by ServiceGroups locked and may use "
-            "only ServiceGroups that list it; ServiceGroup default does not");
-  d = w.Run(svc("s9", "other", "locked"));
-  EXPECT_EQ(d.message,
-            "ServiceGroup locked serves only namespaces locked (namespace locked is enforced by "
-            "ServiceGroup locked), not other");
-  // Not enforced, two groups, no default: "default", with a Warning when assigned.
-  d = w.Run(svc("s12", "shared-nodefault"));
-  EXPECT_EQ(d.outcome, Outcome::kAllocated);
-  EXPECT_EQ(d.allocated_from, "default");
-  EXPECT_EQ(EventReasons(d), (std::vector<std::string>{"ConfigurationWarning", "AddressAssigned"}));
-  ASSERT_FALSE(d.events.empty());
-  EXPECT_EQ(d.events[0].message,
-            "ServiceGroups nd1, nd2 list namespace shared-nodefault and none of them sets "
-            "namespaceDefault; used ServiceGroup default");
-  EXPECT_TRUE(d.events[0].warning);
-  d = w.Run(svc("s12", "shared-nodefault"));  // unchanged: no event again
-  EXPECT_TRUE(d.events.empty());
-  d = w.Run(svc("s10", "amb"));
-  EXPECT_EQ(d.message,
-            "ambiguous namespace default: ServiceGroups amb1, amb2 list namespace amb and none of "
-            "them sets namespaceDefault; set it on one, or annotate the Service with "
-            "purelb.io/service-group");
-}
-
-// Never retroactive: a new group listing a namespace does not move the addresses its unannotated
-// Services already hold, and a boundary added later does not revoke them.
-TEST(ReconcileTest, V2NamespacesAreNeverRetroactive) {
-  World w({testing::SmallDefaultGroup()});
-  SvcSpec s;
-  s.name = "held";
-  s.ns = "team-a";
-  Decision d = w.Run(s);
-  ASSERT_EQ(d.outcome, Outcome::kAllocated) << d.message;
-  EXPECT_EQ(Ips(d), std::vector<std::string>{"192.0.2.10"});
-  w.SetConfig({testing::SmallDefaultGroup(),
-               testing::V2LocalGroup("team-a", "192.0.2.20-192.0.2.22", {"team-a"}, true)});
-  d = w.Run(s);
-  EXPECT_EQ(d.outcome, Outcome::kAllocated) << d.message;
-  EXPECT_EQ(Ips(d), std::vector<std::string>{"192.0.2.10"});
-  EXPECT_EQ(d.allocated_from, "default");
-  // A new Service of the namespace gets the namespace's group.
-  SvcSpec fresh = s;
-  fresh.name = "fresh";
-  d = w.Run(fresh);
-  EXPECT_EQ(Ips(d), std::vector<std::string>{"192.0.2.20"});
-  EXPECT_EQ(d.pool_type, std::optional<std::string>("local"));
-  // Once released, the held one re-resolves to the namespace's group too.
-  w.Delete("team-a", "held");
-  d = w.Run(s);
-  EXPECT_EQ(Ips(d), std::vector<std::string>{"192.0.2.21"});
 }
 
 // The external group is refused in the config status; a Service naming it is refused too.
@@ -652,136 +378,6 @@ TEST(ReconcileTest, V2BalancePoolsSpreadsOverTheRanges) {
               R("a tie (1 and 1): the earlier range", svc("d"), Outcome::kAllocated, Reason::kNone,
                 {"192.0.2.12"}),
           });
-}
-
-// A requested address picks the purelb.io/v2 group containing it (PureLB v2); an address of a v1
-// group does not (v1 behaviour: the group is the annotation's, else "default"); the namespace
-// boundary still applies.
-TEST(ReconcileTest, V2RequestedAddressPicksItsGroup) {
-  World w(
-      {testing::SmallDefaultGroup(),  // v1, .10-.12
-       testing::ServiceGroupJson(
-           "old", {{"v4pools", {{{"pool", "192.0.2.80-192.0.2.89"}, {"subnet", "192.0.2.0/24"}}}}}),
-       testing::V2LocalGroup("v2", "192.0.2.20-192.0.2.29"),
-       testing::V2LocalGroup("locked", "192.0.2.50-192.0.2.52", {"locked"}, true)});
-  auto svc = [](std::string name, std::string addr, std::string ns = "default") {
-    SvcSpec s;
-    s.name = std::move(name);
-    s.ns = std::move(ns);
-    s.annotations = {{"purelb.io/addresses", addr}};
-    return s;
-  };
-  Walk(w, {
-              R("an address of a v2 group: that group", svc("a", "192.0.2.25"), Outcome::kAllocated,
-                Reason::kNone, {"192.0.2.25"}),
-              R("an address of a v1 group: still default's pools", svc("b", "192.0.2.85"),
-                Outcome::kRefused, Reason::kOutsidePools),
-              R("spec.loadBalancerIP too",
-                [] {
-                  SvcSpec s;
-                  s.name = "c";
-                  s.load_balancer_ip = "192.0.2.26";
-                  return s;
-                }(),
-                Outcome::kAllocated, Reason::kNone, {"192.0.2.26"}),
-              R("a confined group's address from another namespace: denied", svc("d", "192.0.2.51"),
-                Outcome::kRefused, Reason::kNamespaceDenied),
-              R("from its own namespace: allowed", svc("e", "192.0.2.51", "locked"),
-                Outcome::kAllocated, Reason::kNone, {"192.0.2.51"}),
-          });
-  EXPECT_EQ(w.Run(svc("a", "192.0.2.25")).allocated_from, "v2");
-}
-
-// Multi-pool (PureLB v2): one address from every range whose subnet a live node advertises;
-// exhausted ranges skipped; newly live ranges add an address on a later reconcile and none is
-// ever taken away; the annotation overrides the group; refused with balancePools or a sharing
-// key; a restart keeps every address.
-TEST(ReconcileTest, V2MultiPool) {
-  World w({testing::V2GroupJson("mp", json::parse(R"({"local":{"multiPool":true,
-      "v4pools":[{"pool":"192.0.2.10-192.0.2.19","subnet":"192.0.2.0/24"},
-                 {"pool":"198.51.100.10-198.51.100.11","subnet":"198.51.100.0/24"},
-                 {"pool":"203.0.113.10-203.0.113.19","subnet":"203.0.113.0/24"}],
-      "v6pools":[{"pool":"fd00::10-fd00::19","subnet":"fd00::/64"}]}})")),
-           testing::V2GroupJson("bal", json::parse(R"({"local":{"balancePools":true,
-      "v4pools":[{"pool":"192.0.3.10-192.0.3.19","subnet":"192.0.3.0/24"}]}})")),
-           testing::V2GroupJson("far", json::parse(R"({"remote":{"multiPool":true,
-      "v4pools":[{"pool":"10.1.0.1-10.1.0.2","subnet":"10.1.0.0/24"},
-                 {"pool":"10.2.0.1-10.2.0.2","subnet":"10.2.0.0/24"}]}})"))});
-  auto svc = [](std::string name, std::string group = "mp",
-                std::map<std::string, std::string> more = {}) {
-    SvcSpec s;
-    s.name = std::move(name);
-    s.annotations = {{"purelb.io/service-group", group}};
-    for (auto& [k, v] : more) s.annotations[k] = v;
-    return s;
-  };
-  auto in_use = [&](const char* group) {
-    return w.pool()
-        .Stats(std::string("ServiceGroup purelb-system/") + group, net::Family::kV4)
-        ->in_use;
-  };
-  Walk(w, {R("no live node subnet: refused", svc("early"), Outcome::kRefused,
-             Reason::kPoolExhausted)});
-  w.SetLiveSubnets({"192.0.2.0/24", "198.51.100.0/24"});
-  Decision d = w.Run(svc("a"));
-  EXPECT_EQ(Ips(d), (std::vector<std::string>{"192.0.2.10", "198.51.100.10"}));
-  ASSERT_EQ(EventReasons(d), (std::vector<std::string>{"AddressAssigned"}));
-  EXPECT_EQ(d.events[0].message, "Multi-pool: assigned 2 IPs from pool mp");
-  EXPECT_EQ(d.pool_type, "local");
-  Walk(w, {R("b: one from each live range", svc("b"), Outcome::kAllocated, Reason::kNone,
-             {"192.0.2.11", "198.51.100.11"})});
-  d = w.Run(svc("c"));
-  EXPECT_EQ(Ips(d), (std::vector<std::string>{"192.0.2.12"}));
-  ASSERT_EQ(d.events.size(), 1u);
-  EXPECT_EQ(d.events[0].message,
-            "Multi-pool: assigned 1 IPs from pool mp; no free address in "
-            "198.51.100.10-198.51.100.11");
-  EXPECT_EQ(in_use("mp"), 5u);
-  // A third subnet goes live: a re-run adds its address and keeps the others.
-  w.SetLiveSubnets({"192.0.2.0/24", "198.51.100.0/24", "203.0.113.0/24"});
-  d = w.Run(svc("a"));
-  EXPECT_EQ(Ips(d), (std::vector<std::string>{"192.0.2.10", "198.51.100.10", "203.0.113.10"}));
-  ASSERT_EQ(d.events.size(), 1u);
-  EXPECT_EQ(d.events[0].message, "Incremental multi-pool: added 1 IPs (total 3) from pool mp");
-  // The 198.51.100.0/24 node dies: nothing is taken away, nothing is written.
-  w.SetLiveSubnets({"192.0.2.0/24", "203.0.113.0/24"});
-  d = w.Run(svc("a"));
-  EXPECT_EQ(Ips(d), (std::vector<std::string>{"192.0.2.10", "198.51.100.10", "203.0.113.10"}));
-  EXPECT_TRUE(d.events.empty());
-  EXPECT_FALSE(w.last_writes().status.has_value());
-  EXPECT_EQ(in_use("mp"), 6u);
-  Walk(w,
-       {R("annotation false: one address", svc("d", "mp", {{"purelb.io/multi-pool", "no"}}),
-          Outcome::kAllocated, Reason::kNone, {"192.0.2.13"}),
-        R("annotation true on a balancePools group: refused",
-          svc("e", "bal", {{"purelb.io/multi-pool", "true"}}), Outcome::kRefused,
-          Reason::kMultiPoolRefused),
-        R("with a sharing key: refused", svc("f", "mp", {{"purelb.io/allow-shared-ip", "k"}}),
-          Outcome::kRefused, Reason::kMultiPoolRefused),
-        R("annotation false on a balancePools group: fine",
-          svc("e", "bal", {{"purelb.io/multi-pool", "false"}}), Outcome::kAllocated, Reason::kNone,
-          {"192.0.3.10"}),
-        R("remote: every range, whatever the leases", svc("g", "far"), Outcome::kAllocated,
-          Reason::kNone, {"10.1.0.1", "10.2.0.1"}),
-        R("turning it off keeps the first address", svc("a", "mp", {{"purelb.io/multi-pool", "x"}}),
-          Outcome::kAllocated, Reason::kNone, {"192.0.2.10"})});
-  d = w.Run(svc("e", "bal", {{"purelb.io/multi-pool", "true"}}));
-  EXPECT_EQ(d.condition->message,
-            "multi-pool and balancePools allocation are mutually exclusive for pool bal");
-  EXPECT_EQ(in_use("mp"), 5u);  // a: 2 freed; b 2, c 1, d 1
-  // Dual stack once fd00::/64 is live: the IPv6 range joins.
-  w.SetLiveSubnets({"192.0.2.0/24", "fd00::/64"});
-  SvcSpec dual = svc("h");
-  dual.families = {"IPv4", "IPv6"};
-  dual.policy = "RequireDualStack";
-  Walk(w, {R("dual", dual, Outcome::kAllocated, Reason::kNone, {"192.0.2.14", "fd00::10"})});
-  // A restart rebuilds every address of the multi-pool Services from their status.
-  EXPECT_EQ(w.Restart({svc("b"), svc("c"), svc("g", "far"), dual}), 7u);
-  EXPECT_EQ(in_use("mp"), 4u);
-  d = w.Run(svc("b"));
-  EXPECT_EQ(Ips(d), (std::vector<std::string>{"192.0.2.11", "198.51.100.11"}));
-  EXPECT_TRUE(d.events.empty());
-  EXPECT_FALSE(w.last_writes().status.has_value());
 }
 
 // purelb.io/re-evaluate: "true" is removed by the reconcile it triggered; other values stay.

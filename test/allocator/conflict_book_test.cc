@@ -6,6 +6,8 @@
 #include <vector>
 
 #include "allocator/config_status.h"
+#include "allocator/conflict_book.h"
+#include "allocator/rebuild.h"
 #include "allocator/reconcile.h"
 #include "allocator/service_writes.h"
 #include "common/time.h"
