@@ -67,18 +67,11 @@ std::unique_ptr<cli::App> NewAllocatorCommand(CommandOptions* o) {
   return app;
 }
 
-int RunAllocatorCommand(int argc, char** argv) {
-  CommandOptions options;
-  auto app = NewAllocatorCommand(&options);
-  if (auto code = cli::Parse(*app, argc, argv)) return *code;
-  const CommandOptions* opts = &options;
-  log::SetComponent("allocator");
-  // glibc gives each thread that contends for malloc its own arena (up to 8 per core); with a
-  // dozen threads churning short-lived JSON, the arenas' free space stays resident. Two arenas
-  // cut the peak RSS of the 10^4-Service benchmark by about 2 MB at no measurable speed cost.
-  mallopt(M_ARENA_MAX, 2);
-  log::SetLevel(opts->log_level);
-  std::string identity = opts->identity;
+namespace {
+
+// --identity, else $POD_NAME, else HOST_PID.
+std::string ResolveIdentity(const std::string& flag) {
+  std::string identity = flag;
   if (identity.empty()) {
     if (const char* pod = std::getenv("POD_NAME"); pod && *pod) identity = pod;
   }
@@ -87,21 +80,103 @@ int RunAllocatorCommand(int argc, char** argv) {
     gethostname(host, sizeof(host) - 1);
     identity = std::string(host) + "_" + std::to_string(getpid());
   }
+  return identity;
+}
 
-  auto rest = k8s::LoadRestConfig(opts->kubeconfig);
+// The API client, its requests bounded by half the renew deadline so that a hung write cannot
+// outlive leadership. Logs and returns null on failure.
+std::unique_ptr<k8s::Client> NewAllocatorClient(const CommandOptions& opts) {
+  auto rest = k8s::LoadRestConfig(opts.kubeconfig);
   if (!rest) {
     log::Error("cannot load client config", {{"error", rest.error().message()}});
-    return 1;
+    return nullptr;
   }
-  // Requests must give up before the renew deadline so a hung write cannot outlive leadership.
   auto request_timeout =
-      std::chrono::duration_cast<std::chrono::milliseconds>(opts->renew_deadline) / 2;
+      std::chrono::duration_cast<std::chrono::milliseconds>(opts.renew_deadline) / 2;
   if (request_timeout < rest->request_timeout) rest->request_timeout = request_timeout;
   auto client = k8s::NewClient(*rest, std::string("pylon-allocator/") + PYLON_VERSION);
   if (!client) {
     log::Error("cannot create client", {{"error", client.error().message()}});
-    return 1;
+    return nullptr;
   }
+  return std::move(*client);
+}
+
+// /metrics, /healthz (/livez) and /readyz (informers synced) on --metrics-addr.
+Result<std::unique_ptr<http::Server>> ServeMetrics(const CommandOptions& opts,
+                                                   const metrics::Registry& registry,
+                                                   const Controller& controller) {
+  http::ServerOptions hso;
+  hso.address = opts.metrics_addr.host;
+  hso.port = opts.metrics_addr.port;
+  return http::Server::Start(hso, [&](const http::Request& req, http::ResponseWriter& w) {
+    if (req.path == "/metrics") {
+      w.Send(http::Response::Text(200, registry.Render(), "text/plain; version=0.0.4"));
+    } else if (req.path == "/healthz" || req.path == "/livez") {
+      w.Send(http::Response::Text(200, "ok\n"));
+    } else if (req.path == "/readyz") {
+      const bool ready = controller.Synced();
+      w.Send(http::Response::Text(ready ? 200 : 503, ready ? "ok\n" : "informers not synced\n"));
+    } else {
+      w.Send(http::Response::Text(404, "not found\n"));
+    }
+  });
+}
+
+// Runs the leader election until `cancel`: the controller leads while this replica holds the
+// Lease; losing it stops the controller, sets `lost` and cancels.
+void LeadWhileElected(const CommandOptions& opts, const std::string& identity, k8s::Client& client,
+                      Controller& controller, k8s::Canceller& cancel, std::atomic<bool>& lost) {
+  std::thread lead_thread;
+  k8s::LeaderElectionConfig lec;
+  lec.lease_namespace = opts.ns;
+  lec.lease_name = opts.lease_name;
+  lec.identity = identity;
+  lec.lease_duration = opts.lease_duration;
+  lec.renew_deadline = opts.renew_deadline;
+  lec.retry_period = opts.retry_period;
+  lec.release_on_cancel = true;
+  lec.callbacks.on_started_leading = [&] {
+    log::Info("became leader", {{"identity", identity}});
+    lead_thread = std::thread([&] { controller.Lead(); });
+  };
+  lec.callbacks.on_stopped_leading = [&] {
+    if (!cancel.Cancelled()) {
+      log::Error("leadership lost; stopping", {{"identity", identity}});
+      lost.store(true);
+    }
+    controller.Stop();
+    cancel.Cancel();
+  };
+  lec.callbacks.on_new_leader = [&](const std::string& id) {
+    if (id != identity) log::Info("leader is another replica", {{"leader", id}});
+  };
+  auto elector = k8s::LeaderElector::Create(client, lec);
+  if (!elector) {
+    log::Error("bad leader election settings", {{"error", elector.error().message()}});
+    cancel.Cancel();
+  } else {
+    (*elector)->Run(cancel);
+  }
+  if (lead_thread.joinable()) lead_thread.join();
+}
+
+}  // namespace
+
+int RunAllocatorCommand(int argc, char** argv) {
+  CommandOptions options;
+  auto app = NewAllocatorCommand(&options);
+  if (auto code = cli::Parse(*app, argc, argv)) return *code;
+  const CommandOptions& opts = options;
+  log::SetComponent("allocator");
+  // glibc gives each thread that contends for malloc its own arena (up to 8 per core); with a
+  // dozen threads churning short-lived JSON, the arenas' free space stays resident. Two arenas
+  // cut the peak RSS of the 10^4-Service benchmark by about 2 MB at no measurable speed cost.
+  mallopt(M_ARENA_MAX, 2);
+  log::SetLevel(opts.log_level);
+  const std::string identity = ResolveIdentity(opts.identity);
+  std::unique_ptr<k8s::Client> client = NewAllocatorClient(opts);
+  if (!client) return 1;
 
   // Stop signals are handled by sigwait in a dedicated thread; block them everywhere else.
   sigset_t stop_signals;
@@ -116,30 +191,16 @@ int RunAllocatorCommand(int argc, char** argv) {
   ero.component = kEventComponent;
   ero.host = identity;
   ero.queue_capacity = 50000;
-  k8s::EventRecorderImpl recorder(**client, ero);
+  k8s::EventRecorderImpl recorder(*client, ero);
   recorder.Start();
 
   ControllerOptions co;
-  co.install_namespace = opts->ns;
-  co.workers = opts->workers;
-  co.probe_ahead = static_cast<std::size_t>(opts->probe_ahead);
-  Controller controller(**client, recorder, metrics, co);
+  co.install_namespace = opts.ns;
+  co.workers = opts.workers;
+  co.probe_ahead = static_cast<std::size_t>(opts.probe_ahead);
+  Controller controller(*client, recorder, metrics, co);
 
-  http::ServerOptions hso;
-  hso.address = opts->metrics_addr.host;
-  hso.port = opts->metrics_addr.port;
-  auto server = http::Server::Start(hso, [&](const http::Request& req, http::ResponseWriter& w) {
-    if (req.path == "/metrics") {
-      w.Send(http::Response::Text(200, registry.Render(), "text/plain; version=0.0.4"));
-    } else if (req.path == "/healthz" || req.path == "/livez") {
-      w.Send(http::Response::Text(200, "ok\n"));
-    } else if (req.path == "/readyz") {
-      const bool ready = controller.Synced();
-      w.Send(http::Response::Text(ready ? 200 : 503, ready ? "ok\n" : "informers not synced\n"));
-    } else {
-      w.Send(http::Response::Text(404, "not found\n"));
-    }
-  });
+  auto server = ServeMetrics(opts, registry, controller);
   if (!server) {
     log::Error("cannot serve metrics", {{"error", server.error().message()}});
     return 1;
@@ -160,41 +221,10 @@ int RunAllocatorCommand(int argc, char** argv) {
   controller.StartInformers();
   while (!cancel.Cancelled() && !controller.WaitForSync(std::chrono::seconds(1))) {
   }
-  std::thread lead_thread;
   if (!cancel.Cancelled()) {
     log::Info("informers synced");
-    k8s::LeaderElectionConfig lec;
-    lec.lease_namespace = opts->ns;
-    lec.lease_name = opts->lease_name;
-    lec.identity = identity;
-    lec.lease_duration = opts->lease_duration;
-    lec.renew_deadline = opts->renew_deadline;
-    lec.retry_period = opts->retry_period;
-    lec.release_on_cancel = true;
-    lec.callbacks.on_started_leading = [&] {
-      log::Info("became leader", {{"identity", identity}});
-      lead_thread = std::thread([&] { controller.Lead(); });
-    };
-    lec.callbacks.on_stopped_leading = [&] {
-      if (!cancel.Cancelled()) {
-        log::Error("leadership lost; stopping", {{"identity", identity}});
-        lost.store(true);
-      }
-      controller.Stop();
-      cancel.Cancel();
-    };
-    lec.callbacks.on_new_leader = [&](const std::string& id) {
-      if (id != identity) log::Info("leader is another replica", {{"leader", id}});
-    };
-    auto elector = k8s::LeaderElector::Create(**client, lec);
-    if (!elector) {
-      log::Error("bad leader election settings", {{"error", elector.error().message()}});
-      cancel.Cancel();
-    } else {
-      (*elector)->Run(cancel);
-    }
+    LeadWhileElected(opts, identity, *client, controller, cancel, lost);
   }
-  if (lead_thread.joinable()) lead_thread.join();
   controller.Stop();
   recorder.Stop();
   (*server)->Stop();

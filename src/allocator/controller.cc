@@ -2,20 +2,12 @@
 
 #include <algorithm>
 
-#include "allocator/config_status.h"
-#include "allocator/group_resolution.h"
-#include "allocator/multi_pool.h"
-#include "allocator/probe_ahead.h"
 #include "allocator/rebuild.h"
 #include "allocator/service_writes.h"
 #include "common/log.h"
 #include "common/object_key.h"
 #include "common/time.h"
-#include "election/node_name.h"
 #include "k8s/field_mask.h"
-#include "k8s/lease.h"
-#include "k8s/retry.h"
-#include "model/probe_ahead.h"
 #include "model/service.h"
 
 namespace pylon::allocator {
@@ -37,11 +29,6 @@ namespace {
 constexpr char kConfigKey[] = "config";
 constexpr char kQuarantineNs[] = "pylon.quarantine";
 
-std::string ConfigStatusKey(const config::ConfigKey& k) {
-  return std::string("cs/") + std::string(config::KindName(k.kind)) + "/" + k.namespace_ + "/" +
-         k.name;
-}
-
 // True when an update of a config object changed something other than its status.
 bool ConfigSpecChanged(const Json& a, const Json& b) {
   auto spec = [](const Json& o) -> Json {
@@ -53,6 +40,11 @@ bool ConfigSpecChanged(const Json& a, const Json& b) {
 }
 
 }  // namespace
+
+std::string ConfigStatusKey(const config::ConfigKey& k) {
+  return std::string("cs/") + std::string(config::KindName(k.kind)) + "/" + k.namespace_ + "/" +
+         k.name;
+}
 
 void TrimServiceForCache(Json& service) {
   static const k8s::FieldMask mask = k8s::FieldMask::Of(
@@ -493,296 +485,6 @@ Controller::Result_ Controller::ProcessService(const std::string& ns, const std:
       return Result_::kRetry;
     }
     RememberWrite(key, rv_before, *r);
-  }
-  return Result_::kDone;
-}
-
-// ---------------------------------------------------------------------------------------------
-// Node leases (multi-pool)
-
-void Controller::LeaseChanged(const Json& lease, bool deleted) {
-  auto node = election::NodeFromLeaseName(k8s::Name(lease));
-  if (!node) return;  // not a node lease (e.g. the allocator's own leader-election lease)
-  std::optional<NodeLease> read;
-  if (!deleted) {
-    auto spec = k8s::ParseLeaseSpec(lease);
-    const k8s::LeaseSpec read_spec = spec ? *spec : k8s::LeaseSpec{};  // unreadable: not live
-    read = ReadNodeLease(
-        node->str(), read_spec.holder_identity, read_spec.lease_duration_seconds,
-        read_spec.renew_time,
-        FindString(lease, {"metadata", "annotations", election::kSubnetsAnnotation}).value_or(""));
-    read->probe_ahead_annotation =
-        FindString(lease, {"metadata", "annotations", model::kAnnProbeAhead}).value_or("");
-    if (!spec) {
-      read->issues.push_back("lease of node " + node->str() +
-                             ": spec unreadable, not live: " + spec.error().message());
-    }
-  }
-  std::vector<std::string> retry;
-  bool grew = false;
-  {
-    MutexLock lock(mu_);
-    auto it =
-        std::lower_bound(node_leases_.begin(), node_leases_.end(), node->str(),
-                         [](const NodeLease& l, const std::string& name) { return l.node < name; });
-    const bool known = it != node_leases_.end() && it->node == node->str();
-    // Problems are logged when they first appear, not on every renewal.
-    if (read && (!known || it->issues != read->issues)) {
-      for (const auto& issue : read->issues) log::Warn("node lease", {{"issue", issue}});
-    }
-    const std::vector<net::Prefix> before = NodeSubnetsLocked(clock_.WallNow()).live;
-    const std::string probed_before = known ? it->probe_ahead_annotation : std::string();
-    const std::string probed_after = read ? read->probe_ahead_annotation : std::string();
-    if (read && known) {
-      *it = std::move(*read);
-    } else if (read) {
-      node_leases_.insert(it, std::move(*read));
-    } else if (known) {
-      node_leases_.erase(it);
-    }
-    node_subnets_dirty_ = true;
-    for (const auto& p : NodeSubnetsLocked(clock_.WallNow()).live) {
-      if (std::find(before.begin(), before.end(), p) == before.end()) grew = true;
-    }
-    // Only when a list of found-taken addresses or the live nodes changed (a renewal is neither).
-    if (probed_before != probed_after ||
-        NodeSubnetsLocked(clock_.WallNow()).live_nodes != taken_live_nodes_) {
-      SyncTakenAheadLocked(&retry);
-    }
-  }
-  if (leading_.load()) {
-    for (const auto& k : retry) queue_.Add("s/" + k);
-  }
-  if (!grew || !leading_.load()) return;
-  // A range may have become active: the multi-pool Services get their address from it.
-  const std::vector<model::Service> views = ServiceViews();
-  MutexLock lock(mu_);
-  std::size_t n = 0;
-  for (const model::Service& v : views) {
-    if (model::SelectOwner(v).owner != model::Owner::kServiceGroup) continue;
-    auto skey = pool::ServiceKey::Make(v.ns, v.name);
-    if (!skey) continue;
-    GroupResolution res =
-        ResolveServiceGroup(v, config_, opts_.install_namespace,
-                            HeldServiceGroup(*skey, pool_, config_, opts_.install_namespace));
-    const config::Group* g = config_.FindServiceGroup(opts_.install_namespace, res.name);
-    if (g == nullptr || !MultiPoolInEffect(v, *g)) continue;
-    queue_.Add("s/" + v.Key());
-    ++n;
-  }
-  log::Info("node subnets went live; multi-pool Services requeued",
-            {{"services", std::to_string(n)}});
-}
-
-void Controller::SyncTakenAheadLocked(std::vector<std::string>* retry) {
-  taken_live_nodes_ = NodeSubnetsLocked(clock_.WallNow()).live_nodes;
-  std::set<std::string> changed, freed;
-  ApplyTakenAhead(TakenFromLeases(node_leases_, clock_.WallNow()), config_, ctx_.conflict_hold,
-                  conflicts_, pool_, &changed, &freed);
-  std::set<std::string> pools = changed;
-  pools.insert(freed.begin(), freed.end());
-  for (const auto& p : pools) PoolChangedLocked(p, freed.count(p) > 0, retry);
-}
-
-const NodeSubnets& Controller::NodeSubnetsLocked(WallTime now) {
-  if (node_subnets_dirty_ || (node_subnets_.next_expiry && now >= *node_subnets_.next_expiry)) {
-    node_subnets_ = LiveNodeSubnets(node_leases_, now);
-    node_subnets_dirty_ = false;
-  }
-  return node_subnets_;
-}
-
-// ---------------------------------------------------------------------------------------------
-// Config
-
-Controller::Result_ Controller::ProcessConfig() {
-  std::vector<Json> candidates = groups_->store().List();
-  for (auto& c : classes_->store().List()) candidates.push_back(std::move(c));
-  for (auto& c : candidates) {
-    // List items from the cache may lack kind/apiVersion; the parser checks them when present.
-    if (!c.contains("kind")) {
-      c["kind"] = FindString(c, {"metadata", "namespace"}) ? "ServiceGroup" : "LoadBalancerClass";
-    }
-  }
-  std::set<std::string> changed_pools;
-  std::set<std::string> new_pools;  // not in force before
-  std::vector<std::string> status_keys;
-  std::vector<pool::Eviction> evictions;
-  std::vector<std::string> retry;
-  // For the adoption of what Services show in a pool that comes (back) into force. At Lead() the
-  // rebuild does it.
-  const std::vector<model::Service> latest =
-      leading_.load() ? LatestServiceViews() : std::vector<model::Service>{};
-  {
-    MutexLock lock(mu_);
-    config::ValidationResult vr = config::ValidateConfig(candidates, config_);
-    for (const auto& [k, g] : config_.groups()) {
-      const config::Group* ng = vr.config.Find(k);
-      if (ng == nullptr || !ng->SameContent(g)) changed_pools.insert(PoolKey(k));
-    }
-    for (const auto& [k, g] : vr.config.groups()) {
-      const config::Group* og = config_.Find(k);
-      if (og == nullptr) {
-        changed_pools.insert(PoolKey(k));
-        new_pools.insert(PoolKey(k));
-      }
-    }
-    std::map<config::ConfigKey, config::ObjectStatus> statuses;
-    for (auto& st : vr.statuses) {
-      if (!st.valid) {
-        log::Warn("config rejected", {{"object", st.key.ToString()}, {"message", st.message}});
-      }
-      status_keys.push_back(ConfigStatusKey(st.key));
-      statuses[st.key] = std::move(st);
-    }
-    statuses_ = std::move(statuses);
-    // Pools no longer in force lose their metrics.
-    for (const auto& [pk, ok] : pool_objects_) {
-      if (vr.config.Find(ok) == nullptr) metrics_.RemovePool(config::KindName(ok.kind), ok.name);
-    }
-    config_ = std::move(vr.config);
-    pool_objects_.clear();
-    for (const auto& [k, g] : config_.groups()) pool_objects_[PoolKey(k)] = k;
-    if (!changed_pools.empty()) {
-      auto ev = pool_.SetPools(PoolDefinitions(config_));
-      if (!ev) {
-        log::Error("pool definitions rejected", {{"error", ev.error().message()}});
-      } else {
-        evictions = std::move(*ev);
-        if (!new_pools.empty() && leading_.load()) AdoptShownLocked(latest, new_pools);
-      }
-      SyncTakenAheadLocked(&retry);
-      for (const auto& [pk, ok] : pool_objects_) UpdatePoolMetricsLocked(pk);
-      for (const auto& [pk, keys] : refused_) {
-        for (const auto& k : keys) retry.push_back(k);
-      }
-      for (const auto& k : kept_) retry.push_back(k);
-    }
-  }
-  if (!changed_pools.empty()) {
-    log::Info("config in force changed", {{"changed", std::to_string(changed_pools.size())},
-                                          {"evicted", std::to_string(evictions.size())}});
-  }
-  for (const auto& k : status_keys) queue_.Add(k);
-  if (!leading_.load()) return Result_::kDone;
-  for (const auto& e : evictions) queue_.Add("s/" + e.service.ToString());
-  for (const auto& k : retry) queue_.Add("s/" + k);
-  if (!changed_pools.empty()) {
-    // Services selecting a changed (or new, or removed) group or class. A config change is rare;
-    // per-Service events never come here.
-    // ServiceGroup Services are resolved against the new config (purelb.io/v2 namespaces may
-    // move an unannotated Service's choice) and also requeued when the pool they hold changed.
-    const std::vector<model::Service> views = ServiceViews();
-    MutexLock lock(mu_);
-    for (const model::Service& v : views) {
-      model::Selection sel = model::SelectOwner(v);
-      if (sel.owner == model::Owner::kNone) continue;
-      auto skey = pool::ServiceKey::Make(v.ns, v.name);
-      if (!skey) continue;
-      if (auto held = pool_.PoolOf(*skey); held && changed_pools.count(*held)) {
-        queue_.Add("s/" + v.Key());
-        continue;
-      }
-      config::ConfigKey k;
-      if (sel.owner == model::Owner::kServiceGroup) {
-        GroupResolution res =
-            ResolveServiceGroup(v, config_, opts_.install_namespace,
-                                HeldServiceGroup(*skey, pool_, config_, opts_.install_namespace));
-        k = {config::ObjectKind::kServiceGroup, opts_.install_namespace, res.name};
-      } else {
-        k = {config::ObjectKind::kLoadBalancerClass, "", sel.name};
-      }
-      if (changed_pools.count(PoolKey(k))) queue_.Add("s/" + v.Key());
-    }
-  }
-  return Result_::kDone;
-}
-
-Controller::Result_ Controller::ProcessConfigStatus(const std::string& key) {
-  // "cs/<Kind>/<ns>/<name>"
-  const std::string rest = key.substr(3);
-  const auto s1 = rest.find('/');
-  const auto s2 = rest.find('/', s1 + 1);
-  if (s1 == std::string::npos || s2 == std::string::npos) return Result_::kDone;
-  const std::string kind = rest.substr(0, s1);
-  const std::string ns = rest.substr(s1 + 1, s2 - s1 - 1);
-  const std::string name = rest.substr(s2 + 1);
-  const bool is_group = kind == "ServiceGroup";
-  const k8s::Resource& res =
-      is_group ? resources::ServiceGroups() : resources::LoadBalancerClasses();
-  std::optional<Json> obj =
-      is_group ? groups_->store().Get(ns, name) : classes_->store().Get("", name);
-  if (!obj) return Result_::kDone;
-  config::ConfigKey okey{
-      is_group ? config::ObjectKind::kServiceGroup : config::ObjectKind::kLoadBalancerClass, ns,
-      name};
-  config::ObjectStatus st;
-  PoolUsage usage;
-  {
-    MutexLock lock(mu_);
-    auto it = statuses_.find(okey);
-    if (it == statuses_.end()) return Result_::kDone;
-    st = it->second;
-    if (st.in_force_generation) {
-      const std::string pk = PoolKey(okey);
-      if (auto v4 = pool_.Stats(pk, net::Family::kV4)) usage.in_use_v4 = v4->in_use;
-      if (auto v6 = pool_.Stats(pk, net::Family::kV6)) usage.in_use_v6 = v6->in_use;
-      usage.conflicts = conflicts_.ForPool(pk);
-      if (const config::Group* g = config_.Find(okey)) {
-        usage.in_force = *g;
-        // Probe ahead: pools of local addresses (virtual addresses are never probed).
-        if (opts_.probe_ahead > 0 && ProbedAhead(*g)) {
-          usage.probe_ahead = true;
-          if (auto n = pool_.NextFree(pk, net::Family::kV4, opts_.probe_ahead)) usage.next_v4 = *n;
-          if (auto n = pool_.NextFree(pk, net::Family::kV6, opts_.probe_ahead)) usage.next_v6 = *n;
-        }
-      }
-    }
-  }
-  // The status describes the version it was computed from; a newer one is re-validated first.
-  if (FindInt(*obj, {"metadata", "generation"}).value_or(0) != st.observed_generation) {
-    return Result_::kDone;
-  }
-  if (!Writing()) return Result_::kDone;
-  // Planned against the cached object first; on 409 (the cache is behind the server, e.g. our
-  // previous status write has not come back through a cut or relisting watch yet) against the
-  // object read from the server, so a stale cache can never hold the status back. The informer
-  // does not requeue a status-only change, and a conflict retried with the cache's version would
-  // only grow the key's backoff (the status inUse stayed 0 in allocator_chaos_test).
-  Json current = std::move(*obj);
-  ConfigStatusWrite w;
-  bool stale_generation = false;
-  Status written = k8s::RetryOnConflict([&]() -> Status {
-    w = PlanConfigStatus(current, st, usage, Now());
-    if (!w.object) return Ok();
-    auto r = client_.UpdateStatus(res, *w.object);
-    if (r) {
-      log::Debug("config status written", {{"object", okey.ToString()}});
-      return Ok();
-    }
-    CountApiError("update_config_status", r.error());
-    log::Debug("config status write failed",
-               {{"object", okey.ToString()}, {"error", r.error().message()}});
-    if (r.error().code() != ErrorCode::kConflict) return Fail(r.error());
-    auto fresh = client_.Get(res, ns, name);
-    if (!fresh) {
-      CountApiError("get_config", fresh.error());
-      log::Debug("config object read failed",
-                 {{"object", okey.ToString()}, {"error", fresh.error().message()}});
-      return Fail(fresh.error());
-    }
-    if (FindInt(*fresh, {"metadata", "generation"}).value_or(0) != st.observed_generation) {
-      stale_generation = true;  // a newer version is re-validated first (the informer sees it)
-      return Ok();
-    }
-    current = std::move(*fresh);
-    return Fail(r.error());
-  });
-  if (stale_generation) return Result_::kDone;
-  if (!written) return Result_::kRetry;
-  if (w.event) {
-    recorder_.Event(k8s::ObjectReference::For(res, current), k8s::EventLevel::kWarning,
-                    w.event->reason, w.event->message);
   }
   return Result_::kDone;
 }

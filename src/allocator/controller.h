@@ -61,6 +61,9 @@ const k8s::Resource& LoadBalancerClasses();  // lace-cni.io/v1alpha1, cluster-sc
 // metadata and status. A field ParseService starts reading must be added here.
 void TrimServiceForCache(Json& service);
 
+// The work key of a config object's status write: "cs/<kind>/<ns>/<name>".
+std::string ConfigStatusKey(const config::ConfigKey& k);
+
 struct ControllerOptions {
   std::string install_namespace = "purelb-system";
   int workers = 8;
@@ -167,7 +170,7 @@ class Controller {
   // Pool key -> its object.
   std::map<std::string, config::ConfigKey> pool_objects_ PYLON_GUARDED_BY(mu_);
   pool::Allocator pool_ PYLON_GUARDED_BY(mu_);
-  // Address conflicts reported by the agents (reconcile.h).
+  // Address conflicts reported by the agents (conflict_book.h).
   ConflictBook conflicts_ PYLON_GUARDED_BY(mu_);
   // Services refused while their group/class exists, per pool key: retried on a release there.
   std::map<std::string, std::set<std::string>> refused_ PYLON_GUARDED_BY(mu_);
