@@ -204,7 +204,9 @@ struct Outcome {
   std::vector<ObjectStatus> statuses;
 };
 
-Outcome ValidateUnguarded(std::span<const Json> objects, const InForceConfig& previous) {
+// Phase 1: parses every candidate and classifies it against the config in force (new, unchanged,
+// edit, duplicate, rejected, or kept at its previous version).
+std::vector<Candidate> Classify(std::span<const Json> objects, const InForceConfig& previous) {
   std::vector<Candidate> cands(objects.size());
   std::set<ConfigKey> seen;
   for (std::size_t i = 0; i < objects.size(); ++i) {
@@ -238,31 +240,12 @@ Outcome ValidateUnguarded(std::span<const Json> objects, const InForceConfig& pr
       c.state = c.previous != nullptr ? State::kKeepPrevious : State::kRejected;
     }
   }
+  return cands;
+}
 
-  // Everything already in force holds its addresses first.
-  Reservations held;
-  for (Candidate& c : cands) {
-    if (c.state == State::kUnchanged) {
-      c.in_force = &*c.parsed;
-      held.Add(*c.in_force);
-    } else if (c.state == State::kEdit || c.state == State::kKeepPrevious) {
-      c.in_force = c.previous;
-      held.Add(*c.in_force);
-    }
-  }
-
-  std::vector<Candidate*> edits, fresh;
-  for (Candidate& c : cands) {
-    if (c.state == State::kEdit) edits.push_back(&c);
-    if (c.state == State::kNew) fresh.push_back(&c);
-  }
-  auto older = [](const Candidate* a, const Candidate* b) {
-    return CreatedBefore(a->parsed->meta, b->parsed->meta);
-  };
-  std::sort(edits.begin(), edits.end(), older);
-  std::sort(fresh.begin(), fresh.end(), older);
-
-  // Edits: retried while any is accepted, since an accepted edit may release addresses.
+// Phase 3: admits the edits whose addresses are free, retried while any is accepted (an accepted
+// edit may release addresses); the others keep their previous version.
+void AdmitEdits(const std::vector<Candidate*>& edits, Reservations& held) {
   for (bool progress = true; progress;) {
     progress = false;
     for (Candidate* c : edits) {
@@ -282,9 +265,12 @@ Outcome ValidateUnguarded(std::span<const Json> objects, const InForceConfig& pr
   for (Candidate* c : edits) {
     if (c->in_force != &*c->parsed) c->state = State::kKeepPrevious;
   }
+}
 
-  // The reason depends only on the two objects, not on history, so that a rejected object's
-  // status message is the same in every round.
+// Phase 4: admits new objects, oldest first, whose addresses are free; rejects the others. The
+// reason depends only on the two objects, not on history, so that a rejected object's status
+// message is the same in every round.
+void AdmitFresh(const std::vector<Candidate*>& fresh, Reservations& held) {
   for (Candidate* c : fresh) {
     auto conflict = held.FindConflict(*c->parsed);
     if (conflict) {
@@ -297,7 +283,10 @@ Outcome ValidateUnguarded(std::span<const Json> objects, const InForceConfig& pr
     c->in_force = &*c->parsed;
     held.Add(*c->in_force);
   }
+}
 
+// Phase 5: the groups in force and every candidate's status.
+Outcome Report(std::vector<Candidate>& cands) {
   Outcome result;
   result.statuses.reserve(cands.size());
   for (Candidate& c : cands) {
@@ -325,6 +314,36 @@ Outcome ValidateUnguarded(std::span<const Json> objects, const InForceConfig& pr
     result.statuses.push_back(std::move(s));
   }
   return result;
+}
+
+Outcome ValidateUnguarded(std::span<const Json> objects, const InForceConfig& previous) {
+  std::vector<Candidate> cands = Classify(objects, previous);
+
+  // Phase 2: everything already in force holds its addresses first.
+  Reservations held;
+  for (Candidate& c : cands) {
+    if (c.state == State::kUnchanged) {
+      c.in_force = &*c.parsed;
+      held.Add(*c.in_force);
+    } else if (c.state == State::kEdit || c.state == State::kKeepPrevious) {
+      c.in_force = c.previous;
+      held.Add(*c.in_force);
+    }
+  }
+
+  std::vector<Candidate*> edits, fresh;
+  for (Candidate& c : cands) {
+    if (c.state == State::kEdit) edits.push_back(&c);
+    if (c.state == State::kNew) fresh.push_back(&c);
+  }
+  auto older = [](const Candidate* a, const Candidate* b) {
+    return CreatedBefore(a->parsed->meta, b->parsed->meta);
+  };
+  std::sort(edits.begin(), edits.end(), older);
+  std::sort(fresh.begin(), fresh.end(), older);
+  AdmitEdits(edits, held);
+  AdmitFresh(fresh, held);
+  return Report(cands);
 }
 
 }  // namespace
