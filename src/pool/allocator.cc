@@ -4,31 +4,16 @@
 #include <iterator>
 #include <unordered_set>
 
-namespace pylon::pool {
-namespace {
+#include "pool/allocator_util.h"
 
+namespace pylon::pool {
+
+using detail::FamilyText;
+using detail::InRanges;
+using detail::Minus;
+using detail::Quote;
 using net::Family;
 using net::IpAddress;
-
-bool InRanges(const std::vector<net::AddressRange>& ranges, const IpAddress& a) {
-  return std::any_of(ranges.begin(), ranges.end(),
-                     [&](const net::AddressRange& r) { return r.Contains(a); });
-}
-
-std::string Quote(const std::string& s) { return "\"" + s + "\""; }
-
-std::string FamilyText(Family f) { return std::string(net::FamilyName(f)); }
-
-// a - b, keeping a's order.
-std::vector<IpAddress> Minus(const std::vector<IpAddress>& a, const std::vector<IpAddress>& b) {
-  std::vector<IpAddress> out;
-  for (const auto& x : a) {
-    if (std::find(b.begin(), b.end(), x) == b.end()) out.push_back(x);
-  }
-  return out;
-}
-
-}  // namespace
 
 Allocator::Allocator() = default;
 Allocator::~Allocator() = default;
@@ -444,102 +429,6 @@ Result<AssignOutcome> Allocator::Assign(const AssignRequest& request) {
   return out;
 }
 
-Result<MultiAssignOutcome> Allocator::AssignMulti(const MultiAssignRequest& request) {
-  const std::string who = request.service.ToString();
-  if (request.service.ns().empty() || request.service.name().empty()) {
-    return Fail(ErrorCode::kInvalidArgument, "assign: the Service key is empty");
-  }
-  PoolState* pool = FindPool(request.pool);
-  if (pool == nullptr) {
-    return Fail(ErrorCode::kNotFound, "assign " + who + ": unknown pool " + Quote(request.pool));
-  }
-  const std::vector<PortKey> ports = NormalizePorts(request.ports);
-  auto found = services_.find(request.service);
-  ServiceNode* self = found == services_.end() ? nullptr : &*found;
-
-  MultiAssignOutcome out;
-  std::vector<IpAddress> plan;
-  for (const IpAddress& a : request.keep) {
-    if (std::find(plan.begin(), plan.end(), a) != plan.end()) continue;
-    auto it = entries_.find(a);
-    const bool mine = it != entries_.end() && it->second.first == self && it->second.more.empty();
-    if (RangeOf(*pool, a) == nullptr || (it != entries_.end() && !mine)) {
-      out.not_kept.push_back(a);
-      continue;
-    }
-    plan.push_back(a);
-  }
-  // One free address per slot: next-fit over the pool's ranges that lie inside the slot. Free
-  // means not held and not planned already (a slot may share ranges with another).
-  std::vector<std::pair<IpAddress, RangeState*>> fresh;
-  auto planned = [&](const IpAddress& a) {
-    return std::find(plan.begin(), plan.end(), a) != plan.end();
-  };
-  for (std::size_t i = 0; i < request.slots.size(); ++i) {
-    const auto& slot = request.slots[i];
-    if (slot.empty()) {
-      return Fail(ErrorCode::kInvalidArgument, "assign " + who + ": empty slot");
-    }
-    const Family family = slot.front().family();
-    std::optional<std::pair<IpAddress, RangeState*>> pick;
-    bool inside = false;
-    for (RangeState& r : pool->For(family).ranges) {
-      const bool in_slot = std::any_of(slot.begin(), slot.end(), [&](const net::AddressRange& s) {
-        return s.family() == family && s.Contains(r.range);
-      });
-      if (!in_slot) continue;
-      inside = true;
-      if (pick) continue;
-      // FindFree skips held addresses; the planned ones (a kept address not held yet, an earlier
-      // slot's pick) are skipped here: each blocks at most one try.
-      RangeState probe = r;
-      for (std::size_t tries = 0; tries <= plan.size() && !pick; ++tries) {
-        auto v = FindFree(probe, family);
-        if (!v) break;
-        IpAddress a = IpAddress::FromValue(family, *v);
-        if (!planned(a)) {
-          pick = std::make_pair(a, &r);
-        } else {
-          probe.cursor = *v == r.range.last().value() ? r.range.first().value() : *v + 1;
-        }
-      }
-    }
-    if (!inside) {
-      return Fail(ErrorCode::kInvalidArgument, "assign " + who + ": slot " + DescribeRanges(slot) +
-                                                   " is not in pool " + Quote(pool->key));
-    }
-    if (!pick) {
-      out.exhausted.push_back(i);
-      continue;
-    }
-    plan.push_back(pick->first);
-    fresh.push_back(*pick);
-  }
-  if (plan.empty()) {
-    return Fail(ErrorCode::kExhausted,
-                "pool " + Quote(pool->key) + " has no free address in any active range");
-  }
-
-  // Commit, as Assign does.
-  if (self == nullptr) self = &*services_.try_emplace(request.service).first;
-  ServiceState& state = self->second;
-  const std::vector<IpAddress> before = state.addresses;
-  for (const auto& a : before) DropHolder(a, *self);
-  state.pool = pool;
-  state.sharing_key.clear();
-  state.ports = ports;
-  state.addresses = plan;
-  for (const IpAddress& a : plan) AddHolder(a, *pool, *self);
-  for (const auto& [a, r] : fresh) {
-    const net::Uint128 v = a.value();
-    r->cursor = v == r->range.last().value() ? r->range.first().value() : v + 1;
-  }
-  out.assigned.addresses = plan;
-  out.assigned.acquired = Minus(plan, before);
-  out.assigned.released = Minus(before, plan);
-  return out;
-}
-
 std::vector<IpAddress> Allocator::Release(const ServiceKey& service) {
   auto it = services_.find(service);
   if (it == services_.end()) return {};
@@ -551,124 +440,6 @@ std::vector<IpAddress> Allocator::Release(const ServiceKey& service) {
 
 // ---------------------------------------------------------------------------------------------
 // Rebuild
-
-std::vector<RebuildConflict> Allocator::Rebuild(const std::vector<ExistingRecord>& records) {
-  entries_.clear();
-  services_.clear();
-  shared_.clear();
-  occupied_v4_.Clear();
-  occupied_v6_.Clear();
-  for (auto& [key, pool] : pools_) {
-    for (FamilyState* fam : {&pool->v4, &pool->v6}) {
-      fam->in_use = 0;
-      for (auto& r : fam->ranges) r.in_use = 0;
-    }
-  }
-
-  std::vector<RebuildConflict> conflicts = Replay(records);
-  std::set<PoolState*> all;
-  for (auto& [key, pool] : pools_) all.insert(pool.get());
-  PlaceCursors(all);
-  return conflicts;
-}
-
-std::vector<RebuildConflict> Allocator::Adopt(const std::vector<ExistingRecord>& records) {
-  std::vector<RebuildConflict> conflicts = Replay(records);
-  std::set<PoolState*> touched;
-  for (const ExistingRecord& rec : records) {
-    if (PoolState* p = FindPool(rec.pool)) touched.insert(p);
-  }
-  PlaceCursors(touched);
-  return conflicts;
-}
-
-std::vector<RebuildConflict> Allocator::Replay(const std::vector<ExistingRecord>& records) {
-  std::vector<RebuildConflict> conflicts;
-  for (const ExistingRecord& rec : records) {
-    auto refuse = [&](ErrorCode code, const std::string& why) {
-      conflicts.push_back(
-          {rec, Error(code, rec.service.ToString() + " " + rec.address.ToString() + ": " + why)});
-    };
-    if (rec.service.ns().empty() || rec.service.name().empty()) {
-      refuse(ErrorCode::kInvalidArgument, "the Service key is empty");
-      continue;
-    }
-    PoolState* pool = FindPool(rec.pool);
-    if (pool == nullptr) {
-      refuse(ErrorCode::kNotFound, "unknown pool " + Quote(rec.pool));
-      continue;
-    }
-    const Family family = rec.address.family();
-    std::vector<net::AddressRange> ranges;
-    for (const auto& r : pool->For(family).ranges) ranges.push_back(r.range);
-    if (!InRanges(ranges, rec.address)) {
-      refuse(ErrorCode::kOutOfRange, "not in pool " + Quote(rec.pool) + " (" + FamilyText(family) +
-                                         " ranges: " + DescribeRanges(ranges) + ")");
-      continue;
-    }
-    const std::vector<PortKey> ports = NormalizePorts(rec.ports);
-    auto found = services_.find(rec.service);
-    ServiceNode* self = found == services_.end() ? nullptr : &*found;
-    if (self != nullptr) {
-      const ServiceState& st = self->second;
-      auto same_family = std::find_if(st.addresses.begin(), st.addresses.end(),
-                                      [&](const IpAddress& a) { return a.family() == family; });
-      if (std::find(st.addresses.begin(), st.addresses.end(), rec.address) != st.addresses.end()) {
-        refuse(ErrorCode::kAlreadyExists, "duplicate record");
-        continue;
-      }
-      if (same_family != st.addresses.end() && !(rec.multi && rec.sharing_key.empty())) {
-        refuse(ErrorCode::kConflict,
-               "the Service already holds " + FamilyText(family) + " " + same_family->ToString());
-        continue;
-      }
-      if (st.pool != pool) {
-        refuse(ErrorCode::kConflict,
-               "the Service already holds addresses from pool " + Quote(st.pool->key));
-        continue;
-      }
-      if (st.sharing_key != rec.sharing_key || st.ports != ports) {
-        refuse(ErrorCode::kConflict,
-               "sharing key or ports differ from the Service's earlier record");
-        continue;
-      }
-    }
-    if (auto it = entries_.find(rec.address); it != entries_.end()) {
-      if (auto ok = CheckShare(rec.address, it->second, *pool, self, rec.sharing_key, ports); !ok) {
-        conflicts.push_back({rec, ok.error().Wrap(rec.service.ToString())});
-        continue;
-      }
-    }
-    if (self == nullptr) {
-      self = &*services_.try_emplace(rec.service).first;
-      self->second.pool = pool;
-      self->second.sharing_key = rec.sharing_key;
-      self->second.ports = ports;
-    }
-    self->second.addresses.push_back(rec.address);
-    AddHolder(rec.address, *pool, *self);
-  }
-
-  return conflicts;
-}
-
-void Allocator::PlaceCursors(const std::set<PoolState*>& pools) {
-  // Continue after the highest address held in each range, so the addresses released just before
-  // a restart are not the first handed out after it.
-  for (PoolState* pool : pools) {
-    for (Family f : {Family::kV4, Family::kV6}) {
-      for (RangeState& r : pool->For(f).ranges) {
-        const net::Uint128 lo = r.range.first().value();
-        const net::Uint128 hi = r.range.last().value();
-        auto last = OccupancyFor(f).LastOccupied(lo, hi);
-        r.cursor = (!last || *last == hi) ? lo : *last + 1;
-      }
-    }
-  }
-}
-
-// ---------------------------------------------------------------------------------------------
-// Queries
 
 std::vector<IpAddress> Allocator::AddressesOf(const ServiceKey& service) const {
   auto it = services_.find(service);

@@ -90,4 +90,10 @@ inline std::string Join(const std::vector<ServiceKey>& keys) {
   return out;
 }
 
+// A rebuild record: Rec("ns/web", pool, "192.0.2.1", sharing key, "TCP/80").
+inline ExistingRecord Rec(const char* svc, const char* pool, const char* addr, const char* key,
+                          const char* ports) {
+  return {Svc(svc), pool, Addr(addr), key, Ports(ports)};
+}
+
 }  // namespace pylon::pool::testing
