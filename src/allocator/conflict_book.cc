@@ -10,12 +10,8 @@ namespace pylon::allocator {
 
 using net::IpAddress;
 
-namespace {
-constexpr char kReservationNs[] = "pylon.conflict";
-}  // namespace
-
 pool::ServiceKey ReservationKey(const net::IpAddress& address) {
-  return *pool::ServiceKey::Make(kReservationNs, address.ToString());
+  return pool::ReservationHolder(pool::ReservationKind::kConflict, address.ToString());
 }
 
 std::string ConflictText(const ConflictReport& c) {
@@ -79,7 +75,7 @@ bool SetConflicts(ConflictBook& book, const std::string& owner, ConflictBook::En
                   pool::Allocator& pool, bool* freed) {
   bool changed = false;
   for (const IpAddress& ip : book.Set(owner, std::move(entry), &changed)) {
-    pool.Release(ReservationKey(ip));
+    pool.Unreserve(pool::ReservationKind::kConflict, ip.ToString());
     if (freed) *freed = true;
   }
   return changed;
@@ -93,12 +89,8 @@ bool RecordConflicts(ConflictBook& book, const std::string& owner, ConflictBook:
   for (const auto& r : reports) {
     if (r.requested) continue;
     if (!pool.HoldersOf(r.address).empty()) continue;  // reserved already, or a Service holds it
-    pool::AssignRequest req;
-    req.service = ReservationKey(r.address);
-    req.pool = pool_key;
-    req.families = {r.address.family()};
-    req.requested.For(r.address.family()) = r.address;
-    (void)pool.Assign(req);  // only fails if the address left the pool: nothing to keep out
+    // Only fails if the address left the pool: nothing to keep out.
+    (void)pool.Reserve(pool::ReservationKind::kConflict, r.address.ToString(), pool_key, r.address);
   }
   return changed;
 }

@@ -2,8 +2,9 @@
 //
 // An address the agents report in conflict (annotation conflict.purelb.io/<address> on a Service:
 // a foreign host answered the duplicate-address probe) or a node found taken ahead of any Service
-// (probe_ahead.h) is kept out of the pool: it is held in pool::Allocator under the synthetic
-// Service key ReservationKey(address) for as long as some entry of the book lists it. A Service
+// (probe_ahead.h) is kept out of the pool: a pool reservation of kind kConflict
+// (pool/reservation.h; holder ReservationKey(address)) for as long as some entry of the book lists
+// it. A Service
 // that requested that very address is refused (Reason::kAddressConflict) for the hold instead; such
 // a report reserves nothing.
 #pragma once
@@ -66,7 +67,7 @@ class ConflictBook {
   std::map<std::string, Entry> by_service_;
 };
 
-// The pool key under which a conflicted address is kept out of the pool.
+// The holder of the pool reservation that keeps a conflicted address out of the pool.
 pool::ServiceKey ReservationKey(const net::IpAddress& address);
 
 // "<address> is in use on the network by another host (MAC .., answered the probe of node ..

@@ -27,7 +27,6 @@ const k8s::Resource& LoadBalancerClasses() {
 namespace {
 
 constexpr char kConfigKey[] = "config";
-constexpr char kQuarantineNs[] = "pylon.quarantine";
 
 // True when an update of a config object changed something other than its status.
 bool ConfigSpecChanged(const Json& a, const Json& b) {
@@ -324,10 +323,11 @@ void Controller::ReleaseQuarantineLocked(const std::string& svc_key, std::set<st
   auto it = quarantine_.find(svc_key);
   if (it == quarantine_.end()) return;
   for (const auto& ip : it->second) {
-    auto k = pool::ServiceKey::Make(kQuarantineNs, svc_key + "@" + ip.ToString());
-    if (!k) continue;
-    if (auto p = pool_.PoolOf(*k)) pools->insert(*p);
-    pool_.Release(*k);
+    const std::string id = svc_key + "@" + ip.ToString();
+    if (auto p = pool_.PoolOf(pool::ReservationHolder(pool::ReservationKind::kQuarantine, id))) {
+      pools->insert(*p);
+    }
+    pool_.Unreserve(pool::ReservationKind::kQuarantine, id);
   }
   quarantine_.erase(it);
 }
@@ -335,14 +335,10 @@ void Controller::ReleaseQuarantineLocked(const std::string& svc_key, std::set<st
 void Controller::QuarantineLocked(const std::string& svc_key, const net::IpAddress& ip) {
   auto match = config_.FindAddress(ip);
   if (!match || match->group == nullptr) return;
-  auto k = pool::ServiceKey::Make(kQuarantineNs, svc_key + "@" + ip.ToString());
-  if (!k) return;
-  pool::AssignRequest req;
-  req.service = *k;
-  req.pool = PoolKey(match->group->key());
-  req.families = {ip.family()};
-  req.requested.For(ip.family()) = ip;
-  if (pool_.Assign(req)) quarantine_[svc_key].push_back(ip);
+  if (pool_.Reserve(pool::ReservationKind::kQuarantine, svc_key + "@" + ip.ToString(),
+                    PoolKey(match->group->key()), ip)) {
+    quarantine_[svc_key].push_back(ip);
+  }
 }
 
 void Controller::UpdatePoolMetricsLocked(const std::string& pool_key) {

@@ -179,7 +179,8 @@ class Controller {
   // Services that keep what they show while their group/class is not in force (Outcome::kKept):
   // requeued on every config change.
   std::set<std::string> kept_ PYLON_GUARDED_BY(mu_);
-  // Addresses a Service still shows but no longer holds, reserved under synthetic keys.
+  // Addresses a Service still shows but no longer holds, held as pool reservations of kind
+  // kQuarantine (pool/reservation.h).
   std::map<std::string, std::vector<net::IpAddress>> quarantine_ PYLON_GUARDED_BY(mu_);
   struct Written {
     std::set<std::string> superseded;  // RVs the cache may still show

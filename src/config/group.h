@@ -69,7 +69,7 @@ struct Group {
   std::vector<PoolEntry> v6;
   PurelbVersion version = PurelbVersion::kV1;
   // purelb.io/v2 only (all false/empty for v1 groups and classes). multi_pool: a Service gets an
-  // address from every active entry (allocator/reconcile.h, MultiPoolInEffect); balance_pools: a
+  // address from every active entry (allocator/multi_pool.h, MultiPoolInEffect); balance_pools: a
   // new address comes from the entry (range) with the fewest addresses in use.
   bool skip_ipv6_dad = false;
   bool multi_pool = false;

@@ -32,6 +32,7 @@
 #include "pool/occupancy.h"
 #include "pool/pools.h"
 #include "pool/requested.h"
+#include "pool/reservation.h"
 #include "pool/types.h"
 
 namespace pylon::pool {
@@ -160,6 +161,16 @@ class Allocator {
   // Frees every address the Service holds (a shared address stays held by its other holders).
   // Returns the addresses the Service held; empty if it held none.
   std::vector<net::IpAddress> Release(const ServiceKey& service);
+
+  // Reservations (reservation.h): keeps `address` of `pool` out of use under the holder
+  // ReservationHolder(kind, id), exclusively. Fails, changing nothing, as Assign of exactly that
+  // address does: kConflict when it is held by anyone else, kOutOfRange outside the pool,
+  // kNotFound for an unknown pool, kInvalidArgument for an empty id. Reserving it again under the
+  // same holder is a no-op.
+  Status Reserve(ReservationKind kind, std::string_view id, const std::string& pool,
+                 const net::IpAddress& address);
+  // Frees what the reservation holds; returns it (empty if nothing).
+  std::vector<net::IpAddress> Unreserve(ReservationKind kind, std::string_view id);
 
   // O(1) per pool and family. kNotFound for an unknown pool.
   Result<FamilyStats> Stats(std::string_view pool, net::Family family) const;
