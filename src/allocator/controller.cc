@@ -365,6 +365,22 @@ void Controller::PoolChangedLocked(const std::string& pool_key, bool freed,
   for (const auto& k : r->second) retry->push_back(k);
 }
 
+void Controller::NoteOutcomeLocked(const std::string& key, const Decision& d) {
+  if (auto rp = refused_pool_.find(key); rp != refused_pool_.end()) {
+    refused_[rp->second].erase(key);
+    refused_pool_.erase(rp);
+  }
+  if (d.outcome == Outcome::kRefused && !d.pool_key.empty()) {
+    refused_[d.pool_key].insert(key);
+    refused_pool_[key] = d.pool_key;
+  }
+  if (d.outcome == Outcome::kKept) {
+    kept_.insert(key);
+  } else {
+    kept_.erase(key);
+  }
+}
+
 Controller::Result_ Controller::ProcessService(const std::string& ns, const std::string& name) {
   const std::string key = ObjectKey{ns, name}.String();
   std::optional<Json> obj = ServiceObject(key);
@@ -401,20 +417,7 @@ Controller::Result_ Controller::ProcessService(const std::string& ns, const std:
       }
     }
     if (!d.pool_key.empty()) touched.insert(d.pool_key);
-    // Refusal bookkeeping.
-    if (auto rp = refused_pool_.find(key); rp != refused_pool_.end()) {
-      refused_[rp->second].erase(key);
-      refused_pool_.erase(rp);
-    }
-    if (d.outcome == Outcome::kRefused && !d.pool_key.empty()) {
-      refused_[d.pool_key].insert(key);
-      refused_pool_[key] = d.pool_key;
-    }
-    if (d.outcome == Outcome::kKept) {
-      kept_.insert(key);
-    } else {
-      kept_.erase(key);
-    }
+    NoteOutcomeLocked(key, d);
     const bool freed = !d.released.empty() || pool_.address_count() < before;
     const bool changed =
         freed || !d.acquired.empty() || pool_.address_count() != before || d.conflicts_changed;

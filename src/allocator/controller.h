@@ -140,6 +140,9 @@ class Controller {
   void PoolChangedLocked(const std::string& pool_key, bool freed, std::vector<std::string>* retry)
       PYLON_REQUIRES(mu_);
   void UpdatePoolMetricsLocked(const std::string& pool_key) PYLON_REQUIRES(mu_);
+  // Under mu_: the refusal and kept bookkeeping (refused_, refused_pool_, kept_) for the
+  // Service's new decision.
+  void NoteOutcomeLocked(const std::string& key, const Decision& d) PYLON_REQUIRES(mu_);
   // Under mu_: keeps out of the pools the addresses live nodes found taken ahead of any Service
   // (probe_ahead.h); schedules the status of the pools that changed.
   void SyncTakenAheadLocked(std::vector<std::string>* retry) PYLON_REQUIRES(mu_);
