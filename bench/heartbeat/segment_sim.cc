@@ -144,6 +144,11 @@ class World {
       x.ep = Endpoint{net::IpAddress::V4(0xc6130000u + static_cast<std::uint32_t>(i)), 7934};
       x.annotation = x.ep.ToString();
     }
+    // The lease informer's view, the same on every node: every node lease with its annotations
+    // (the ring capability included), in one table all engines share (copy on write).
+    table_ = std::make_shared<heartbeat::PeerTable>();
+    for (int i = 0; i < n; ++i) table_->Observe(node(i).name, node(i).annotation, false, true);
+    table_->Rebuild(**election::Sha256Hasher::Create());
     for (int i = 0; i < n; ++i) StartAgent(i);
     // Every address starts with its first-ranked node announcing it (a settled segment).
     for (std::uint32_t a = 0; a < vips_.size(); ++a) {
@@ -335,7 +340,7 @@ class World {
     std::optional<Engine> engine;
     std::unique_ptr<election::Membership> membership;
     agent::TakeoverGate gate;
-    std::set<std::uint32_t> peers;          // node indices in the Membership
+    std::vector<std::uint32_t> overridden;  // nodes the engine's last Sync overrode
     std::set<std::uint32_t> held;           // addresses announced
     std::set<std::uint32_t> pending;        // won, not held: takeover candidates
     std::set<std::uint32_t> believed_dead;  // nodes this node's view calls dead
@@ -401,53 +406,22 @@ class World {
     x.engine.emplace(std::move(*e));
     x.membership = std::make_unique<election::Membership>();
     x.gate = agent::TakeoverGate();
-    x.peers.clear();
+    x.overridden.clear();
     x.believed_dead.clear();
     x.pending.clear();
     x.healthy = true;
     x.pass_at = SteadyTime::max();
     x.armed = SteadyTime::max();
-    // The lease informer: every node lease with its annotations (the ring capability included).
-    for (int j = 0; j < n_; ++j) {
-      if (j == i) continue;
-      const Node& y = node(j);
-      x.engine->ObservePeerLease(
-          y.name,
-          [&](std::string_view key) -> std::string_view {
-            if (key == heartbeat::kHeartbeatAnnotation) return y.annotation;
-            if (key == kRingAnnotation) return "1";
-            return {};
-          },
-          false);
-    }
-    SyncMembers(i);
-  }
-
-  // The Membership holds this node and every node with heartbeat endpoints (what Engine::Sync
-  // reads).
-  void SyncMembers(int i) {
-    Node& x = node(i);
-    std::set<std::uint32_t> want;
-    want.insert(static_cast<std::uint32_t>(i));
-    for (const auto& [name, eps] : x.engine->endpoints()) want.insert(IndexOf(name));
-    if (want == x.peers) return;
-    for (auto j : want) {
-      if (x.peers.count(j) != 0) continue;
-      election::LeaseObservation o;
-      o.node = node(static_cast<int>(j)).name;
-      o.holder_identity = o.node.str();
-      o.lease_duration_seconds = std::chrono::duration_cast<seconds>(p_.lease.duration).count();
-      o.renew_time = "1";
-      x.membership->Observe(o, now_);
-    }
-    for (auto j : x.peers) {
-      if (want.count(j) != 0) continue;
-      election::LeaseObservation o;
-      o.node = node(static_cast<int>(j)).name;
-      o.deleted = true;
-      x.membership->Observe(o, now_);
-    }
-    x.peers = std::move(want);
+    x.engine->UsePeers(table_);
+    // The Membership holds this node only: every other node publishes heartbeat endpoints, so
+    // Sync's lease-only check finds the same (none), and the sim reads leases from its own table
+    // (LeaseLive) where the Membership has no override.
+    election::LeaseObservation self;
+    self.node = x.name;
+    self.holder_identity = self.node.str();
+    self.lease_duration_seconds = std::chrono::duration_cast<seconds>(p_.lease.duration).count();
+    self.renew_time = "1";
+    x.membership->Observe(self, now_);
   }
 
   static std::uint32_t IndexOf(const NodeName& name) {
@@ -621,11 +595,16 @@ class World {
     const bool healthy = r.health == heartbeat::SelfHealth::kHealthy;
     const bool health_changed = healthy != x.healthy;
     x.healthy = healthy;
-    // Whose liveness changed in this node's view.
+    // Whose liveness may have changed in this node's view: the nodes it believed dead, the nodes
+    // crashed or cut off (their leases lapse), and the nodes the engine overrode before this Sync
+    // or overrides now; every node while split or cut from the API (leases seen as lapsing).
     std::set<std::uint32_t> check = x.believed_dead;
     check.insert(down_.begin(), down_.end());
-    for (auto j : x.peers) check.insert(j);
-    if (split_) {
+    check.insert(x.overridden.begin(), x.overridden.end());
+    x.overridden.clear();
+    for (const auto& name : x.engine->overridden()) x.overridden.push_back(IndexOf(name));
+    check.insert(x.overridden.begin(), x.overridden.end());
+    if (split_ || x.api_cut) {
       for (int j = 0; j < n_; ++j) check.insert(static_cast<std::uint32_t>(j));
     }
     std::set<std::uint32_t> affected = x.pending;
@@ -793,6 +772,7 @@ class World {
   heartbeat::KeyRing keys_;
   net::MacAddress mac_;
   std::vector<Node> nodes_;
+  std::shared_ptr<heartbeat::PeerTable> table_;
   std::vector<std::vector<std::uint32_t>> announced_;  // by address: announcers, recorded first
   std::set<std::uint32_t> down_;                       // crashed or cut off
   bool split_ = false;

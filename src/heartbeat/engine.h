@@ -58,6 +58,35 @@ inline constexpr Duration kAliveOverrideSlack = std::chrono::seconds(5);
 // agent's informer sees the lease; this covers that with a wide margin.
 inline constexpr Duration kLingerAfterRingChange = std::chrono::seconds(5);
 
+// The node leases an engine takes its peers from: every node that publishes heartbeat endpoints,
+// which of them speak the ring, and the ring they make (with `ring_self`, the owning engine's node,
+// when it speaks the ring). An engine owns one alone, fed by ObservePeerLease and changed in
+// place; engines that see the same leases may share one (UsePeers: the segment simulation, where
+// thousands of engines would otherwise each hold every lease). A shared table is copied before
+// any change (copy on write), so sharing never changes what an engine does.
+struct PeerTable {
+  std::map<election::NodeName, std::vector<Endpoint>> endpoints;
+  std::map<election::NodeName, std::string> annotations;
+  std::set<election::NodeName> ring_capable;  // of the nodes in endpoints (after Rebuild)
+  std::optional<election::NodeName> ring_self;
+  // Ring::Key of each ring member, kept (one SHA-256 per node, not per rebuild).
+  std::map<election::NodeName, election::Digest> ring_keys;
+  Ring ring;           // ring_capable and ring_self, as of the last Rebuild
+  bool stale = false;  // changed since the last Rebuild
+
+  struct Change {
+    bool peers_changed = false;       // endpoints or ring capability
+    bool endpoints_gone = false;      // the node has no endpoints now
+    std::vector<std::string> issues;  // problems with the annotation, only when its value changed
+  };
+  // One node lease (its purelb.io/heartbeat annotation, empty: none; its ring capability) or its
+  // deletion.
+  Change Observe(const election::NodeName& node, std::string_view annotation, bool deleted,
+                 bool ring_capable_now);
+  // Drops the ring capability of nodes without endpoints and rebuilds the ring.
+  void Rebuild(election::ElectionHasher& hasher);
+};
+
 struct EngineOptions {
   election::NodeName node;  // this node
   HeartbeatConfig config;   // interval, miss count, datagram limit (the port is the adapter's)
@@ -117,6 +146,10 @@ class Engine {
                                bool deleted, bool ring = false);
   // Replaces every peer and its endpoints at once (alternative to ObservePeerLease).
   void SetPeers(std::map<election::NodeName, std::vector<Endpoint>> peers);
+  // Takes its peers from `table`, shared with other engines that see the same leases (see
+  // PeerTable): it may hold this node's own lease too, which the engine skips. Rebuild it first,
+  // or each engine rebuilds its own copy. A later ObservePeerLease or SetPeers copies it.
+  void UsePeers(std::shared_ptr<PeerTable> table);
   // The addresses this node announces now (after yielding). A change is sent at once (the next
   // Poll). Returns whether it changed.
   bool SetAnnounced(std::vector<net::IpAddress> addresses);
@@ -189,17 +222,21 @@ class Engine {
   std::uint64_t leaving_rounds() const { return leaving_rounds_; }
   const HeartbeatStats& stats() const { return stats_; }
   const Detector& detector() const { return detector_; }
-  // Every node that publishes heartbeat endpoints, and its endpoints.
+  // Every node that publishes heartbeat endpoints, and its endpoints (this node too when a shared
+  // table holds its lease, see UsePeers).
   const std::map<election::NodeName, std::vector<Endpoint>>& endpoints() const {
-    return endpoints_;
+    return peers_->endpoints;
   }
+  // The nodes whose liveness the last Sync overrides in the Membership (this node excluded).
+  const std::set<election::NodeName>& overridden() const { return overridden_; }
   // The nodes this node exchanges heartbeats with: its ring neighbours and every legacy peer (a
   // node with endpoints that does not speak the ring: an older agent), or every node with
   // endpoints when this node does not speak the ring.
   std::vector<election::NodeName> HeartbeatPeers() const;
   // Nodes with endpoints that do not speak the ring.
   std::size_t legacy_peers() const;
-  const Ring& ring() const { return ring_; }
+  // The ring (ring.h) this node is on; empty when it does not speak the ring.
+  const Ring& ring() const;
   const Gossip& gossip() const { return gossip_; }
   std::vector<PeerStatus> Peers() const;
   std::optional<PeerStatus> Peer(const election::NodeName& node) const;
@@ -207,7 +244,8 @@ class Engine {
  private:
   Engine(EngineOptions options, KeyRing keys, std::unique_ptr<election::Sha256Hasher> hasher);
   void PeersChanged() { peers_dirty_ = true; }
-  void Refresh();  // rebuilds the ring and the detector's peers if the peers changed
+  void Refresh();             // rebuilds the ring and the detector's peers if the peers changed
+  PeerTable& MutablePeers();  // peers_, copied first if shared
   Heartbeat MakeHeartbeat(SteadyTime now);
   void SplitWindows();
   void Drop(DropReason r, const Endpoint& from, const std::string& detail, SteadyTime now);
@@ -225,12 +263,9 @@ class Engine {
   std::unique_ptr<election::Sha256Hasher> hasher_;
   Detector detector_;
   ReplayGuard replay_;
-  std::map<election::NodeName, std::vector<Endpoint>> endpoints_;
-  std::map<election::NodeName, std::string> annotations_;
-  std::set<election::NodeName> ring_capable_;  // of the nodes in endpoints_
-  Ring ring_;  // ring_capable_ and this node (if options_.ring), rebuilt by Refresh
-  // Ring::Key of each ring member and this node, kept (one SHA-256 per node, not per rebuild).
-  std::map<election::NodeName, election::Digest> ring_keys_;
+  // Never null; the ring holds this node if options_.ring (ring_self, or its own lease when
+  // shared), rebuilt by Refresh.
+  std::shared_ptr<PeerTable> peers_;
   // The peers changed since the ring and the detector's peers were last made to match: a lease
   // informer delivering N leases at start costs one rebuild, not N.
   bool peers_dirty_ = false;

@@ -63,4 +63,11 @@ std::optional<std::uint64_t> Gossip::StandingDead(const election::NodeName& subj
   return highest;
 }
 
+std::vector<election::NodeName> Gossip::Subjects() const {
+  std::vector<election::NodeName> out;
+  out.reserve(subjects_.size());
+  for (const auto& [name, s] : subjects_) out.push_back(name);
+  return out;
+}
+
 }  // namespace pylon::heartbeat

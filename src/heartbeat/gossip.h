@@ -32,6 +32,7 @@
 #include <set>
 #include <span>
 #include <tuple>
+#include <vector>
 
 #include "election/node_name.h"
 #include "heartbeat/detector.h"
@@ -57,6 +58,8 @@ class Gossip {
   // Drops what is known of `subject` (it left the membership).
   void Forget(const election::NodeName& subject) { subjects_.erase(subject); }
   std::size_t subjects() const { return subjects_.size(); }
+  // The nodes any report was heard about (and not forgotten since), by name.
+  std::vector<election::NodeName> Subjects() const;
 
  private:
   struct Subject {
