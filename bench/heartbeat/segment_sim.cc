@@ -30,6 +30,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <functional>
 #include <map>
 #include <memory>
@@ -85,6 +86,7 @@ struct Params {
   LeasePacing lease = kLoud;
   int max_all_to_all = 250;
   bool partitions = true;
+  int max_partition_nodes = 1000;  // the cut-off and split runs check every node each pass
 };
 
 struct NetModel {
@@ -882,6 +884,23 @@ CodecCost MeasureCodec(std::size_t addresses) {
   return c;
 }
 
+// Resident memory of this process (kB) from /proc/self/status: "VmRSS" now, "VmHWM" the peak.
+long StatusKb(const char* field) {
+  std::FILE* f = std::fopen("/proc/self/status", "r");
+  if (f == nullptr) return -1;
+  char line[256];
+  long kb = -1;
+  const std::size_t len = std::strlen(field);
+  while (std::fgets(line, sizeof(line), f) != nullptr) {
+    if (std::strncmp(line, field, len) == 0 && line[len] == ':') {
+      kb = std::strtol(line + len + 1, nullptr, 10);
+      break;
+    }
+  }
+  std::fclose(f);
+  return kb;
+}
+
 // --- scenarios -------------------------------------------------------------------------------
 
 std::vector<net::IpAddress> Vips(int count) {
@@ -1144,6 +1163,7 @@ int Main(int argc, char** argv) {
           rounds_per_s * codec.encode_us + dps * codec.decode_us, codec.encode_us, codec.decode_us);
       continue;
     }
+    const auto n_wall0 = std::chrono::steady_clock::now();
     const auto ranks = Rank(n, vips);
     std::printf("\nN=%d: encode %.2f us, decode %.2f us per datagram\n", n, codec.encode_us,
                 codec.decode_us);
@@ -1164,7 +1184,12 @@ int Main(int argc, char** argv) {
           r.false_takeovers, r.cpu_wall_s);
       std::fflush(stdout);
     }
-    if (p.partitions) PartitionRuns(p, n, ranks, vips);
+    if (p.partitions && n <= p.max_partition_nodes) PartitionRuns(p, n, ranks, vips);
+    std::printf("  N=%d: %.0f s wall; memory: %.0f MB resident, %.0f MB peak so far\n", n,
+                std::chrono::duration<double>(std::chrono::steady_clock::now() - n_wall0).count(),
+                static_cast<double>(StatusKb("VmRSS")) / 1024,
+                static_cast<double>(StatusKb("VmHWM")) / 1024);
+    std::fflush(stdout);
   }
   std::printf(
       "\ncolumns: idle sent/s = datagrams sent per node per second over 10 s at rest before the "

@@ -503,8 +503,8 @@ Engine::PassResult Engine::Sync(election::Membership& membership, const PassInpu
     apply(name, *want);
   }
   // Ring members this node does not hear, or has not heard yet: what their monitors reported
-  // (GossipOverride). With a healthy lease only the members reports were heard about can have
-  // one: a pass costs the reports' subjects, not the segment's size.
+  // (GossipOverride). With a healthy lease only the members a bad report stands against can have
+  // one: a pass costs the suspects, not the segment's size.
   auto gossip_override = [&](const election::NodeName& name) {
     if (name == options_.node || now_set.count(name) != 0) return;
     if (peers_->ring_capable.count(name) == 0) return;
@@ -513,7 +513,7 @@ Engine::PassResult Engine::Sync(election::Membership& membership, const PassInpu
     }
   };
   if (in.lease_healthy) {
-    for (const auto& name : gossip_.Subjects()) gossip_override(name);
+    for (const auto& name : gossip_.suspects()) gossip_override(name);
   } else {
     for (const auto& name : peers_->ring_capable) gossip_override(name);
   }

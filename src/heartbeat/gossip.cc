@@ -30,6 +30,11 @@ bool Gossip::Accept(const Report& report) {
       if (seq >= s.alive) s.unwell[report.reporter] = {seq, report.kind};
       break;
   }
+  if (s.dead.empty() && s.unwell.empty()) {
+    suspects_.erase(report.subject);
+  } else {
+    suspects_.insert(report.subject);
+  }
   return true;
 }
 
@@ -61,13 +66,6 @@ std::optional<std::uint64_t> Gossip::StandingDead(const election::NodeName& subj
   std::uint64_t highest = 0;
   for (const auto& [reporter, seq] : it->second.dead) highest = std::max(highest, seq);
   return highest;
-}
-
-std::vector<election::NodeName> Gossip::Subjects() const {
-  std::vector<election::NodeName> out;
-  out.reserve(subjects_.size());
-  for (const auto& [name, s] : subjects_) out.push_back(name);
-  return out;
 }
 
 }  // namespace pylon::heartbeat

@@ -32,7 +32,6 @@
 #include <set>
 #include <span>
 #include <tuple>
-#include <vector>
 
 #include "election/node_name.h"
 #include "heartbeat/detector.h"
@@ -56,10 +55,14 @@ class Gossip {
   std::optional<std::uint64_t> StandingDead(const election::NodeName& subject) const;
 
   // Drops what is known of `subject` (it left the membership).
-  void Forget(const election::NodeName& subject) { subjects_.erase(subject); }
+  void Forget(const election::NodeName& subject) {
+    subjects_.erase(subject);
+    suspects_.erase(subject);
+  }
   std::size_t subjects() const { return subjects_.size(); }
-  // The nodes any report was heard about (and not forgotten since), by name.
-  std::vector<election::NodeName> Subjects() const;
+  // The subjects with a bad report standing (dead, unhealthy or leaving), by name: the only ones
+  // Verdict can condemn.
+  const std::set<election::NodeName>& suspects() const { return suspects_; }
 
  private:
   struct Subject {
@@ -72,6 +75,7 @@ class Gossip {
   using Key = std::tuple<election::NodeName, std::uint64_t, std::uint64_t>;
 
   std::map<election::NodeName, Subject> subjects_;
+  std::set<election::NodeName> suspects_;  // subjects_ with a dead or unwell report standing
   std::set<Key> seen_;
   std::deque<Key> seen_order_;
 };

@@ -93,6 +93,10 @@ TEST(Gossip, Scenarios) {
                st.subject_boot,       st.subject_sequence, st.kind};
       EXPECT_EQ(g.Accept(r), st.expect_new);
       EXPECT_EQ(g.Verdict(NodeName("x"), monitors), st.expect);
+      // Engine::Sync looks for verdicts among the suspects only.
+      if (st.expect) {
+        EXPECT_EQ(g.suspects().count(NodeName("x")), 1u);
+      }
     }
   }
 }
@@ -106,6 +110,41 @@ TEST(Gossip, StandingDeadAndForget) {
   g.Forget(NodeName("x"));
   EXPECT_EQ(g.subjects(), 0u);
   EXPECT_EQ(g.StandingDead(NodeName("x")), std::nullopt);
+}
+
+// A subject is a suspect while a bad report about it stands, whoever made it: Engine::Sync
+// visits the suspects only, so none it could condemn may be missing.
+TEST(Gossip, SuspectsAreTheSubjectsWithABadReportStanding) {
+  const NodeName x("x");
+  struct Row {
+    const char* what;
+    Report report;
+    bool suspect;
+  };
+  const std::vector<Row> rows = {
+      {"an alive report only", {NodeName("m1"), 1, 1, x, 7, 50, ReportKind::kAlive}, false},
+      {"one dead report (no verdict yet)",
+       {NodeName("m1"), 1, 2, x, 7, 60, ReportKind::kDead},
+       true},
+      {"from a non-monitor too", {NodeName("far"), 1, 1, x, 7, 60, ReportKind::kDead}, true},
+      {"an older alive report leaves them",
+       {NodeName("m2"), 1, 1, x, 7, 55, ReportKind::kAlive},
+       true},
+      {"a later alive report clears them",
+       {NodeName("m2"), 1, 2, x, 7, 61, ReportKind::kAlive},
+       false},
+      {"unhealthy", {NodeName("m2"), 1, 3, x, 7, 70, ReportKind::kUnhealthy}, true},
+      {"a new boot starts afresh", {NodeName("m2"), 1, 4, x, 8, 1, ReportKind::kAlive}, false},
+      {"leaving", {NodeName("m1"), 1, 3, x, 8, 2, ReportKind::kLeaving}, true},
+  };
+  Gossip g;
+  for (const auto& row : rows) {
+    SCOPED_TRACE(row.what);
+    EXPECT_TRUE(g.Accept(row.report));
+    EXPECT_EQ(g.suspects().count(x) == 1, row.suspect);
+  }
+  g.Forget(x);
+  EXPECT_TRUE(g.suspects().empty());
 }
 
 TEST(Gossip, RemembersABoundedNumberOfReports) {

@@ -8,6 +8,7 @@
 
 #include <chrono>
 #include <map>
+#include <memory>
 #include <set>
 #include <string>
 #include <utility>
@@ -25,8 +26,9 @@ const SteadyTime kStart = SteadyTime{} + std::chrono::hours(1);
 
 class RingWorld {
  public:
-  // `legacy`: nodes that do not publish the ring capability (older agents).
-  explicit RingWorld(std::size_t n, std::set<std::string> legacy = {})
+  // `legacy`: nodes that do not publish the ring capability (older agents). `shared`: the first
+  // leases go into one PeerTable every engine uses (Engine::UsePeers) instead of to each engine.
+  explicit RingWorld(std::size_t n, std::set<std::string> legacy = {}, bool shared = false)
       : legacy_(std::move(legacy)) {
     const KeyRing keys = *KeyRing::Create({"ring-engine-test-key-0123456789"});
     for (std::size_t i = 0; i < n; ++i) names_.push_back("node-" + std::to_string(i));
@@ -42,26 +44,40 @@ class RingWorld {
       engines_.emplace(names_[i], std::move(*e));
       memberships_.emplace(names_[i], election::Membership());
     }
-    for (std::size_t i = 0; i < n; ++i) Join(i);
+    if (!shared) {
+      for (std::size_t i = 0; i < n; ++i) Join(i);
+      return;
+    }
+    table_ = std::make_shared<PeerTable>();
+    for (std::size_t i = 0; i < n; ++i) {
+      table_->Observe(NodeName(names_[i]), Ip(i).ToString() + ":7934", false,
+                      legacy_.count(names_[i]) == 0);
+    }
+    table_->Rebuild(**election::Sha256Hasher::Create());
+    for (auto& [self, e] : engines_) e.UsePeers(table_);
+    for (std::size_t i = 0; i < n; ++i) Lease(i, false, {}, /*membership_only=*/true);
   }
 
   // Node i's lease (with both annotations) appears to every node, or disappears.
   void Join(std::size_t i) { Lease(i, false); }
   void Leave(std::size_t i) { Lease(i, true); }
   // `observers`: the nodes that see it now (empty: all); the others see it later, if ever.
-  void Lease(std::size_t i, bool deleted, const std::set<std::string>& observers = {}) {
+  void Lease(std::size_t i, bool deleted, const std::set<std::string>& observers = {},
+             bool membership_only = false) {
     const std::string value = Ip(i).ToString() + ":7934";
     const bool ring = legacy_.count(names_[i]) == 0;
     for (auto& [self, e] : engines_) {
       if (!observers.empty() && observers.count(self) == 0) continue;
-      e.ObservePeerLease(
-          NodeName(names_[i]),
-          [&](std::string_view key) -> std::string_view {
-            if (key == kHeartbeatAnnotation) return value;
-            if (key == kRingAnnotation && ring) return kRingVersion;
-            return {};
-          },
-          deleted);
+      if (!membership_only) {
+        e.ObservePeerLease(
+            NodeName(names_[i]),
+            [&](std::string_view key) -> std::string_view {
+              if (key == kHeartbeatAnnotation) return value;
+              if (key == kRingAnnotation && ring) return kRingVersion;
+              return {};
+            },
+            deleted);
+      }
       election::LeaseObservation lo;
       lo.node = NodeName(names_[i]);
       lo.holder_identity = names_[i];
@@ -123,6 +139,7 @@ class RingWorld {
   std::set<std::pair<std::string, std::string>> cut_;  // (from, to) datagrams lost
   std::set<std::string> deaf_to_reports_;              // reports to these nodes are lost
   std::map<std::string, std::uint64_t> sent_;
+  std::shared_ptr<PeerTable> table_;  // shared by every engine (`shared`), until one changes it
   SteadyTime now_ = kStart;
 
  private:
@@ -280,6 +297,49 @@ TEST(RingEngine, LegacyPeersAreHeardByEveryone) {
   w.crashed_.insert("node-2");
   w.Run(milliseconds(400));
   EXPECT_EQ(w.DeadIn("node-2"), w.Live());
+}
+
+// Engines that share one lease table (the segment simulation's way to hold 5,000) do exactly what
+// engines fed the same leases one by one do, before and after a leave that each engine applies to
+// its own copy; the shared table itself never changes.
+TEST(RingEngine, ASharedPeerTableActsAsEachEnginesOwn) {
+  RingWorld own(12, {"node-9"});
+  RingWorld shared(12, {"node-9"}, /*shared=*/true);
+  auto same = [&](const char* when) {
+    for (std::size_t i = 0; i < 12; ++i) {
+      const std::string& o = own.name(i);
+      SCOPED_TRACE(std::string(when) + " " + o);
+      if (own.crashed_.count(o)) continue;
+      EXPECT_EQ(own.at(o).HeartbeatPeers(), shared.at(o).HeartbeatPeers());
+      EXPECT_EQ(own.at(o).legacy_peers(), shared.at(o).legacy_peers());
+      EXPECT_EQ(own.at(o).stats().sent, shared.at(o).stats().sent);
+      EXPECT_EQ(own.at(o).stats().reports_made, shared.at(o).stats().reports_made);
+      EXPECT_EQ(own.at(o).stats().reports_received, shared.at(o).stats().reports_received);
+      for (std::size_t j = 0; j < 12; ++j) {
+        EXPECT_EQ(own.Live(o, own.name(j)), shared.Live(o, own.name(j))) << own.name(j);
+      }
+    }
+  };
+  const auto run = [&](Duration d) {
+    own.Run(d);
+    shared.Run(d);
+  };
+  run(milliseconds(1000));
+  same("at rest");
+  EXPECT_EQ(shared.at("node-9").HeartbeatPeers().size(), 11u) << "the legacy node hears all";
+  for (auto* w : {&own, &shared}) w->crashed_.insert("node-4");
+  run(milliseconds(450));
+  same("after a crash");
+  EXPECT_EQ(shared.DeadIn("node-4"), shared.Live());
+  for (auto* w : {&own, &shared}) {
+    w->crashed_.erase("node-4");
+    w->Leave(6);
+    w->crashed_.insert("node-6");
+  }
+  run(milliseconds(6000));
+  same("after a leave");
+  EXPECT_EQ(shared.table_->endpoints.size(), 12u) << "copied before the change";
+  EXPECT_EQ(shared.at("node-0").endpoints().count(NodeName("node-6")), 0u);
 }
 
 // Whatever the joins and leaves before it, a crash is known to every live member within the
