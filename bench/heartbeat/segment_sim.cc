@@ -11,16 +11,20 @@
 //
 // Simplifications (see docs/failover.md, "Simulating a segment"):
 //   - a node's liveness view of X: the Membership override Engine::Sync set for X, else X's lease
-//     (renewed within its duration, as this node last saw the API); the Membership holds this node
-//     and every node with heartbeat endpoints (what Sync reads);
+//     (renewed within its duration, as this node last saw the API, from the simulation's table);
+//     the Membership holds this node only (every other node has heartbeat endpoints, so Sync's
+//     lease-only check finds none either way);
+//   - every node sees the same node leases: one heartbeat::PeerTable shared by all engines
+//     (Engine::UsePeers), so memory grows as N, not N^2;
 //   - the recorded announcer of an address (stickiness, the takeover's holder) is known to every
 //     node at once; watch events arrive at once;
 //   - a pass re-elects only the addresses whose top-ranked nodes changed liveness in that node's
 //     view (plus its pending takeovers and, when its own health changes, what it holds).
 //
 // Usage: pylon_heartbeat_segment_sim [--nodes 10,100,250,1000,5000] [--addresses 10000]
-//          [--crashes 100] [--loss 0,1,5] [--seed 1] [--interval-ms 100] [--lease loud|quiet]
-//          [--max-all-to-all 250] [--quick]
+//          [--crashes 100[,per size...]] [--loss 0,1,5] [--seed 1] [--interval-ms 100]
+//          [--lease loud|quiet] [--max-all-to-all 250] [--no-partitions]
+//          [--max-partition-nodes 1000] [--quick]
 #include <time.h>
 
 #include <algorithm>
@@ -79,7 +83,9 @@ constexpr LeasePacing kQuiet{"quiet", seconds(10), seconds(40), seconds(28)};
 struct Params {
   std::vector<int> nodes = {10, 100, 250, 1000, 5000};
   int addresses = 10000;
-  int crashes = 100;
+  // Crashes per run, by position in `nodes` (the last one for the rest): 100,100,30 runs 30 at the
+  // third size and after.
+  std::vector<int> crashes = {100};
   std::vector<double> loss = {0, 1, 5};  // percent
   std::uint64_t seed = 1;
   Duration interval = milliseconds(100);
@@ -901,6 +907,12 @@ long StatusKb(const char* field) {
   return kb;
 }
 
+double ProcessCpuSeconds() {
+  timespec ts{};
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+  return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) / 1e9;
+}
+
 // --- scenarios -------------------------------------------------------------------------------
 
 std::vector<net::IpAddress> Vips(int count) {
@@ -1094,7 +1106,9 @@ int Main(int argc, char** argv) {
     } else if (a == "--addresses") {
       p.addresses = std::atoi(value());
     } else if (a == "--crashes") {
-      p.crashes = std::atoi(value());
+      p.crashes.clear();
+      for (double d : ParseList(value())) p.crashes.push_back(static_cast<int>(d));
+      if (p.crashes.empty()) p.crashes = {100};
     } else if (a == "--loss") {
       p.loss = ParseList(value());
     } else if (a == "--seed") {
@@ -1108,15 +1122,18 @@ int Main(int argc, char** argv) {
       p.max_all_to_all = std::atoi(value());
     } else if (a == "--no-partitions") {
       p.partitions = false;
+    } else if (a == "--max-partition-nodes") {
+      p.max_partition_nodes = std::atoi(value());
     } else if (a == "--quick") {
       p.nodes = {10, 100};
-      p.crashes = 20;
+      p.crashes = {20};
       p.addresses = 2000;
     } else {
       std::fprintf(stderr,
-                   "usage: %s [--nodes 10,100,250,1000,5000] [--addresses 10000] [--crashes 100] "
-                   "[--loss 0,1,5] [--seed 1] [--interval-ms 100] [--lease loud|quiet] "
-                   "[--max-all-to-all 250] [--no-partitions] [--quick]\n",
+                   "usage: %s [--nodes 10,100,250,1000,5000] [--addresses 10000] "
+                   "[--crashes 100[,per size...]] [--loss 0,1,5] [--seed 1] [--interval-ms 100] "
+                   "[--lease loud|quiet] [--max-all-to-all 250] [--no-partitions] "
+                   "[--max-partition-nodes 1000] [--quick]\n",
                    argv[0]);
       return 2;
     }
@@ -1148,7 +1165,7 @@ int Main(int argc, char** argv) {
   }
   std::printf("\nengine fan-out on a %d-node segment: %.1f datagrams per round (%s)\n", kProbeNodes,
               probe_fanout, probe_fanout + 1.5 >= kProbeNodes ? "all-to-all" : "bounded");
-  for (int n : p.nodes) {
+  for (const int& n : p.nodes) {
     const CodecCost codec = MeasureCodec(static_cast<std::size_t>(p.addresses / n));
     const bool all_to_all = probe_fanout + 1.5 >= kProbeNodes;
     const double fanout = all_to_all ? n - 1 : probe_fanout;
@@ -1164,6 +1181,7 @@ int Main(int argc, char** argv) {
       continue;
     }
     const auto n_wall0 = std::chrono::steady_clock::now();
+    const double n_cpu0 = ProcessCpuSeconds();
     const auto ranks = Rank(n, vips);
     std::printf("\nN=%d: encode %.2f us, decode %.2f us per datagram\n", n, codec.encode_us,
                 codec.decode_us);
@@ -1172,7 +1190,9 @@ int Main(int argc, char** argv) {
                 "crash->announce p50 p99 max", "per-crash", "not taken", "false-dead", "false-take",
                 "wall s");
     for (double loss : p.loss) {
-      RunResult r = CrashRun(p, n, loss, ranks, vips, p.crashes);
+      const std::size_t at = static_cast<std::size_t>(&n - p.nodes.data());
+      RunResult r =
+          CrashRun(p, n, loss, ranks, vips, p.crashes[std::min(at, p.crashes.size() - 1)]);
       const double cpu = r.rounds_mean * codec.encode_us + r.recv_mean * codec.decode_us;
       std::printf(
           "  %4.0f%% %-7d %6.0f %7.0f  %6.0f %7.0f  %6.0f %7.0f  %8.0f  %7.0f %7.0f %7.0f ms   "
@@ -1185,9 +1205,10 @@ int Main(int argc, char** argv) {
       std::fflush(stdout);
     }
     if (p.partitions && n <= p.max_partition_nodes) PartitionRuns(p, n, ranks, vips);
-    std::printf("  N=%d: %.0f s wall; memory: %.0f MB resident, %.0f MB peak so far\n", n,
+    std::printf("  N=%d: %.0f s wall, %.0f s CPU; memory: %.0f MB resident, %.0f MB peak so far\n",
+                n,
                 std::chrono::duration<double>(std::chrono::steady_clock::now() - n_wall0).count(),
-                static_cast<double>(StatusKb("VmRSS")) / 1024,
+                ProcessCpuSeconds() - n_cpu0, static_cast<double>(StatusKb("VmRSS")) / 1024,
                 static_cast<double>(StatusKb("VmHWM")) / 1024);
     std::fflush(stdout);
   }
