@@ -400,6 +400,7 @@ bool Engine::OnReport(std::span<const std::uint8_t> datagram, const Endpoint& fr
     ++stats_.dropped[static_cast<std::size_t>(DropReason::kDuplicate)];
     return false;
   }
+  const bool news = options_.ring && gossip_.IsNews(*report, ring().Neighbours(report->subject));
   if (!options_.ring || !gossip_.Accept(*report)) {
     ++stats_.dropped[static_cast<std::size_t>(DropReason::kDuplicate)];
     return false;
@@ -408,7 +409,11 @@ bool Engine::OnReport(std::span<const std::uint8_t> datagram, const Endpoint& fr
   log::Debug("heartbeat report", {{"reporter", report->reporter.str()},
                                   {"subject", report->subject.str()},
                                   {"kind", ReportKindName(report->kind)}});
-  Flood(std::vector<std::uint8_t>(datagram.begin(), datagram.end()));
+  if (news) {
+    Flood(std::vector<std::uint8_t>(datagram.begin(), datagram.end()));
+  } else {
+    ++stats_.reports_not_forwarded;
+  }
   if (report->subject == options_.node && report->kind == ReportKind::kDead &&
       report->subject_boot == options_.boot_id) {
     // Refute: this node is alive, at a sequence above anything its monitors heard.

@@ -110,6 +110,8 @@ struct HeartbeatStats {
   std::uint64_t reports_made = 0;  // reports this node made (its monitor's verdicts, refutations)
   std::uint64_t reports_sent = 0;  // report datagrams sent (made or forwarded; also in `sent`)
   std::uint64_t reports_received = 0;  // new reports accepted (duplicates are in `dropped`)
+  // New reports not forwarded: they changed no verdict here (Gossip::IsNews).
+  std::uint64_t reports_not_forwarded = 0;
   std::uint64_t dropped_total() const;
 };
 
@@ -173,8 +175,8 @@ class Engine {
   void RecordSendErrors(std::uint64_t failed);
   // One received datagram (`from`: its source, for logs): a heartbeat or a report. Returns whether
   // a peer's address list, flags or boot id changed, or a new report came (the agent must re-run
-  // its pass). A new report is forwarded to this node's fingers; a dead report about this node is
-  // refuted with an alive report.
+  // its pass). A new report is forwarded to this node's fingers if it is news here
+  // (Gossip::IsNews); a dead report about this node is refuted with an alive report.
   bool OnDatagram(std::span<const std::uint8_t> datagram, const Endpoint& from, SteadyTime now);
   // The detector's state changes up to `now` (Detector::Evaluate); counts rejoined peers. A ring
   // neighbour's change to dead, unhealthy or leaving, or back to alive from those, becomes a

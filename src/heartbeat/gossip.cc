@@ -38,6 +38,26 @@ bool Gossip::Accept(const Report& report) {
   return true;
 }
 
+bool Gossip::IsNews(const Report& report, std::span<const election::NodeName> monitors) const {
+  auto it = subjects_.find(report.subject);
+  if (it == subjects_.end() || it->second.boot != report.subject_boot) return true;
+  const Subject& s = it->second;
+  const std::uint64_t seq = report.subject_sequence;
+  switch (report.kind) {
+    case ReportKind::kAlive:
+      return std::any_of(s.dead.begin(), s.dead.end(),
+                         [&](const auto& e) { return e.second < seq; }) ||
+             std::any_of(s.unwell.begin(), s.unwell.end(),
+                         [&](const auto& e) { return e.second.first < seq; });
+    case ReportKind::kDead:
+    case ReportKind::kLeaving:
+      return seq >= s.alive && Verdict(report.subject, monitors) != PeerState::kDead;
+    case ReportKind::kUnhealthy:
+      return seq >= s.alive && !Verdict(report.subject, monitors);
+  }
+  return true;
+}
+
 std::optional<PeerState> Gossip::Verdict(const election::NodeName& subject,
                                          std::span<const election::NodeName> monitors) const {
   auto it = subjects_.find(subject);

@@ -238,6 +238,37 @@ TEST(RingEngine, ACrashIsKnownEverywhereThroughReports) {
   EXPECT_EQ(w.DeadIn(victim), 0u);
 }
 
+// A crash and a return: each node forwards the reports that are news to it (Gossip::IsNews), the
+// first two monitors' dead reports and the first alive one, not all four of each.
+TEST(RingEngine, ReportsThatChangeNothingAreNotForwarded) {
+  RingWorld w(16);
+  w.Run(milliseconds(1000));
+  const std::string victim = w.name(5);
+  w.crashed_.insert(victim);
+  w.Run(milliseconds(500));
+  EXPECT_EQ(w.DeadIn(victim), w.Live());
+  w.crashed_.erase(victim);
+  w.Run(milliseconds(500));
+  EXPECT_EQ(w.DeadIn(victim), 0u);
+  std::uint64_t made = 0, sent = 0, not_forwarded = 0, received = 0;
+  for (std::size_t i = 0; i < 16; ++i) {
+    const auto& st = w.at(w.name(i)).stats();
+    made += st.reports_made;
+    sent += st.reports_sent;
+    not_forwarded += st.reports_not_forwarded;
+    received += st.reports_received;
+  }
+  EXPECT_EQ(made, 8u);  // 4 monitors: dead, then alive
+  // Forwarding everything: every node sends every report to its 4 fingers (offsets 1, 2, 4, 8).
+  const std::uint64_t flood_all = made * 16 * 4;
+  EXPECT_GT(not_forwarded, 0u);
+  EXPECT_LT(sent, flood_all);
+  // The monitors' four dead reports reach a node at about the same time, so some copies of the
+  // third and fourth are still forwarded; the alive reports after the first are not.
+  EXPECT_LE(sent, flood_all * 3 / 4)
+      << "not forwarded " << not_forwarded << ", received " << received;
+}
+
 TEST(RingEngine, OneMonitorLosingHeartbeatsMovesNothing) {
   RingWorld w(12);
   w.Run(milliseconds(1000));
