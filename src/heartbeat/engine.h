@@ -254,6 +254,10 @@ class Engine {
   bool OnReport(std::span<const std::uint8_t> datagram, const Endpoint& from, SteadyTime now);
   void MakeReport(const PeerStatus& subject, ReportKind kind);
   void Flood(const std::vector<std::uint8_t>& bytes);
+  void FloodHeld(const election::NodeName& subject);  // and forgets them
+  void SendToMonitors(const election::NodeName& subject,
+                      std::span<const election::NodeName> monitors,
+                      const std::vector<std::uint8_t>& bytes);
   // The override of a ring member without a detector verdict, from the gossip: dead on a standing
   // verdict (gossip.h), else live while `keep_alive` (this node's lease is failing: an API outage,
   // and the member is not a heartbeat peer), else none (its lease decides).
@@ -273,6 +277,17 @@ class Engine {
   bool peers_dirty_ = false;
   Gossip gossip_;
   std::vector<Outgoing> pending_reports_;  // sent by the next Poll
+  // Dead reports about a subject, by subject, that this node (one of its monitors) made or
+  // received from a fellow monitor but did not flood: one monitor's suspicion condemns nobody
+  // (gossip.h), so it goes to the other monitors only. When a second monitor's report makes the
+  // verdict here, all of them are flooded; an alive report ends them. A lone monitor losing three
+  // heartbeats in a row (a few times a second on a 5,000-node segment at 1 % loss) then costs 3
+  // datagrams, not a flood over the whole segment.
+  struct Held {
+    std::vector<std::vector<std::uint8_t>> reports;
+    bool own = false;  // this node's own report is among them
+  };
+  std::map<election::NodeName, Held> held_;
   // Heartbeat peers this node dropped when its view of the ring changed, with the time until
   // which it still sends them heartbeats (kLingerAfterRingChange): their own view may change a
   // moment later, and until then they expect to hear this node.

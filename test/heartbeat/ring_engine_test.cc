@@ -290,6 +290,39 @@ TEST(RingEngine, OneMonitorLosingHeartbeatsMovesNothing) {
   EXPECT_EQ(dead_elsewhere, 0u);
 }
 
+// One monitor's suspicion goes to the subject's other monitors only, not over the segment; when it
+// ends (the monitor hears the subject again) so does its alive report. A crash afterwards is still
+// known everywhere.
+TEST(RingEngine, ALoneSuspicionIsNotFlooded) {
+  RingWorld w(16);
+  w.Run(milliseconds(1000));
+  const std::string subject = w.name(3);
+  const auto monitors = w.at(subject).HeartbeatPeers();
+  ASSERT_EQ(monitors.size(), 4u);
+  const std::string monitor = monitors[0].str();
+  auto reports = [&] {
+    std::uint64_t sent = 0, received = 0;
+    for (std::size_t i = 0; i < 16; ++i) {
+      sent += w.at(w.name(i)).stats().reports_sent;
+      received += w.at(w.name(i)).stats().reports_received;
+    }
+    return std::pair{sent, received};
+  };
+  w.cut_.insert({subject, monitor});
+  w.Run(milliseconds(600));
+  EXPECT_EQ(w.at(monitor).stats().reports_made, 1u);
+  EXPECT_EQ(reports(), (std::pair<std::uint64_t, std::uint64_t>{3, 3}))
+      << "to the 3 other monitors, which keep it";
+  w.cut_.clear();
+  w.Run(milliseconds(600));
+  EXPECT_EQ(w.at(monitor).stats().reports_made, 2u);
+  EXPECT_EQ(reports(), (std::pair<std::uint64_t, std::uint64_t>{6, 6}));
+  for (std::size_t i = 0; i < 16; ++i) EXPECT_TRUE(w.Live(w.name(i), subject)) << w.name(i);
+  w.crashed_.insert(subject);
+  w.Run(milliseconds(450));
+  EXPECT_EQ(w.DeadIn(subject), w.Live());
+}
+
 TEST(RingEngine, ARefutationClearsAFalseVerdict) {
   RingWorld w(12);
   w.Run(milliseconds(1000));
