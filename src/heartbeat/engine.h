@@ -110,7 +110,8 @@ struct HeartbeatStats {
   std::uint64_t reports_made = 0;  // reports this node made (its monitor's verdicts, refutations)
   std::uint64_t reports_sent = 0;  // report datagrams sent (made or forwarded; also in `sent`)
   std::uint64_t reports_received = 0;  // new reports accepted (duplicates are in `dropped`)
-  // New reports not forwarded: they changed no verdict here (Gossip::IsNews).
+  // New reports not forwarded: they changed no verdict here (Gossip::IsNews), or they end a
+  // suspicion that was never flooded (see Engine::held_).
   std::uint64_t reports_not_forwarded = 0;
   std::uint64_t dropped_total() const;
 };
@@ -176,11 +177,14 @@ class Engine {
   // One received datagram (`from`: its source, for logs): a heartbeat or a report. Returns whether
   // a peer's address list, flags or boot id changed, or a new report came (the agent must re-run
   // its pass). A new report is forwarded to this node's fingers if it is news here
-  // (Gossip::IsNews); a dead report about this node is refuted with an alive report.
+  // (Gossip::IsNews), except a fellow monitor's dead report this node does not confirm yet (kept,
+  // see held_); a dead report about this node is refuted with an alive report.
   bool OnDatagram(std::span<const std::uint8_t> datagram, const Endpoint& from, SteadyTime now);
   // The detector's state changes up to `now` (Detector::Evaluate); counts rejoined peers. A ring
   // neighbour's change to dead, unhealthy or leaving, or back to alive from those, becomes a
-  // report flooded to the fingers (sent by the next Poll).
+  // report flooded to the fingers (sent by the next Poll); a dead report no other monitor has
+  // confirmed yet goes to the neighbour's other monitors only (see held_), and so does the alive
+  // report that ends it.
   std::vector<Transition> Evaluate(SteadyTime now);
   // When Poll or Evaluate next has something to do by time alone: the next round or the
   // detector's next deadline. A time not after any `now` (SteadyTime{}) when a round or a report
