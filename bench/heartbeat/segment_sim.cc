@@ -11,16 +11,20 @@
 //
 // Simplifications (see docs/failover.md, "Simulating a segment"):
 //   - a node's liveness view of X: the Membership override Engine::Sync set for X, else X's lease
-//     (renewed within its duration, as this node last saw the API); the Membership holds this node
-//     and every node with heartbeat endpoints (what Sync reads);
+//     (renewed within its duration, as this node last saw the API, from the simulation's table);
+//     the Membership holds this node only (every other node has heartbeat endpoints, so Sync's
+//     lease-only check finds none either way);
+//   - every node sees the same node leases: one heartbeat::PeerTable shared by all engines
+//     (Engine::UsePeers), so memory grows as N, not N^2;
 //   - the recorded announcer of an address (stickiness, the takeover's holder) is known to every
 //     node at once; watch events arrive at once;
 //   - a pass re-elects only the addresses whose top-ranked nodes changed liveness in that node's
 //     view (plus its pending takeovers and, when its own health changes, what it holds).
 //
 // Usage: pylon_heartbeat_segment_sim [--nodes 10,100,250,1000,5000] [--addresses 10000]
-//          [--crashes 100] [--loss 0,1,5] [--seed 1] [--interval-ms 100] [--lease loud|quiet]
-//          [--max-all-to-all 250] [--quick]
+//          [--crashes 100[,per size...]] [--loss 0,1,5] [--seed 1] [--interval-ms 100]
+//          [--lease loud|quiet] [--max-all-to-all 250] [--no-partitions]
+//          [--max-partition-nodes 1000] [--quick]
 #include <time.h>
 
 #include <algorithm>
@@ -30,6 +34,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <functional>
 #include <map>
 #include <memory>
@@ -78,13 +83,16 @@ constexpr LeasePacing kQuiet{"quiet", seconds(10), seconds(40), seconds(28)};
 struct Params {
   std::vector<int> nodes = {10, 100, 250, 1000, 5000};
   int addresses = 10000;
-  int crashes = 100;
+  // Crashes per run, by position in `nodes` (the last one for the rest): 100,100,30 runs 30 at the
+  // third size and after.
+  std::vector<int> crashes = {100};
   std::vector<double> loss = {0, 1, 5};  // percent
   std::uint64_t seed = 1;
   Duration interval = milliseconds(100);
   LeasePacing lease = kLoud;
   int max_all_to_all = 250;
   bool partitions = true;
+  int max_partition_nodes = 1000;  // the cut-off and split runs check every node each pass
 };
 
 struct NetModel {
@@ -144,6 +152,11 @@ class World {
       x.ep = Endpoint{net::IpAddress::V4(0xc6130000u + static_cast<std::uint32_t>(i)), 7934};
       x.annotation = x.ep.ToString();
     }
+    // The lease informer's view, the same on every node: every node lease with its annotations
+    // (the ring capability included), in one table all engines share (copy on write).
+    table_ = std::make_shared<heartbeat::PeerTable>();
+    for (int i = 0; i < n; ++i) table_->Observe(node(i).name, node(i).annotation, false, true);
+    table_->Rebuild(**election::Sha256Hasher::Create());
     for (int i = 0; i < n; ++i) StartAgent(i);
     // Every address starts with its first-ranked node announcing it (a settled segment).
     for (std::uint32_t a = 0; a < vips_.size(); ++a) {
@@ -335,7 +348,7 @@ class World {
     std::optional<Engine> engine;
     std::unique_ptr<election::Membership> membership;
     agent::TakeoverGate gate;
-    std::set<std::uint32_t> peers;          // node indices in the Membership
+    std::vector<std::uint32_t> overridden;  // nodes the engine's last Sync overrode
     std::set<std::uint32_t> held;           // addresses announced
     std::set<std::uint32_t> pending;        // won, not held: takeover candidates
     std::set<std::uint32_t> believed_dead;  // nodes this node's view calls dead
@@ -401,53 +414,22 @@ class World {
     x.engine.emplace(std::move(*e));
     x.membership = std::make_unique<election::Membership>();
     x.gate = agent::TakeoverGate();
-    x.peers.clear();
+    x.overridden.clear();
     x.believed_dead.clear();
     x.pending.clear();
     x.healthy = true;
     x.pass_at = SteadyTime::max();
     x.armed = SteadyTime::max();
-    // The lease informer: every node lease with its annotations (the ring capability included).
-    for (int j = 0; j < n_; ++j) {
-      if (j == i) continue;
-      const Node& y = node(j);
-      x.engine->ObservePeerLease(
-          y.name,
-          [&](std::string_view key) -> std::string_view {
-            if (key == heartbeat::kHeartbeatAnnotation) return y.annotation;
-            if (key == kRingAnnotation) return "1";
-            return {};
-          },
-          false);
-    }
-    SyncMembers(i);
-  }
-
-  // The Membership holds this node and every node with heartbeat endpoints (what Engine::Sync
-  // reads).
-  void SyncMembers(int i) {
-    Node& x = node(i);
-    std::set<std::uint32_t> want;
-    want.insert(static_cast<std::uint32_t>(i));
-    for (const auto& [name, eps] : x.engine->endpoints()) want.insert(IndexOf(name));
-    if (want == x.peers) return;
-    for (auto j : want) {
-      if (x.peers.count(j) != 0) continue;
-      election::LeaseObservation o;
-      o.node = node(static_cast<int>(j)).name;
-      o.holder_identity = o.node.str();
-      o.lease_duration_seconds = std::chrono::duration_cast<seconds>(p_.lease.duration).count();
-      o.renew_time = "1";
-      x.membership->Observe(o, now_);
-    }
-    for (auto j : x.peers) {
-      if (want.count(j) != 0) continue;
-      election::LeaseObservation o;
-      o.node = node(static_cast<int>(j)).name;
-      o.deleted = true;
-      x.membership->Observe(o, now_);
-    }
-    x.peers = std::move(want);
+    x.engine->UsePeers(table_);
+    // The Membership holds this node only: every other node publishes heartbeat endpoints, so
+    // Sync's lease-only check finds the same (none), and the sim reads leases from its own table
+    // (LeaseLive) where the Membership has no override.
+    election::LeaseObservation self;
+    self.node = x.name;
+    self.holder_identity = self.node.str();
+    self.lease_duration_seconds = std::chrono::duration_cast<seconds>(p_.lease.duration).count();
+    self.renew_time = "1";
+    x.membership->Observe(self, now_);
   }
 
   static std::uint32_t IndexOf(const NodeName& name) {
@@ -621,11 +603,16 @@ class World {
     const bool healthy = r.health == heartbeat::SelfHealth::kHealthy;
     const bool health_changed = healthy != x.healthy;
     x.healthy = healthy;
-    // Whose liveness changed in this node's view.
+    // Whose liveness may have changed in this node's view: the nodes it believed dead, the nodes
+    // crashed or cut off (their leases lapse), and the nodes the engine overrode before this Sync
+    // or overrides now; every node while split or cut from the API (leases seen as lapsing).
     std::set<std::uint32_t> check = x.believed_dead;
     check.insert(down_.begin(), down_.end());
-    for (auto j : x.peers) check.insert(j);
-    if (split_) {
+    check.insert(x.overridden.begin(), x.overridden.end());
+    x.overridden.clear();
+    for (const auto& name : x.engine->overridden()) x.overridden.push_back(IndexOf(name));
+    check.insert(x.overridden.begin(), x.overridden.end());
+    if (split_ || x.api_cut) {
       for (int j = 0; j < n_; ++j) check.insert(static_cast<std::uint32_t>(j));
     }
     std::set<std::uint32_t> affected = x.pending;
@@ -793,6 +780,7 @@ class World {
   heartbeat::KeyRing keys_;
   net::MacAddress mac_;
   std::vector<Node> nodes_;
+  std::shared_ptr<heartbeat::PeerTable> table_;
   std::vector<std::vector<std::uint32_t>> announced_;  // by address: announcers, recorded first
   std::set<std::uint32_t> down_;                       // crashed or cut off
   bool split_ = false;
@@ -900,6 +888,29 @@ CodecCost MeasureCodec(std::size_t addresses) {
     c.decode_us = std::min(c.decode_us, (t2 - t1).count() / kRounds);
   }
   return c;
+}
+
+// Resident memory of this process (kB) from /proc/self/status: "VmRSS" now, "VmHWM" the peak.
+long StatusKb(const char* field) {
+  std::FILE* f = std::fopen("/proc/self/status", "r");
+  if (f == nullptr) return -1;
+  char line[256];
+  long kb = -1;
+  const std::size_t len = std::strlen(field);
+  while (std::fgets(line, sizeof(line), f) != nullptr) {
+    if (std::strncmp(line, field, len) == 0 && line[len] == ':') {
+      kb = std::strtol(line + len + 1, nullptr, 10);
+      break;
+    }
+  }
+  std::fclose(f);
+  return kb;
+}
+
+double ProcessCpuSeconds() {
+  timespec ts{};
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+  return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) / 1e9;
 }
 
 // --- scenarios -------------------------------------------------------------------------------
@@ -1095,7 +1106,9 @@ int Main(int argc, char** argv) {
     } else if (a == "--addresses") {
       p.addresses = std::atoi(value());
     } else if (a == "--crashes") {
-      p.crashes = std::atoi(value());
+      p.crashes.clear();
+      for (double d : ParseList(value())) p.crashes.push_back(static_cast<int>(d));
+      if (p.crashes.empty()) p.crashes = {100};
     } else if (a == "--loss") {
       p.loss = ParseList(value());
     } else if (a == "--seed") {
@@ -1109,15 +1122,18 @@ int Main(int argc, char** argv) {
       p.max_all_to_all = std::atoi(value());
     } else if (a == "--no-partitions") {
       p.partitions = false;
+    } else if (a == "--max-partition-nodes") {
+      p.max_partition_nodes = std::atoi(value());
     } else if (a == "--quick") {
       p.nodes = {10, 100};
-      p.crashes = 20;
+      p.crashes = {20};
       p.addresses = 2000;
     } else {
       std::fprintf(stderr,
-                   "usage: %s [--nodes 10,100,250,1000,5000] [--addresses 10000] [--crashes 100] "
-                   "[--loss 0,1,5] [--seed 1] [--interval-ms 100] [--lease loud|quiet] "
-                   "[--max-all-to-all 250] [--no-partitions] [--quick]\n",
+                   "usage: %s [--nodes 10,100,250,1000,5000] [--addresses 10000] "
+                   "[--crashes 100[,per size...]] [--loss 0,1,5] [--seed 1] [--interval-ms 100] "
+                   "[--lease loud|quiet] [--max-all-to-all 250] [--no-partitions] "
+                   "[--max-partition-nodes 1000] [--quick]\n",
                    argv[0]);
       return 2;
     }
@@ -1149,7 +1165,7 @@ int Main(int argc, char** argv) {
   }
   std::printf("\nengine fan-out on a %d-node segment: %.1f datagrams per round (%s)\n", kProbeNodes,
               probe_fanout, probe_fanout + 1.5 >= kProbeNodes ? "all-to-all" : "bounded");
-  for (int n : p.nodes) {
+  for (const int& n : p.nodes) {
     const CodecCost codec = MeasureCodec(static_cast<std::size_t>(p.addresses / n));
     const bool all_to_all = probe_fanout + 1.5 >= kProbeNodes;
     const double fanout = all_to_all ? n - 1 : probe_fanout;
@@ -1164,6 +1180,8 @@ int Main(int argc, char** argv) {
           rounds_per_s * codec.encode_us + dps * codec.decode_us, codec.encode_us, codec.decode_us);
       continue;
     }
+    const auto n_wall0 = std::chrono::steady_clock::now();
+    const double n_cpu0 = ProcessCpuSeconds();
     const auto ranks = Rank(n, vips);
     std::printf("\nN=%d: encode %.2f us, decode %.2f us per datagram\n", n, codec.encode_us,
                 codec.decode_us);
@@ -1172,7 +1190,9 @@ int Main(int argc, char** argv) {
                 "crash->announce p50 p99 max", "per-crash", "not taken", "false-dead", "false-take",
                 "wall s");
     for (double loss : p.loss) {
-      RunResult r = CrashRun(p, n, loss, ranks, vips, p.crashes);
+      const std::size_t at = static_cast<std::size_t>(&n - p.nodes.data());
+      RunResult r =
+          CrashRun(p, n, loss, ranks, vips, p.crashes[std::min(at, p.crashes.size() - 1)]);
       const double cpu = r.rounds_mean * codec.encode_us + r.recv_mean * codec.decode_us;
       std::printf(
           "  %4.0f%% %-7d %6.0f %7.0f  %6.0f %7.0f  %6.0f %7.0f  %8.0f  %7.0f %7.0f %7.0f ms   "
@@ -1184,7 +1204,13 @@ int Main(int argc, char** argv) {
           r.false_takeovers, r.cpu_wall_s);
       std::fflush(stdout);
     }
-    if (p.partitions) PartitionRuns(p, n, ranks, vips);
+    if (p.partitions && n <= p.max_partition_nodes) PartitionRuns(p, n, ranks, vips);
+    std::printf("  N=%d: %.0f s wall, %.0f s CPU; memory: %.0f MB resident, %.0f MB peak so far\n",
+                n,
+                std::chrono::duration<double>(std::chrono::steady_clock::now() - n_wall0).count(),
+                ProcessCpuSeconds() - n_cpu0, static_cast<double>(StatusKb("VmRSS")) / 1024,
+                static_cast<double>(StatusKb("VmHWM")) / 1024);
+    std::fflush(stdout);
   }
   std::printf(
       "\ncolumns: idle sent/s = datagrams sent per node per second over 10 s at rest before the "

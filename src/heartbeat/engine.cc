@@ -42,7 +42,10 @@ Engine::Engine(EngineOptions options, KeyRing keys, std::unique_ptr<election::Sh
       hasher_(std::move(hasher)),
       detector_(
           DetectorOptions{options_.node, options_.config.interval, options_.config.miss_count}),
-      jitter_(options_.boot_id) {}
+      peers_(std::make_shared<PeerTable>()),
+      jitter_(options_.boot_id) {
+  if (options_.ring) peers_->ring_self = options_.node;
+}
 
 Engine::Engine(Engine&&) noexcept = default;
 Engine& Engine::operator=(Engine&&) noexcept = default;
@@ -50,33 +53,77 @@ Engine::~Engine() = default;
 
 // --- inputs ----------------------------------------------------------------------------------
 
+PeerTable::Change PeerTable::Observe(const election::NodeName& node, std::string_view annotation,
+                                     bool deleted, bool ring_capable_now) {
+  Change result;
+  bool& changed = result.peers_changed;
+  if (deleted || annotation.empty()) {
+    changed = endpoints.erase(node) != 0;
+    annotations.erase(node);
+    result.endpoints_gone = true;
+  } else {
+    if (ring_capable_now != (ring_capable.count(node) != 0)) {
+      if (ring_capable_now) {
+        ring_capable.insert(node);
+      } else {
+        ring_capable.erase(node);
+      }
+      changed = true;
+    }
+    auto it = annotations.find(node);
+    if (it == annotations.end() || it->second != annotation) {
+      annotations[node] = std::string(annotation);
+      ParsedEndpoints parsed = ParseEndpoints(annotation);
+      result.issues = std::move(parsed.issues);
+      if (parsed.endpoints.empty()) {
+        changed = endpoints.erase(node) != 0 || changed;
+        result.endpoints_gone = true;
+      } else {
+        endpoints[node] = std::move(parsed.endpoints);
+        changed = true;
+      }
+    }
+  }
+  if (changed) stale = true;
+  return result;
+}
+
+void PeerTable::Rebuild(election::ElectionHasher& hasher) {
+  stale = false;
+  std::erase_if(ring_capable, [&](const auto& n) { return endpoints.count(n) == 0; });
+  std::erase_if(ring_keys, [&](const auto& e) {
+    return e.first != ring_self && ring_capable.count(e.first) == 0;
+  });
+  std::vector<std::pair<election::Digest, election::NodeName>> keyed;
+  keyed.reserve(ring_capable.size() + 1);
+  auto add = [&](const election::NodeName& name) {
+    auto it = ring_keys.find(name);
+    if (it == ring_keys.end()) it = ring_keys.emplace(name, Ring::Key(name, hasher)).first;
+    keyed.emplace_back(it->second, name);
+  };
+  for (const auto& name : ring_capable) add(name);
+  if (ring_self && ring_capable.count(*ring_self) == 0) add(*ring_self);
+  ring = Ring::FromKeys(std::move(keyed));
+}
+
+PeerTable& Engine::MutablePeers() {
+  if (peers_.use_count() > 1) peers_ = std::make_shared<PeerTable>(*peers_);
+  return *peers_;
+}
+
+const Ring& Engine::ring() const {
+  static const Ring kNone;
+  return options_.ring ? peers_->ring : kNone;
+}
+
 void Engine::Refresh() {
   if (!peers_dirty_) return;
   peers_dirty_ = false;
-  std::erase_if(ring_capable_, [&](const auto& n) { return endpoints_.count(n) == 0; });
-  std::erase_if(ring_keys_, [&](const auto& e) {
-    return e.first != options_.node && ring_capable_.count(e.first) == 0;
-  });
-  if (options_.ring) {
-    std::vector<std::pair<election::Digest, election::NodeName>> keyed;
-    keyed.reserve(ring_capable_.size() + 1);
-    for (const auto& name : ring_capable_) {
-      auto it = ring_keys_.find(name);
-      if (it == ring_keys_.end()) it = ring_keys_.emplace(name, Ring::Key(name, *hasher_)).first;
-      keyed.emplace_back(it->second, name);
-    }
-    auto self = ring_keys_.find(options_.node);
-    if (self == ring_keys_.end()) {
-      self = ring_keys_.emplace(options_.node, Ring::Key(options_.node, *hasher_)).first;
-    }
-    keyed.emplace_back(self->second, options_.node);
-    ring_ = Ring::FromKeys(std::move(keyed));
-  } else {
-    ring_ = Ring();
-  }
+  if (peers_->stale) MutablePeers().Rebuild(*hasher_);
   const auto next = HeartbeatPeers();
   for (const auto& [name, status] : detector_.peers()) {
-    if (std::find(next.begin(), next.end(), name) == next.end() && endpoints_.count(name) != 0) {
+    if (std::find(next.begin(), next.end(), name) == next.end() &&
+        peers_->endpoints.count(name) != 0) {
       lingering_[name] = last_now_ + kLingerAfterRingChange;
     }
   }
@@ -87,17 +134,24 @@ void Engine::Refresh() {
 std::vector<election::NodeName> Engine::HeartbeatPeers() const {
   std::vector<election::NodeName> out;
   if (!options_.ring) {
-    for (const auto& [name, eps] : endpoints_) out.push_back(name);
+    for (const auto& [name, eps] : peers_->endpoints) {
+      if (name != options_.node) out.push_back(name);
+    }
     return out;
   }
-  out = ring_.Neighbours(options_.node);
-  for (const auto& [name, eps] : endpoints_) {
-    if (ring_capable_.count(name) == 0) out.push_back(name);
+  out = peers_->ring.Neighbours(options_.node);
+  for (const auto& [name, eps] : peers_->endpoints) {
+    if (name != options_.node && peers_->ring_capable.count(name) == 0) out.push_back(name);
   }
   return out;
 }
 
-std::size_t Engine::legacy_peers() const { return endpoints_.size() - ring_capable_.size(); }
+std::size_t Engine::legacy_peers() const {
+  const PeerTable& t = *peers_;
+  const bool self_legacy =
+      t.endpoints.count(options_.node) != 0 && t.ring_capable.count(options_.node) == 0;
+  return t.endpoints.size() - t.ring_capable.size() - (self_legacy ? 1 : 0);
+}
 
 Engine::LeaseUpdate Engine::ObservePeerLease(const election::NodeName& node,
                                              const Annotations& annotations, bool deleted) {
@@ -110,36 +164,15 @@ Engine::LeaseUpdate Engine::ObservePeerLease(const election::NodeName& node,
                                              std::string_view annotation, bool deleted, bool ring) {
   LeaseUpdate result;
   if (node == options_.node) return result;
-  bool& changed = result.peers_changed;
-  if (deleted || annotation.empty()) {
-    changed = endpoints_.erase(node) != 0;
-    annotations_.erase(node);
-    replay_.Forget(node);
+  PeerTable::Change c = MutablePeers().Observe(node, annotation, deleted, ring);
+  if (deleted || annotation.empty()) replay_.Forget(node);
+  if (c.endpoints_gone) {
     gossip_.Forget(node);
-  } else {
-    if (ring != (ring_capable_.count(node) != 0)) {
-      if (ring) {
-        ring_capable_.insert(node);
-      } else {
-        ring_capable_.erase(node);
-      }
-      changed = true;
-    }
-    auto it = annotations_.find(node);
-    if (it == annotations_.end() || it->second != annotation) {
-      annotations_[node] = std::string(annotation);
-      ParsedEndpoints parsed = ParseEndpoints(annotation);
-      result.issues = std::move(parsed.issues);
-      if (parsed.endpoints.empty()) {
-        changed = endpoints_.erase(node) != 0 || changed;
-        gossip_.Forget(node);
-      } else {
-        endpoints_[node] = std::move(parsed.endpoints);
-        changed = true;
-      }
-    }
+    held_.erase(node);
   }
-  if (changed) PeersChanged();
+  result.peers_changed = c.peers_changed;
+  result.issues = std::move(c.issues);
+  if (result.peers_changed) PeersChanged();
   return result;
 }
 
@@ -148,15 +181,38 @@ void Engine::SetPeers(std::map<election::NodeName, std::vector<Endpoint>> peers)
   for (auto it = peers.begin(); it != peers.end();) {
     it = it->second.empty() ? peers.erase(it) : std::next(it);
   }
-  for (const auto& [name, eps] : endpoints_) {
+  for (const auto& [name, eps] : peers_->endpoints) {
     if (peers.count(name) == 0) {
       replay_.Forget(name);
       gossip_.Forget(name);
+      held_.erase(name);
     }
   }
-  endpoints_ = std::move(peers);
-  annotations_.clear();
-  ring_capable_.clear();
+  PeerTable& t = MutablePeers();
+  t.endpoints = std::move(peers);
+  t.annotations.clear();
+  t.ring_capable.clear();
+  t.stale = true;
+  PeersChanged();
+}
+
+void Engine::UsePeers(std::shared_ptr<PeerTable> table) {
+  if (!table || table == peers_) return;
+  for (const auto& [name, eps] : peers_->endpoints) {
+    if (table->endpoints.count(name) == 0) {
+      replay_.Forget(name);
+      gossip_.Forget(name);
+      held_.erase(name);
+    }
+  }
+  peers_ = std::move(table);
+  const bool on_ring =
+      peers_->ring_capable.count(options_.node) != 0 && peers_->endpoints.count(options_.node) != 0;
+  if (options_.ring && !on_ring && peers_->ring_self != options_.node) {
+    PeerTable& t = MutablePeers();
+    t.ring_self = options_.node;
+    t.stale = true;
+  }
   PeersChanged();
 }
 
@@ -265,8 +321,8 @@ std::vector<Outgoing> Engine::Poll(SteadyTime now) {
   if (leaving_) ++leaving_rounds_;
   std::size_t n = 0;
   auto send_to = [&](const election::NodeName& peer) {
-    auto it = endpoints_.find(peer);
-    if (it == endpoints_.end()) return;
+    auto it = peers_->endpoints.find(peer);
+    if (it == peers_->endpoints.end()) return;
     for (const auto& ep : it->second) {
       out.push_back(Outgoing{peer, ep, *datagram});
       ++n;
@@ -349,15 +405,38 @@ bool Engine::OnReport(std::span<const std::uint8_t> datagram, const Endpoint& fr
     ++stats_.dropped[static_cast<std::size_t>(DropReason::kDuplicate)];
     return false;
   }
+  const election::NodeName& x = report->subject;
+  const auto monitors = ring().Neighbours(x);
+  const bool news = options_.ring && gossip_.IsNews(*report, monitors);
+  const bool verdict_before = options_.ring && gossip_.Verdict(x, monitors).has_value();
   if (!options_.ring || !gossip_.Accept(*report)) {
     ++stats_.dropped[static_cast<std::size_t>(DropReason::kDuplicate)];
     return false;
   }
   ++stats_.reports_received;
   log::Debug("heartbeat report", {{"reporter", report->reporter.str()},
-                                  {"subject", report->subject.str()},
+                                  {"subject", x.str()},
                                   {"kind", ReportKindName(report->kind)}});
-  Flood(std::vector<std::uint8_t>(datagram.begin(), datagram.end()));
+  std::vector<std::uint8_t> bytes(datagram.begin(), datagram.end());
+  const bool monitor = std::find(monitors.begin(), monitors.end(), options_.node) != monitors.end();
+  if (report->kind == ReportKind::kDead && monitor && news &&
+      gossip_.Verdict(x, monitors) != PeerState::kDead) {
+    // A fellow monitor's suspicion this node does not share (yet): kept, not flooded (see
+    // held_). If this node's own detector condemns X too, both go out then.
+    held_[x].reports.push_back(std::move(bytes));
+  } else if (report->kind == ReportKind::kDead && monitor && news) {
+    FloodHeld(x);  // this report confirmed a held one: the verdict formed here
+    Flood(bytes);
+  } else if (report->kind == ReportKind::kAlive && monitor && news && !verdict_before) {
+    // It clears only suspicions that were never flooded: the fellow monitors that kept them have
+    // it directly.
+    ++stats_.reports_not_forwarded;
+  } else if (news) {
+    Flood(bytes);
+  } else {
+    ++stats_.reports_not_forwarded;
+  }
+  if (gossip_.suspects().count(x) == 0) held_.erase(x);
   if (report->subject == options_.node && report->kind == ReportKind::kDead &&
       report->subject_boot == options_.boot_id) {
     // Refute: this node is alive, at a sequence above anything its monitors heard.
@@ -378,15 +457,54 @@ void Engine::MakeReport(const PeerStatus& subject, ReportKind kind) {
     log::Error("cannot encode a heartbeat report", {{"error", bytes.error().message()}});
     return;
   }
+  const election::NodeName& x = subject.node;
+  const auto held = held_.find(x);
+  const bool unconfirmed = held != held_.end() && held->second.own;
   gossip_.Accept(r);
   ++stats_.reports_made;
+  const auto monitors = ring().Neighbours(x);
+  const bool monitor = std::find(monitors.begin(), monitors.end(), options_.node) != monitors.end();
+  if (monitor && kind == ReportKind::kDead && gossip_.Verdict(x, monitors) != PeerState::kDead) {
+    // A suspicion no other monitor shares yet: to the fellow monitors only, kept (held_).
+    Held& h = held_[x];
+    h.reports.push_back(*bytes);
+    h.own = true;
+    SendToMonitors(x, monitors, *bytes);
+    return;
+  }
+  if (monitor && kind == ReportKind::kAlive && unconfirmed) {
+    // The end of a suspicion that was never flooded: to the fellow monitors only.
+    held_.erase(x);
+    SendToMonitors(x, monitors, *bytes);
+    return;
+  }
+  FloodHeld(x);
   Flood(*bytes);
 }
 
+void Engine::FloodHeld(const election::NodeName& subject) {
+  auto it = held_.find(subject);
+  if (it == held_.end()) return;
+  for (const auto& bytes : it->second.reports) Flood(bytes);
+  held_.erase(it);
+}
+
+void Engine::SendToMonitors(const election::NodeName& subject,
+                            std::span<const election::NodeName> monitors,
+                            const std::vector<std::uint8_t>& bytes) {
+  for (const auto& m : monitors) {
+    if (m == options_.node || m == subject) continue;
+    auto it = peers_->endpoints.find(m);
+    if (it != peers_->endpoints.end() && !it->second.empty()) {
+      pending_reports_.push_back(Outgoing{m, it->second.front(), bytes});
+    }
+  }
+}
+
 void Engine::Flood(const std::vector<std::uint8_t>& bytes) {
-  for (const auto& finger : ring_.Fingers(options_.node)) {
-    auto it = endpoints_.find(finger);
-    if (it == endpoints_.end()) continue;
+  for (const auto& finger : ring().Fingers(options_.node)) {
+    auto it = peers_->endpoints.find(finger);
+    if (it == peers_->endpoints.end()) continue;
     // One endpoint is enough: each report reaches every member over about log2(N) paths.
     if (!it->second.empty())
       pending_reports_.push_back(Outgoing{finger, it->second.front(), bytes});
@@ -398,7 +516,7 @@ std::vector<Transition> Engine::Evaluate(SteadyTime now) {
   auto transitions = detector_.Evaluate(now);
   for (const auto& t : transitions) {
     if (t.from == PeerState::kSilent && t.to == PeerState::kAlive) ++stats_.rejoined;
-    if (!options_.ring || ring_capable_.count(t.node) == 0) continue;
+    if (!options_.ring || peers_->ring_capable.count(t.node) == 0) continue;
     const PeerStatus* p = detector_.Find(t.node);
     if (p == nullptr) continue;
     const bool was_bad = t.from == PeerState::kDead || t.from == PeerState::kUnhealthy;
@@ -428,7 +546,7 @@ Engine::PassResult Engine::Sync(election::Membership& membership, const PassInpu
   PassResult result;
   bool lease_only = in.lease_only_members;
   for (const auto& [name, member] : membership.members()) {
-    if (name != options_.node && !member.released() && endpoints_.count(name) == 0) {
+    if (name != options_.node && !member.released() && peers_->endpoints.count(name) == 0) {
       lease_only = true;
       break;
     }
@@ -452,12 +570,19 @@ Engine::PassResult Engine::Sync(election::Membership& membership, const PassInpu
     apply(name, *want);
   }
   // Ring members this node does not hear, or has not heard yet: what their monitors reported
-  // (GossipOverride).
-  for (const auto& name : ring_capable_) {
-    if (now_set.count(name) != 0) continue;
+  // (GossipOverride). With a healthy lease only the members a bad report stands against can have
+  // one: a pass costs the suspects, not the segment's size.
+  auto gossip_override = [&](const election::NodeName& name) {
+    if (name == options_.node || now_set.count(name) != 0) return;
+    if (peers_->ring_capable.count(name) == 0) return;
     if (auto want = GossipOverride(name, !in.lease_healthy && !detector_.IsPeer(name), now)) {
       apply(name, *want);
     }
+  };
+  if (in.lease_healthy) {
+    for (const auto& name : gossip_.suspects()) gossip_override(name);
+  } else {
+    for (const auto& name : peers_->ring_capable) gossip_override(name);
   }
   for (const auto& name : overridden_) {
     if (now_set.count(name) == 0) {
@@ -474,7 +599,7 @@ Engine::PassResult Engine::Sync(election::Membership& membership, const PassInpu
 std::optional<election::LivenessOverride> Engine::GossipOverride(const election::NodeName& node,
                                                                  bool keep_alive,
                                                                  SteadyTime now) const {
-  if (gossip_.Verdict(node, ring_.Neighbours(node))) {
+  if (gossip_.Verdict(node, ring().Neighbours(node))) {
     return election::LivenessOverride{election::Liveness::kDead, std::nullopt};
   }
   // This node cannot see leases move (an API outage): the member's monitors would have reported

@@ -58,6 +58,35 @@ inline constexpr Duration kAliveOverrideSlack = std::chrono::seconds(5);
 // agent's informer sees the lease; this covers that with a wide margin.
 inline constexpr Duration kLingerAfterRingChange = std::chrono::seconds(5);
 
+// The node leases an engine takes its peers from: every node that publishes heartbeat endpoints,
+// which of them speak the ring, and the ring they make (with `ring_self`, the owning engine's node,
+// when it speaks the ring). An engine owns one alone, fed by ObservePeerLease and changed in
+// place; engines that see the same leases may share one (UsePeers: the segment simulation, where
+// thousands of engines would otherwise each hold every lease). A shared table is copied before
+// any change (copy on write), so sharing never changes what an engine does.
+struct PeerTable {
+  std::map<election::NodeName, std::vector<Endpoint>> endpoints;
+  std::map<election::NodeName, std::string> annotations;
+  std::set<election::NodeName> ring_capable;  // of the nodes in endpoints (after Rebuild)
+  std::optional<election::NodeName> ring_self;
+  // Ring::Key of each ring member, kept (one SHA-256 per node, not per rebuild).
+  std::map<election::NodeName, election::Digest> ring_keys;
+  Ring ring;           // ring_capable and ring_self, as of the last Rebuild
+  bool stale = false;  // changed since the last Rebuild
+
+  struct Change {
+    bool peers_changed = false;       // endpoints or ring capability
+    bool endpoints_gone = false;      // the node has no endpoints now
+    std::vector<std::string> issues;  // problems with the annotation, only when its value changed
+  };
+  // One node lease (its purelb.io/heartbeat annotation, empty: none; its ring capability) or its
+  // deletion.
+  Change Observe(const election::NodeName& node, std::string_view annotation, bool deleted,
+                 bool ring_capable_now);
+  // Drops the ring capability of nodes without endpoints and rebuilds the ring.
+  void Rebuild(election::ElectionHasher& hasher);
+};
+
 struct EngineOptions {
   election::NodeName node;  // this node
   HeartbeatConfig config;   // interval, miss count, datagram limit (the port is the adapter's)
@@ -81,6 +110,9 @@ struct HeartbeatStats {
   std::uint64_t reports_made = 0;  // reports this node made (its monitor's verdicts, refutations)
   std::uint64_t reports_sent = 0;  // report datagrams sent (made or forwarded; also in `sent`)
   std::uint64_t reports_received = 0;  // new reports accepted (duplicates are in `dropped`)
+  // New reports not forwarded: they changed no verdict here (Gossip::IsNews), or they end a
+  // suspicion that was never flooded (see Engine::held_).
+  std::uint64_t reports_not_forwarded = 0;
   std::uint64_t dropped_total() const;
 };
 
@@ -117,6 +149,10 @@ class Engine {
                                bool deleted, bool ring = false);
   // Replaces every peer and its endpoints at once (alternative to ObservePeerLease).
   void SetPeers(std::map<election::NodeName, std::vector<Endpoint>> peers);
+  // Takes its peers from `table`, shared with other engines that see the same leases (see
+  // PeerTable): it may hold this node's own lease too, which the engine skips. Rebuild it first,
+  // or each engine rebuilds its own copy. A later ObservePeerLease or SetPeers copies it.
+  void UsePeers(std::shared_ptr<PeerTable> table);
   // The addresses this node announces now (after yielding). A change is sent at once (the next
   // Poll). Returns whether it changed.
   bool SetAnnounced(std::vector<net::IpAddress> addresses);
@@ -140,12 +176,15 @@ class Engine {
   void RecordSendErrors(std::uint64_t failed);
   // One received datagram (`from`: its source, for logs): a heartbeat or a report. Returns whether
   // a peer's address list, flags or boot id changed, or a new report came (the agent must re-run
-  // its pass). A new report is forwarded to this node's fingers; a dead report about this node is
-  // refuted with an alive report.
+  // its pass). A new report is forwarded to this node's fingers if it is news here
+  // (Gossip::IsNews), except a fellow monitor's dead report this node does not confirm yet (kept,
+  // see held_); a dead report about this node is refuted with an alive report.
   bool OnDatagram(std::span<const std::uint8_t> datagram, const Endpoint& from, SteadyTime now);
   // The detector's state changes up to `now` (Detector::Evaluate); counts rejoined peers. A ring
   // neighbour's change to dead, unhealthy or leaving, or back to alive from those, becomes a
-  // report flooded to the fingers (sent by the next Poll).
+  // report flooded to the fingers (sent by the next Poll); a dead report no other monitor has
+  // confirmed yet goes to the neighbour's other monitors only (see held_), and so does the alive
+  // report that ends it.
   std::vector<Transition> Evaluate(SteadyTime now);
   // When Poll or Evaluate next has something to do by time alone: the next round or the
   // detector's next deadline. A time not after any `now` (SteadyTime{}) when a round or a report
@@ -189,17 +228,21 @@ class Engine {
   std::uint64_t leaving_rounds() const { return leaving_rounds_; }
   const HeartbeatStats& stats() const { return stats_; }
   const Detector& detector() const { return detector_; }
-  // Every node that publishes heartbeat endpoints, and its endpoints.
+  // Every node that publishes heartbeat endpoints, and its endpoints (this node too when a shared
+  // table holds its lease, see UsePeers).
   const std::map<election::NodeName, std::vector<Endpoint>>& endpoints() const {
-    return endpoints_;
+    return peers_->endpoints;
   }
+  // The nodes whose liveness the last Sync overrides in the Membership (this node excluded).
+  const std::set<election::NodeName>& overridden() const { return overridden_; }
   // The nodes this node exchanges heartbeats with: its ring neighbours and every legacy peer (a
   // node with endpoints that does not speak the ring: an older agent), or every node with
   // endpoints when this node does not speak the ring.
   std::vector<election::NodeName> HeartbeatPeers() const;
   // Nodes with endpoints that do not speak the ring.
   std::size_t legacy_peers() const;
-  const Ring& ring() const { return ring_; }
+  // The ring (ring.h) this node is on; empty when it does not speak the ring.
+  const Ring& ring() const;
   const Gossip& gossip() const { return gossip_; }
   std::vector<PeerStatus> Peers() const;
   std::optional<PeerStatus> Peer(const election::NodeName& node) const;
@@ -207,13 +250,18 @@ class Engine {
  private:
   Engine(EngineOptions options, KeyRing keys, std::unique_ptr<election::Sha256Hasher> hasher);
   void PeersChanged() { peers_dirty_ = true; }
-  void Refresh();  // rebuilds the ring and the detector's peers if the peers changed
+  void Refresh();             // rebuilds the ring and the detector's peers if the peers changed
+  PeerTable& MutablePeers();  // peers_, copied first if shared
   Heartbeat MakeHeartbeat(SteadyTime now);
   void SplitWindows();
   void Drop(DropReason r, const Endpoint& from, const std::string& detail, SteadyTime now);
   bool OnReport(std::span<const std::uint8_t> datagram, const Endpoint& from, SteadyTime now);
   void MakeReport(const PeerStatus& subject, ReportKind kind);
   void Flood(const std::vector<std::uint8_t>& bytes);
+  void FloodHeld(const election::NodeName& subject);  // and forgets them
+  void SendToMonitors(const election::NodeName& subject,
+                      std::span<const election::NodeName> monitors,
+                      const std::vector<std::uint8_t>& bytes);
   // The override of a ring member without a detector verdict, from the gossip: dead on a standing
   // verdict (gossip.h), else live while `keep_alive` (this node's lease is failing: an API outage,
   // and the member is not a heartbeat peer), else none (its lease decides).
@@ -225,17 +273,25 @@ class Engine {
   std::unique_ptr<election::Sha256Hasher> hasher_;
   Detector detector_;
   ReplayGuard replay_;
-  std::map<election::NodeName, std::vector<Endpoint>> endpoints_;
-  std::map<election::NodeName, std::string> annotations_;
-  std::set<election::NodeName> ring_capable_;  // of the nodes in endpoints_
-  Ring ring_;  // ring_capable_ and this node (if options_.ring), rebuilt by Refresh
-  // Ring::Key of each ring member and this node, kept (one SHA-256 per node, not per rebuild).
-  std::map<election::NodeName, election::Digest> ring_keys_;
+  // Never null; the ring holds this node if options_.ring (ring_self, or its own lease when
+  // shared), rebuilt by Refresh.
+  std::shared_ptr<PeerTable> peers_;
   // The peers changed since the ring and the detector's peers were last made to match: a lease
   // informer delivering N leases at start costs one rebuild, not N.
   bool peers_dirty_ = false;
   Gossip gossip_;
   std::vector<Outgoing> pending_reports_;  // sent by the next Poll
+  // Dead reports about a subject, by subject, that this node (one of its monitors) made or
+  // received from a fellow monitor but did not flood: one monitor's suspicion condemns nobody
+  // (gossip.h), so it goes to the other monitors only. When a second monitor's report makes the
+  // verdict here, all of them are flooded; an alive report ends them. A lone monitor losing three
+  // heartbeats in a row (a few times a second on a 5,000-node segment at 1 % loss) then costs 3
+  // datagrams, not a flood over the whole segment.
+  struct Held {
+    std::vector<std::vector<std::uint8_t>> reports;
+    bool own = false;  // this node's own report is among them
+  };
+  std::map<election::NodeName, Held> held_;
   // Heartbeat peers this node dropped when its view of the ring changed, with the time until
   // which it still sends them heartbeats (kLingerAfterRingChange): their own view may change a
   // moment later, and until then they expect to hear this node.

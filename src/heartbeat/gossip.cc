@@ -30,6 +30,31 @@ bool Gossip::Accept(const Report& report) {
       if (seq >= s.alive) s.unwell[report.reporter] = {seq, report.kind};
       break;
   }
+  if (s.dead.empty() && s.unwell.empty()) {
+    suspects_.erase(report.subject);
+  } else {
+    suspects_.insert(report.subject);
+  }
+  return true;
+}
+
+bool Gossip::IsNews(const Report& report, std::span<const election::NodeName> monitors) const {
+  auto it = subjects_.find(report.subject);
+  if (it == subjects_.end() || it->second.boot != report.subject_boot) return true;
+  const Subject& s = it->second;
+  const std::uint64_t seq = report.subject_sequence;
+  switch (report.kind) {
+    case ReportKind::kAlive:
+      return std::any_of(s.dead.begin(), s.dead.end(),
+                         [&](const auto& e) { return e.second < seq; }) ||
+             std::any_of(s.unwell.begin(), s.unwell.end(),
+                         [&](const auto& e) { return e.second.first < seq; });
+    case ReportKind::kDead:
+    case ReportKind::kLeaving:
+      return seq >= s.alive && Verdict(report.subject, monitors) != PeerState::kDead;
+    case ReportKind::kUnhealthy:
+      return seq >= s.alive && !Verdict(report.subject, monitors);
+  }
   return true;
 }
 

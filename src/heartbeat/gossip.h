@@ -22,6 +22,12 @@
 // Accept deduplicates reports by (reporter, reporter boot, id): a flood delivers each report to a
 // node several times, and only the first copy is forwarded. The memory is bounded
 // (kRememberedReports, oldest forgotten first).
+//
+// A new report is forwarded only if it is news here (IsNews): a dead report once two monitors'
+// dead reports already condemn the subject, or a second alive report once the first cleared
+// everything, changes no verdict. Every node forwards the reports that formed its verdict, to each
+// of its fingers, and each node is a finger of about log2(N) others, so every node receives those
+// over as many paths as before; the third and fourth monitors' floods are what is saved.
 #pragma once
 
 #include <cstddef>
@@ -46,6 +52,12 @@ class Gossip {
   // Records `report` unless this exact report was seen before. Returns whether it was new
   // (forward it then).
   bool Accept(const Report& report);
+  // Whether `report`, not accepted yet, would change what this book says (call before Accept):
+  //   about an unknown subject, or another boot of it     -> yes;
+  //   alive: it clears a bad report standing               -> yes, else no;
+  //   dead or leaving: Verdict(subject, monitors) is not kDead and it would stand -> yes, else no;
+  //   unhealthy: no verdict yet and it would stand         -> yes, else no.
+  bool IsNews(const Report& report, std::span<const election::NodeName> monitors) const;
 
   std::optional<PeerState> Verdict(const election::NodeName& subject,
                                    std::span<const election::NodeName> monitors) const;
@@ -55,8 +67,14 @@ class Gossip {
   std::optional<std::uint64_t> StandingDead(const election::NodeName& subject) const;
 
   // Drops what is known of `subject` (it left the membership).
-  void Forget(const election::NodeName& subject) { subjects_.erase(subject); }
+  void Forget(const election::NodeName& subject) {
+    subjects_.erase(subject);
+    suspects_.erase(subject);
+  }
   std::size_t subjects() const { return subjects_.size(); }
+  // The subjects with a bad report standing (dead, unhealthy or leaving), by name: the only ones
+  // Verdict can condemn.
+  const std::set<election::NodeName>& suspects() const { return suspects_; }
 
  private:
   struct Subject {
@@ -69,6 +87,7 @@ class Gossip {
   using Key = std::tuple<election::NodeName, std::uint64_t, std::uint64_t>;
 
   std::map<election::NodeName, Subject> subjects_;
+  std::set<election::NodeName> suspects_;  // subjects_ with a dead or unwell report standing
   std::set<Key> seen_;
   std::deque<Key> seen_order_;
 };

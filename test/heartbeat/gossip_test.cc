@@ -93,6 +93,10 @@ TEST(Gossip, Scenarios) {
                st.subject_boot,       st.subject_sequence, st.kind};
       EXPECT_EQ(g.Accept(r), st.expect_new);
       EXPECT_EQ(g.Verdict(NodeName("x"), monitors), st.expect);
+      // Engine::Sync looks for verdicts among the suspects only.
+      if (st.expect) {
+        EXPECT_EQ(g.suspects().count(NodeName("x")), 1u);
+      }
     }
   }
 }
@@ -106,6 +110,88 @@ TEST(Gossip, StandingDeadAndForget) {
   g.Forget(NodeName("x"));
   EXPECT_EQ(g.subjects(), 0u);
   EXPECT_EQ(g.StandingDead(NodeName("x")), std::nullopt);
+}
+
+// A subject is a suspect while a bad report about it stands, whoever made it: Engine::Sync
+// visits the suspects only, so none it could condemn may be missing.
+TEST(Gossip, SuspectsAreTheSubjectsWithABadReportStanding) {
+  const NodeName x("x");
+  struct Row {
+    const char* what;
+    Report report;
+    bool suspect;
+  };
+  const std::vector<Row> rows = {
+      {"an alive report only", {NodeName("m1"), 1, 1, x, 7, 50, ReportKind::kAlive}, false},
+      {"one dead report (no verdict yet)",
+       {NodeName("m1"), 1, 2, x, 7, 60, ReportKind::kDead},
+       true},
+      {"from a non-monitor too", {NodeName("far"), 1, 1, x, 7, 60, ReportKind::kDead}, true},
+      {"an older alive report leaves them",
+       {NodeName("m2"), 1, 1, x, 7, 55, ReportKind::kAlive},
+       true},
+      {"a later alive report clears them",
+       {NodeName("m2"), 1, 2, x, 7, 61, ReportKind::kAlive},
+       false},
+      {"unhealthy", {NodeName("m2"), 1, 3, x, 7, 70, ReportKind::kUnhealthy}, true},
+      {"a new boot starts afresh", {NodeName("m2"), 1, 4, x, 8, 1, ReportKind::kAlive}, false},
+      {"leaving", {NodeName("m1"), 1, 3, x, 8, 2, ReportKind::kLeaving}, true},
+  };
+  Gossip g;
+  for (const auto& row : rows) {
+    SCOPED_TRACE(row.what);
+    EXPECT_TRUE(g.Accept(row.report));
+    EXPECT_EQ(g.suspects().count(x) == 1, row.suspect);
+  }
+  g.Forget(x);
+  EXPECT_TRUE(g.suspects().empty());
+}
+
+// What is forwarded: a report that would change this book's verdict or clear a standing report.
+TEST(Gossip, IsNews) {
+  const NodeName x("x");
+  const std::vector<NodeName> monitors = {NodeName("m1"), NodeName("m2"), NodeName("m3"),
+                                          NodeName("m4")};
+  struct Row {
+    const char* what;
+    Report report;
+    bool news;
+  };
+  const std::vector<Row> rows = {
+      {"the first dead report", {NodeName("m1"), 1, 1, x, 7, 100, ReportKind::kDead}, true},
+      {"the second: it forms the verdict",
+       {NodeName("m2"), 1, 1, x, 7, 100, ReportKind::kDead},
+       true},
+      {"a third once condemned", {NodeName("m3"), 1, 1, x, 7, 100, ReportKind::kDead}, false},
+      {"leaving once condemned", {NodeName("m4"), 1, 1, x, 7, 100, ReportKind::kLeaving}, false},
+      {"the subject's new boot", {NodeName("m1"), 1, 2, x, 8, 1, ReportKind::kAlive}, true},
+      {"a second alive report of that boot",
+       {NodeName("m2"), 1, 2, x, 8, 2, ReportKind::kAlive},
+       false},
+      {"a stale dead report (before the alive one)",
+       {NodeName("m3"), 1, 2, x, 8, 1, ReportKind::kDead},
+       false},
+      {"a fresh dead report", {NodeName("m3"), 1, 3, x, 8, 9, ReportKind::kDead}, true},
+      {"an alive report that clears it",
+       {NodeName("x"), 8, 10, x, 8, 10, ReportKind::kAlive},
+       true},
+      {"unhealthy", {NodeName("m1"), 1, 3, x, 8, 11, ReportKind::kUnhealthy}, true},
+      {"unhealthy again from another monitor",
+       {NodeName("m2"), 1, 3, x, 8, 11, ReportKind::kUnhealthy},
+       false},
+      {"leaving while unhealthy (turns it dead)",
+       {NodeName("m2"), 1, 4, x, 8, 12, ReportKind::kLeaving},
+       true},
+      {"a report from an older boot (starts afresh)",
+       {NodeName("m4"), 1, 2, x, 7, 200, ReportKind::kAlive},
+       true},
+  };
+  Gossip g;
+  for (const auto& row : rows) {
+    SCOPED_TRACE(row.what);
+    EXPECT_EQ(g.IsNews(row.report, monitors), row.news);
+    EXPECT_TRUE(g.Accept(row.report));
+  }
 }
 
 TEST(Gossip, RemembersABoundedNumberOfReports) {
