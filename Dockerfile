@@ -28,7 +28,7 @@ RUN apt-get update \
 FROM debian:bookworm-slim AS pylon
 RUN apt-get update \
  && apt-get install -y --no-install-recommends ca-certificates libcurl4 libssl3 libmnl0 \
-      libyaml-cpp0.7 \
+      libyaml-cpp0.7 libnftables1 \
  && rm -rf /var/lib/apt/lists/*
 COPY --from=build /build/pylon /usr/local/bin/pylon
 USER 65532:65532

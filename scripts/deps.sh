@@ -10,7 +10,7 @@ PKGS=(
   clang clang-14 libclang-rt-14-dev clang-format
   iproute2 iputils-ping iputils-arping ndisc6 tcpdump curl jq procps psmisc openssl socat
   universal-ctags
-  iptables nftables conntrack bird2
+  iptables nftables libnftables-dev conntrack bird2
   # The kubelet lab (docs/lab.md): a containerd per node, runc, the CNI bridge and host-local
   # plugins in /usr/lib/cni.
   containerd runc containernetworking-plugins

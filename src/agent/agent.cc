@@ -97,6 +97,11 @@ Agent::Agent(AgentOptions options, AgentDeps deps, Planner planner)
     rd.wire = wire_.get();
     rd.takeover.lifetime = EffectiveAddressLifetime(options_);
   }
+  if (d_.nftables != nullptr && options_.drain_timeout > Duration(0)) {
+    nftables::Nftables* nft = d_.nftables;
+    rd.drain_timeout = options_.drain_timeout;
+    rd.apply_drain_ruleset = [nft](std::string_view text) { return nft->Run(text); };
+  }
   reconciler_ = std::make_unique<Reconciler>(rd);
   lease_ = std::make_unique<LeaseKeeper>(
       *d_.client, options_.ns, election::NodeName(options_.node_name), options_.timing, *d_.clock,
@@ -215,7 +220,20 @@ void Agent::OnLease(const Json& obj, bool deleted) {
       if (!e.taken) probed_free.insert(e.address);
     }
   }
+  std::vector<net::IpAddress> addresses;
+  if (!deleted && node->str() != options_.node_name) {
+    for (const auto& e :
+         heartbeat::ParseEndpoints(k8s::Annotation(obj, heartbeat::kHeartbeatAnnotation))
+             .endpoints) {
+      addresses.push_back(e.address);
+    }
+  }
   std::lock_guard<std::mutex> lock(mu_);
+  if (addresses.empty()) {
+    peer_addresses_.erase(*node);
+  } else {
+    peer_addresses_[*node] = std::move(addresses);
+  }
   if (restarting) {
     restarting_.insert(*node);
   } else {
@@ -246,6 +264,8 @@ void Agent::OnLease(const Json& obj, bool deleted) {
 
 Status Agent::Start(Duration sync_timeout) {
   if (auto st = sync_->Load(); !st) return st;
+  // A predecessor's drain ends here: this agent does not know what it forwarded, nor since when.
+  reconciler_->ClearDrains();
   // What a previous agent on this node left: ours (recorded, or tagged) and still on the NIC.
   if (auto present = d_.netlink->ListAddresses(std::nullopt); present) {
     for (const auto& a : *present) {
@@ -874,6 +894,7 @@ void Agent::RefreshPeerSigns() {
   peer_signs_.clear();
   for (const auto& [node, url] : peer_kube_proxy_) peer_signs_[node].kube_proxy_url = url;
   for (const auto& node : restarting_) peer_signs_[node].restarting = true;
+  for (const auto& [node, addresses] : peer_addresses_) peer_signs_[node].addresses = addresses;
   if (hb_) {
     for (const auto& p : hb_->Peers()) {
       HolderSigns& s = peer_signs_[p.node];
@@ -969,6 +990,7 @@ void Agent::Shutdown() {
   // addresses still answer here; only then do the addresses leave kube-lb0.
   if (bgp_) bgp_->Drain();
   OnePass(true);
+  reconciler_->ClearDrains();
   if (hb_) hb_->Leave();
   lease_->Stop();
   if (auto deleted = lease_->Delete(); !deleted) {

@@ -58,6 +58,7 @@
 #include "k8s/informer.h"
 #include "metrics/registry.h"
 #include "netlink/netlink.h"
+#include "nftables/nftables.h"
 #include "packet/announcer.h"
 
 namespace pylon::agent {
@@ -73,6 +74,8 @@ struct AgentDeps {
   // Opens a second Netlink in the calling thread's namespace, for the heartbeat service's own
   // thread (link state). Optional: without it the heartbeat service assumes the link is up.
   std::function<Result<std::unique_ptr<netlink::Netlink>>()> open_netlink;
+  // The node's nftables, for the drain of planned moves (drain.h). Null: no drain.
+  nftables::Nftables* nftables = nullptr;
 };
 
 class Agent {
@@ -217,6 +220,9 @@ class Agent {
   std::condition_variable cv_;
   election::Membership membership_;  // guarded by mu_
   std::set<NodeName> restarting_;    // leases with purelb.io/restarting; guarded by mu_
+  // Other nodes' heartbeat endpoint addresses (their lease's purelb.io/heartbeat): where the
+  // drain forwards (HolderSigns::addresses). Guarded by mu_.
+  std::map<NodeName, std::vector<net::IpAddress>> peer_addresses_;
   // Leases with a purelb.io/heartbeat annotation (the quiet lease's lease-only test); guarded by
   // mu_.
   std::set<NodeName> heartbeat_annotated_;

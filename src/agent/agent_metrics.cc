@@ -37,6 +37,10 @@ void DescribeAgentMetrics(metrics::Registry& r) {
              "(crash|planned|kube-proxy|election), and those a restarted agent kept in place "
              "(restart-adopted)",
              Type::kCounter, {{"reason", reasons}});
+  r.Describe(kMetricDrainForwards,
+             "Addresses taken over in a planned move whose established TCP flows this node "
+             "forwards to the previous holder now (the drain)",
+             Type::kGauge);
   r.Describe(kMetricAddressConflicts,
              "Addresses in conflict now: held by someone else on this node (left untouched), "
              "withheld because a foreign MAC answered their probe, or claimed by a foreign MAC "

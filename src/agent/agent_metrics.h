@@ -18,6 +18,9 @@ inline constexpr char kMetricAddressOps[] = "purelb_address_operations_total";
 // Local addresses taken over from another node, by reason (takeover.h MoveReason), and
 // restart-adopted: addresses a restarted agent kept in place.
 inline constexpr char kMetricAddressMoves[] = "purelb_address_moves_total";
+// Addresses this node took over in a planned move whose established TCP flows it forwards to the
+// previous holder now (drain.h).
+inline constexpr char kMetricDrainForwards[] = "purelb_drain_forwards";
 inline constexpr char kMetricAddressConflicts[] = "purelb_address_conflicts";
 inline constexpr char kMetricConflictsDetected[] = "purelb_address_conflicts_detected_total";
 // Successful and failed renewals of this node's lease (result = success|failure).

@@ -20,6 +20,7 @@
 #include "k8s/client_impl.h"
 #include "k8s/rest_config.h"
 #include "netlink/netlink_impl.h"
+#include "nftables/nftables.h"
 
 namespace pylon::agent {
 
@@ -100,6 +101,16 @@ int RunAgentCommand(int argc, char** argv) {
     if (!n) return Fail(n.error());
     return std::unique_ptr<netlink::Netlink>(std::move(*n));
   };
+  std::unique_ptr<nftables::Nftables> nft;
+  if (opts->drain_timeout > Duration(0)) {
+    if (auto n = nftables::OpenNftables(); n) {
+      nft = std::move(*n);
+      deps.nftables = nft.get();
+    } else {
+      log::Warn("nftables unavailable: planned moves reset established flows (no drain)",
+                {{"error", n.error().message()}});
+    }
+  }
   auto agent = Agent::Create(*opts, deps);
   if (!agent) {
     log::Error("agent", {{"error", agent.error().message()}});

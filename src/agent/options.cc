@@ -109,6 +109,19 @@ std::unique_ptr<cli::App> NewAgentCommand(AgentOptions* o) {
          },
          "valid lifetime of announced addresses (default: the lease duration)")
       ->type_name("DURATION");
+  app->add_option_function<std::string>(
+         "--drain-timeout",
+         [o](const std::string& v) {
+           auto d = ParseGoDuration(v);
+           if (!d) throw CLI::ValidationError("--drain-timeout", d.error().message());
+           if (*d < Duration::zero()) {
+             throw CLI::ValidationError("--drain-timeout", "must not be negative");
+           }
+           o->drain_timeout = *d;
+         },
+         "after a planned move (the holder excluded from load balancing), forward the "
+         "established TCP flows to the previous holder this long (0 = off; default 2m)")
+      ->type_name("DURATION");
   AddChoice(
       *app, "--on-sigterm",
       [o](const std::string& v) {

@@ -64,6 +64,10 @@ struct AgentOptions {
   // --on-sigterm auto|restart|leave (or $PYLON_ON_SIGTERM): restart keeps the addresses and the
   // lease for the next agent; leave withdraws them; auto decides (lifecycle.h DecideStop).
   SigtermMode on_sigterm = SigtermMode::kAuto;
+  // --drain-timeout DURATION (0 = off): how long the node that takes an address over in a planned
+  // move (its holder excluded from load balancing, still alive) forwards the established TCP
+  // flows through it to that holder (drain.h; docs/failover.md "Lifecycle").
+  Duration drain_timeout = std::chrono::minutes(2);
   // --takeover-check on|off: the successor's wire check before taking over from a silent holder
   // (takeover.h; docs/failover.md "A killed agent").
   bool takeover_check = true;

@@ -64,7 +64,8 @@ Reconciler::Reconciler(ReconcilerDeps deps)
       gate_(deps.gate),
       takeover_(deps.takeover),
       claim_tracker_(deps.claim),
-      ahead_(deps.ahead) {
+      ahead_(deps.ahead),
+      drains_(deps.drain_timeout) {
   if (d_.metrics) DescribeAgentMetrics(*d_.metrics);
 }
 
@@ -153,6 +154,7 @@ PassResult Reconciler::Run(const PlanInputs& in, const election::Membership& mem
   const std::map<NodeName, HolderSigns> holders = Holders(in, membership, now);
   move_reasons_.clear();
   if (d_.wire) GateTakeovers(holders, r.plan, now);
+  if (d_.apply_drain_ruleset && d_.drain_timeout > Duration(0)) UpdateDrains(holders, r.plan, now);
   if (r.plan.virtual_in_use) virtual_seen_ = true;
   if (virtual_seen_ && !in.shutting_down) CheckNodeSysctls(*in.network, r);
 
@@ -414,6 +416,7 @@ std::map<NodeName, HolderSigns> Reconciler::Holders(const PlanInputs& in,
       s.leaving = e.leaving;
       s.restarting = e.restarting;
       s.kube_proxy_url = e.kube_proxy_url;
+      s.addresses = e.addresses;
       if (e.last_alive && (!s.last_alive || *e.last_alive > *s.last_alive)) {
         s.last_alive = e.last_alive;
       }
@@ -469,6 +472,54 @@ void Reconciler::GateTakeovers(const std::map<NodeName, HolderSigns>& holders, P
   }
   move_reasons_ = std::move(dec.allowed);
   WithholdFromPlan(plan, dec.withhold);
+}
+
+void Reconciler::UpdateDrains(const std::map<NodeName, HolderSigns>& holders, const Plan& plan,
+                              SteadyTime now) {
+  const auto& owned = d_.sync->owned();
+  std::set<net::IpAddress> held;
+  for (const auto& a : plan.addresses) {
+    if (a.kind != AddressKind::kLocal) continue;
+    held.insert(a.address.address());
+    if (a.previous_announcer.empty() || owned.count(OwnedAddress{a.interface, a.address})) continue;
+    auto h = holders.find(NodeName(a.previous_announcer));
+    if (h == holders.end() || !h->second.excluded || !h->second.live) continue;
+    auto via = DrainVia(a.address.Masked(), h->second.addresses);
+    if (!via) {
+      log::Info("planned move without drain: no address of the previous holder on the subnet",
+                {{"address", a.address.address().ToString()}, {"from", a.previous_announcer}});
+      continue;
+    }
+    drains_.Start(DrainForward{a.address.address(), *via, a.interface, h->first, {}}, now);
+  }
+  drains_.Retain(held, now);
+  if (!drains_.TakeChanged() && !drain_write_failed_) return;
+  const std::vector<DrainForward> forwards = drains_.Forwards();
+  if (d_.metrics) d_.metrics->Set(kMetricDrainForwards, {}, static_cast<double>(forwards.size()));
+  auto s = d_.apply_drain_ruleset(RenderDrainRuleset(forwards));
+  drain_write_failed_ = !s.has_value();
+  if (!s) {
+    log::Warn(
+        "drain: cannot write the forwarding table; established flows through moved "
+        "addresses are reset",
+        {{"error", s.error().message()}});
+    return;
+  }
+  std::string what;
+  for (const auto& f : forwards) {
+    what += (what.empty() ? "" : ",") + f.address.ToString() + "->" + f.from.str();
+  }
+  log::Info("drain: forwarding the established flows of moved addresses to their previous holders",
+            {{"forwards", what.empty() ? "none" : what}});
+}
+
+void Reconciler::ClearDrains() {
+  if (!d_.apply_drain_ruleset || d_.drain_timeout <= Duration(0)) return;
+  drains_.Retain({}, d_.clock->Now());
+  (void)drains_.TakeChanged();
+  if (auto s = d_.apply_drain_ruleset(RenderDrainRuleset({})); !s) {
+    log::Warn("drain: cannot clear the forwarding table", {{"error", s.error().message()}});
+  }
 }
 
 void Reconciler::ReportMoves(const SyncReport& sync,
@@ -718,6 +769,7 @@ std::optional<SteadyTime> Reconciler::NextWakeup(const election::Membership& mem
   consider(gate_.NextWakeup());
   consider(takeover_.NextWakeup());
   if (d_.background) consider(ahead_.NextWakeup(d_.clock->Now()));
+  consider(drains_.NextExpiry());
   return next;
 }
 

@@ -24,6 +24,7 @@
 #include "agent/address_sync.h"
 #include "agent/claim_monitor.h"
 #include "agent/conflicts.h"
+#include "agent/drain.h"
 #include "agent/garp.h"
 #include "agent/node_sysctls.h"
 #include "agent/planner.h"
@@ -69,6 +70,11 @@ struct ReconcilerDeps {
   // The successor's wire check before a takeover (takeover.h). Null: takeovers are immediate.
   WireChecker* wire = nullptr;
   TakeoverGateOptions takeover{};
+  // The drain of planned moves (drain.h): how long established TCP flows through an address
+  // taken from an excluded, live holder are forwarded to it (0: no drain), and what writes the
+  // forwarding table (the agent's nftables; empty: no drain).
+  Duration drain_timeout{0};
+  std::function<Status(std::string_view)> apply_drain_ruleset{};
 };
 
 // Given the local addresses this pass elected for this node, the ones it must not announce
@@ -113,6 +119,9 @@ class Reconciler {
   void HandleClaims(const election::Membership& membership);
   // The last node-sysctl verdict; nullopt before virtual addresses were first in use.
   const std::optional<NodeSysctlVerdict>& NodeSysctls() const { return sysctls_.current(); }
+  // Removes the drain's forwarding table, whatever it holds (at start: a predecessor's; at a
+  // graceful stop: this agent's). No-op without a drain.
+  void ClearDrains();
   // Probe ahead: the addresses the allocator will hand out next (every ServiceGroup's
   // status.probeAhead) and those another live member published as proven free
   // (model/probe_ahead.h). Used by the next Run.
@@ -151,6 +160,11 @@ class Reconciler {
   // The successor's wire check: withholds takeovers from holders that still answer; records
   // the reason of each takeover allowed (move_reasons_).
   void GateTakeovers(const std::map<NodeName, HolderSigns>& holders, Plan& plan, SteadyTime now);
+  // The drain (drain.h): starts forwarding for the planned moves this pass takes, ends what is due
+  // or no longer held, and writes the table when that changed. Before the sync adds the
+  // addresses: the table is in place before the first announcement.
+  void UpdateDrains(const std::map<NodeName, HolderSigns>& holders, const Plan& plan,
+                    SteadyTime now);
   // Counts and reports (event AddressMoved) the takeovers the sync just made.
   void ReportMoves(const SyncReport& sync, const std::map<NodeName, HolderSigns>& holders);
 
@@ -168,6 +182,8 @@ class Reconciler {
   std::map<net::IpAddress, MoveReason> move_reasons_;  // allowed by the last GateTakeovers
   ClaimTracker claim_tracker_;
   ProbeAhead ahead_;
+  DrainBook drains_;
+  bool drain_write_failed_ = false;  // the last table write failed: write again next pass
   std::optional<election::Elector> ahead_elector_;  // own instance: candidates are not Services
   std::set<net::IpAddress> ahead_elected_;          // addresses set in ahead_elector_
   std::vector<net::IpAddress> ahead_candidates_;

@@ -67,6 +67,9 @@ struct HolderSigns {
   std::optional<SteadyTime> last_alive;
   std::vector<net::MacAddress> macs;  // its announcing interfaces (purelb.io/macs)
   std::string kube_proxy_url;         // its kube-proxy /healthz; "" = cannot be checked
+  // Its addresses on the segments (its heartbeat endpoints, purelb.io/heartbeat): where the drain
+  // of a planned move sends the flows it still carries (drain.h). Empty: heartbeats off.
+  std::vector<net::IpAddress> addresses;
 };
 
 // A takeover the planner wants now: a local address this node won, does not hold, and another

@@ -139,6 +139,24 @@ std::vector<Event> Events() {
          return WaitAgentsReady(lab, Ms(60000));
        },
        nullptr},
+      {"kill-forever",
+       "SIGKILL of the announcer's agent, not restarted for 15 s (its kubelet stopped; the "
+       "address lifetime is 10 s)",
+       [sleep](Lab& lab, const std::string& node) -> Status {
+         auto pid = AgentPid(node);
+         if (!pid) return Fail(ErrorCode::kNotFound, "no agent process of " + node);
+         if (auto s = lab.SignalKubelet(node, SIGSTOP); !s) return s;
+         if (kill(*pid, SIGKILL) != 0) {
+           (void)lab.SignalKubelet(node, SIGCONT);
+           return FailErrno(errno, "kill");
+         }
+         sleep(15000);
+         return Ok();
+       },
+       [](Lab& lab, const std::string& node) {
+         (void)lab.SignalKubelet(node, SIGCONT);
+         (void)WaitAgentsReady(lab, Ms(60000));
+       }},
       {"freeze", "the announcer's node frozen for 5 s (a crash), then thawed",
        [sleep](Lab& lab, const std::string& node) -> Status {
          if (auto s = lab.FreezeNode(node, true); !s) return s;
@@ -157,6 +175,19 @@ std::vector<Event> Events() {
        [](Lab& lab, const std::string& node) {
          (void)lab.Kubectl(
              {"label", "node", node, "node.kubernetes.io/exclude-from-external-load-balancers-"});
+       }},
+      {"autoscaler-taint",
+       "the announcer tainted ToBeDeletedByClusterAutoscaler (NoSchedule, as the cluster "
+       "autoscaler does before it drains a node)",
+       [sleep](Lab& lab, const std::string& node) -> Status {
+         auto r =
+             lab.Kubectl({"taint", "node", node, "ToBeDeletedByClusterAutoscaler=1:NoSchedule"});
+         if (!r) return Fail(r.error());
+         sleep(5000);
+         return Ok();
+       },
+       [](Lab& lab, const std::string& node) {
+         (void)lab.Kubectl({"taint", "node", node, "ToBeDeletedByClusterAutoscaler-"});
        }},
       {"cordon", "the announcer cordoned",
        [sleep](Lab& lab, const std::string& node) -> Status {
@@ -244,7 +275,9 @@ Subcommand AddLifecycle(cli::App& lab) {
   sub->add_option("--flows", f->flows, "long-lived flows through the address")
       ->check(CLI::Range(0, 200));
   sub->add_option("--events", f->events,
-                  "the events to run, of rollout,kill-restart,freeze,exclude,cordon,kube-proxy "
+                  "the events to run, of "
+                  "rollout,kill-restart,kill-forever,freeze,exclude,autoscaler-taint,cordon,"
+                  "kube-proxy "
                   "(default: all)")
       ->type_name("LIST");
   return {sub, [f] { return RunLifecycle(*f); }};

@@ -540,6 +540,12 @@ Status Lab::WaitKubeProxyHealthy(const LabNode& n, std::chrono::steady_clock::ti
   }
 }
 
+Status Lab::SignalKubelet(const std::string& node, int sig) {
+  auto it = procs_.find("kubelet-" + node);
+  if (it == procs_.end()) return Fail(ErrorCode::kNotFound, "no kubelet running on " + node);
+  return it->second.Signal(sig);
+}
+
 Status Lab::SignalKubeProxy(const std::string& node, int sig) {
   auto it = procs_.find("kube-proxy-" + node);
   if (it == procs_.end()) return Fail(ErrorCode::kNotFound, "no kube-proxy running on " + node);

@@ -167,6 +167,9 @@ class Lab {
   // One node's kube-proxy: a signal (SIGKILL: it dies and leaves its rules), and a restart that
   // stops what runs, starts it again and waits until its /healthz answers 200.
   Status SignalKubeProxy(const std::string& node, int sig);
+  // The kubelet of a node (kubelet lab): SIGSTOP keeps it from restarting a killed container
+  // until SIGCONT.
+  Status SignalKubelet(const std::string& node, int sig);
   Status RestartKubeProxy(const std::string& node);
 
   // --- BGP (config().bgp) ---

@@ -49,6 +49,7 @@ const Family kFamilies[] = {
      "counter",
      {"{reason=\"crash\"} 0", "{reason=\"election\"} 0", "{reason=\"kube-proxy\"} 0",
       "{reason=\"planned\"} 0", "{reason=\"restart-adopted\"} 0"}},
+    {kMetricDrainForwards, "gauge", {" 0"}},
     {kMetricAddressConflicts, "gauge", {" 0"}},
     {kMetricConflictsDetected, "counter", {"{kind=\"claim\"} 0", "{kind=\"probe\"} 0"}},
     {kMetricKubeProxyHealthy, "gauge", {" 0"}},

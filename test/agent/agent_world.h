@@ -275,6 +275,22 @@ class AgentWorld {
     reconciler_ = std::make_unique<Reconciler>(d);
   }
 
+  // Turns the drain of planned moves on (drain.h): every table written lands in drain_rulesets_,
+  // with whether the kernel already held `watch` then (drain_before_add_); a write fails while
+  // drain_fail_ is set.
+  void EnableDrain(Duration timeout, std::string watch = "") {
+    ReconcilerDeps d{planner_.get(), sync_.get(), &garp_,    &announcer_,
+                     &nl_,           &writer_,    &metrics_, &clock_};
+    d.drain_timeout = timeout;
+    d.apply_drain_ruleset = [this, watch](std::string_view text) -> Status {
+      if (drain_fail_) return Fail(ErrorCode::kSystem, "nftables: injected");
+      drain_rulesets_.emplace_back(text);
+      drain_before_add_.push_back(!watch.empty() && KernelHas(eth0_, watch));
+      return Ok();
+    };
+    reconciler_ = std::make_unique<Reconciler>(d);
+  }
+
   // Probing plus probe ahead: background probes also run inline (background_).
   void EnableProbeAhead(ProbeAheadOptions ahead = {}) {
     prober_ = std::make_unique<InlineProber>(announcer_);
@@ -379,6 +395,9 @@ class AgentWorld {
   bool defer_unseen_ = false;
   std::set<net::IpAddress> keep_;
   std::map<NodeName, HolderSigns> peer_signs_;
+  std::vector<std::string> drain_rulesets_;
+  std::vector<bool> drain_before_add_;
+  bool drain_fail_ = false;
   std::vector<NodeName> excluded_;
   election::Membership membership_;
   MemoryOwnershipStore store_;

@@ -792,6 +792,104 @@ TEST(ReconcilerTest, TakeoverFromAHolderThatLeftIsImmediateAndCountedPlanned) {
   EXPECT_EQ(w.metrics_.Get(kMetricAddressMoves, {{"reason", "planned"}}), 1);
 }
 
+// --- The drain of planned moves (drain.h) ---------------------------------------------------
+
+// node1 held the address and leaves load balancing (excluded) while alive: this node takes the
+// address and, before adding it, forwards the flows node1 still carries to node1's address on
+// the segment; for the timeout, then not.
+TEST(ReconcilerTest, TakeoverFromAnExcludedLiveHolderForwardsItsFlowsFirst) {
+  const std::string ip = "192.0.2.100";
+  const std::string self = HashWinner({"node2", "node3"}, Ip(ip));
+  AgentWorld w(self);
+  w.EnableDrain(std::chrono::seconds(60), ip + "/24");
+  w.peer_signs_[NodeName("node1")].addresses = {Ip("2001:db8:1::11"), Ip("192.0.2.11")};
+  w.services_.push_back(
+      Svc("web", {.ips = {ip}, .annotations = {{model::kAnnAnnouncingV4, "node1,eth0"}}}));
+  w.Pass();
+  EXPECT_FALSE(w.KernelHas(w.eth0_, ip + "/24")) << "node1 is alive and sticky";
+  EXPECT_TRUE(w.drain_rulesets_.empty());
+
+  w.excluded_.push_back(NodeName("node1"));  // e.g. labelled exclude-from-external-load-balancers
+  w.Pass();
+  EXPECT_TRUE(w.KernelHas(w.eth0_, ip + "/24"));
+  ASSERT_EQ(w.drain_rulesets_.size(), 1u);
+  EXPECT_NE(w.drain_rulesets_[0].find("ip daddr 192.0.2.100 tcp flags & (syn | ack) != syn ct "
+                                      "state { new, invalid } dup to 192.0.2.11 device \"eth0\""),
+            std::string::npos)
+      << w.drain_rulesets_[0];
+  EXPECT_FALSE(w.drain_before_add_[0]) << "the table is written before the address is added";
+  EXPECT_EQ(w.metrics_.Get(kMetricDrainForwards, {}), 1);
+  EXPECT_EQ(w.metrics_.Get(kMetricAddressMoves, {{"reason", "planned"}}), 1);
+
+  // Later passes (the announcing annotation now names this node) write nothing new.
+  w.Advance(std::chrono::seconds(30), {"node1", "node2", "node3"});
+  w.Pass();
+  EXPECT_EQ(w.drain_rulesets_.size(), 1u);
+  // The timeout: the table is emptied, the address stays.
+  w.Advance(std::chrono::seconds(30), {"node1", "node2", "node3"});
+  w.Pass();
+  ASSERT_EQ(w.drain_rulesets_.size(), 2u);
+  EXPECT_EQ(w.drain_rulesets_[1], RenderDrainRuleset({}));
+  EXPECT_EQ(w.metrics_.Get(kMetricDrainForwards, {}), 0);
+  EXPECT_TRUE(w.KernelHas(w.eth0_, ip + "/24"));
+}
+
+// Which takeovers drain: only from a holder that is excluded, still alive, and has an address on
+// the subnet.
+TEST(ReconcilerTest, OnlyPlannedMovesFromLiveHoldersWithAnAddressDrain) {
+  const std::string ip = "192.0.2.100";
+  const std::string self = HashWinner({"node2", "node3"}, Ip(ip));
+  struct Row {
+    const char* what;
+    bool excluded;
+    bool alive;
+    std::vector<std::string> addresses;
+    bool drains;
+  };
+  for (const Row& r :
+       {Row{"excluded and alive", true, true, {"192.0.2.11"}, true},
+        Row{"crashed (lease expired), not excluded", false, false, {"192.0.2.11"}, false},
+        Row{"excluded, but its lease expired too", true, false, {"192.0.2.11"}, false},
+        Row{"excluded, no heartbeat endpoints", true, true, {}, false},
+        Row{"excluded, its address on another subnet", true, true, {"198.51.100.11"}, false}}) {
+    SCOPED_TRACE(r.what);
+    AgentWorld w(self);
+    w.EnableDrain(std::chrono::seconds(60));
+    for (const auto& a : r.addresses) w.peer_signs_[NodeName("node1")].addresses.push_back(Ip(a));
+    w.services_.push_back(
+        Svc("web", {.ips = {ip}, .annotations = {{model::kAnnAnnouncingV4, "node1,eth0"}}}));
+    w.Pass();
+    if (r.excluded) w.excluded_.push_back(NodeName("node1"));
+    if (!r.alive) w.Advance(std::chrono::seconds(11), {"node2", "node3"});
+    w.Pass();
+    EXPECT_TRUE(w.KernelHas(w.eth0_, ip + "/24"));
+    EXPECT_EQ(!w.drain_rulesets_.empty(), r.drains);
+    EXPECT_EQ(w.metrics_.Get(kMetricDrainForwards, {}), r.drains ? 1 : 0);
+  }
+}
+
+// A table that cannot be written does not stop the move (flows are reset, as without a drain),
+// and is written on the next pass.
+TEST(ReconcilerTest, AFailedDrainWriteIsRetriedAndNeverHoldsTheMove) {
+  const std::string ip = "192.0.2.100";
+  const std::string self = HashWinner({"node2", "node3"}, Ip(ip));
+  AgentWorld w(self);
+  w.EnableDrain(std::chrono::seconds(60));
+  w.peer_signs_[NodeName("node1")].addresses = {Ip("192.0.2.11")};
+  w.services_.push_back(
+      Svc("web", {.ips = {ip}, .annotations = {{model::kAnnAnnouncingV4, "node1,eth0"}}}));
+  w.Pass();
+  w.excluded_.push_back(NodeName("node1"));
+  w.drain_fail_ = true;
+  w.Pass();
+  EXPECT_TRUE(w.KernelHas(w.eth0_, ip + "/24"));
+  EXPECT_TRUE(w.drain_rulesets_.empty());
+  w.drain_fail_ = false;
+  w.Pass();
+  ASSERT_EQ(w.drain_rulesets_.size(), 1u);
+  EXPECT_NE(w.drain_rulesets_[0].find("dup to 192.0.2.11"), std::string::npos);
+}
+
 TEST(ReconcilerTest, RestartedAgentKeepsWhatItHoldsUntilFirstHealthy) {
   const std::string ip = "192.0.2.100";
   const std::string self = HashWinner(kNodes, Ip(ip));
