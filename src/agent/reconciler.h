@@ -11,6 +11,10 @@
 // sync are logged when they first appear, not on every pass.
 //
 // Threading: one thread (the agent loop). All collaborators are borrowed.
+//
+// Implementation: reconciler.cc (the pass, announcements, metrics), reconciler_probes.cc
+// (duplicate-address detection: probes, probe ahead, claims, the conflict annotation),
+// reconciler_takeover.cc (holders, the successor's wire check, moves).
 #pragma once
 
 #include <functional>
