@@ -7,6 +7,7 @@
 
 #include "agent/agent.h"
 #include "agent/agent_metrics.h"
+#include "agent/node_agent_policy.h"
 #include "common/log.h"
 #include "common/object_key.h"
 #include "election/macs_annotation.h"

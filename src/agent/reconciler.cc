@@ -102,60 +102,35 @@ void Reconciler::ReportSyncProblems(const SyncReport& sync) {
   reported_deferred_ = std::move(deferred);
 }
 
-PassResult Reconciler::Run(const PlanInputs& in, const election::Membership& membership,
-                           const YieldFn& yield) {
-  PassResult r;
-  const SteadyTime now = d_.clock->Now();
-  std::set<net::IpAddress> held;
-  PlanInputs with_held = in;
-  if ((in.hold_off || in.defer_to_unseen_announcers) && !in.held) {
-    for (const auto& o : d_.sync->owned()) held.insert(o.address.address());
-    with_held.held = &held;
+std::set<net::IpAddress> Reconciler::ApplyYield(Plan& plan, const YieldFn& yield) {
+  std::vector<net::IpAddress> local;
+  for (const auto& a : plan.addresses) {
+    if (a.kind == AddressKind::kLocal) local.push_back(a.address.address());
   }
-  r.plan = d_.planner->Compute(with_held, membership, now);
-  std::set<net::IpAddress> yielded;
-  if (yield) {
-    std::vector<net::IpAddress> local;
-    for (const auto& a : r.plan.addresses) {
-      if (a.kind == AddressKind::kLocal) local.push_back(a.address.address());
-    }
-    if (!local.empty()) {
-      const std::vector<net::IpAddress> give_up = yield(local);
-      if (!give_up.empty()) {
-        const std::set<net::IpAddress> drop(give_up.begin(), give_up.end());
-        // With what announcing them implies: a node that yields must not claim the address in the
-        // announcing annotation (sticky elections everywhere would follow it).
-        WithholdFromPlan(r.plan, drop);
-        for (const auto& ip : drop) {
-          if (!yielded_.count(ip)) {
-            log::Info("yielding address (heartbeat split-brain resolution)",
-                      {{"address", ip.ToString()}});
-          }
-        }
-        yielded = drop;
-      }
+  if (local.empty()) return {};
+  const std::vector<net::IpAddress> give_up = yield(local);
+  if (give_up.empty()) return {};
+  const std::set<net::IpAddress> drop(give_up.begin(), give_up.end());
+  // With what announcing them implies: a node that yields must not claim the address in the
+  // announcing annotation (sticky elections everywhere would follow it).
+  WithholdFromPlan(plan, drop);
+  for (const auto& ip : drop) {
+    if (!yielded_.count(ip)) {
+      log::Info("yielding address (heartbeat split-brain resolution)",
+                {{"address", ip.ToString()}});
     }
   }
-  if (d_.prober && d_.background) RunProbeAhead(in, membership, r.plan, now);
-  if (d_.prober) GateProbes(in, membership, r.plan, now);
-  const std::map<NodeName, HolderSigns> holders = Holders(in, membership, now);
-  move_reasons_.clear();
-  if (d_.wire) GateTakeovers(holders, r.plan, now);
-  if (r.plan.virtual_in_use) virtual_seen_ = true;
-  if (virtual_seen_ && !in.shutting_down) CheckNodeSysctls(*in.network, r);
+  return drop;
+}
 
-  yielded_ = std::move(yielded);
-  // The last pass of a graceful stop tries every withdrawal now, backoff or not: a record line
-  // must not outlive its address.
-  r.sync = d_.sync->Apply(
-      r.plan.addresses, in.shutting_down ? AddressSync::Retry::kNow : AddressSync::Retry::kBackoff);
+void Reconciler::ReportSyncChanges(const SyncReport& sync, SteadyTime now) {
   const std::string& self = d_.planner->options().self.str();
-  for (const auto& removed : r.sync.removed) {
+  for (const auto& removed : sync.removed) {
     d_.garp->Cancel(removed.address.address());
     log::Info("address withdrawn",
               {{"address", removed.address.ToString()}, {"interface", removed.interface}});
   }
-  for (const auto& added : r.sync.added) {
+  for (const auto& added : sync.added) {
     const net::IpAddress& ip = added.address.address();
     const bool local = added.kind == AddressKind::kLocal;
     log::Info("address added", {{"address", added.address.ToString()},
@@ -172,9 +147,10 @@ PassResult Reconciler::Run(const PlanInputs& in, const election::Membership& mem
           "Node " + self + " announcing " + ip.ToString() + " on interface " + added.interface});
     }
   }
-  ReportMoves(r.sync, holders);
-  ReportSyncProblems(r.sync);
-  std::set<std::string> conflicts(r.sync.conflicts.begin(), r.sync.conflicts.end());
+}
+
+void Reconciler::ReportConflicts(const SyncReport& sync) {
+  std::set<std::string> conflicts(sync.conflicts.begin(), sync.conflicts.end());
   for (const auto& c : conflicts) {
     if (!reported_conflicts_.count(c)) {
       log::Warn("address conflict, left untouched", {{"detail", c}});
@@ -182,38 +158,73 @@ PassResult Reconciler::Run(const PlanInputs& in, const election::Membership& mem
     }
   }
   reported_conflicts_ = std::move(conflicts);
+}
 
-  for (const auto& p : r.plan.annotation_patches) d_.writer->PatchAnnotations(p);
-  for (const auto& s : r.plan.etp_resets) d_.writer->ResetTrafficPolicy(s);
-  for (const auto& l2 : r.plan.l2_upserts) d_.writer->UpsertL2Advertisement(l2);
-  for (const auto& n : r.plan.l2_deletes) d_.writer->DeleteL2Advertisement(n);
-  for (const auto& e : r.plan.events) d_.writer->Event(e);
+void Reconciler::WritePlan(const Plan& plan) {
+  for (const auto& p : plan.annotation_patches) d_.writer->PatchAnnotations(p);
+  for (const auto& s : plan.etp_resets) d_.writer->ResetTrafficPolicy(s);
+  for (const auto& l2 : plan.l2_upserts) d_.writer->UpsertL2Advertisement(l2);
+  for (const auto& n : plan.l2_deletes) d_.writer->DeleteL2Advertisement(n);
+  for (const auto& e : plan.events) d_.writer->Event(e);
   d_.writer->PassDone();
+}
 
+void Reconciler::UpdateHeld(const Plan& plan, const SyncReport& sync, SteadyTime now) {
   // What is held now: the plan's local addresses that the kernel sync owns.
   held_local_.clear();
   const auto& owned = d_.sync->owned();
-  for (const auto& a : r.plan.addresses) {
+  for (const auto& a : plan.addresses) {
     if (a.kind == AddressKind::kLocal && owned.count(OwnedAddress{a.interface, a.address})) {
       held_local_.push_back(a);
     }
   }
-  if (d_.reannounce_interval > Duration(0)) {
-    if (!next_reannounce_) next_reannounce_ = now + d_.reannounce_interval;
-    if (now >= *next_reannounce_) {
-      std::set<net::IpAddress> just_added;
-      for (const auto& added : r.sync.added) just_added.insert(added.address.address());
-      for (const auto& a : held_local_) {
-        if (just_added.count(a.address.address())) continue;  // its takeover burst runs
-        d_.garp->Schedule(a.interface, a.ifindex, a.address.address(), now);
-      }
-      if (!held_local_.empty()) {
-        log::Debug("re-announcing held addresses", {{"count", std::to_string(held_local_.size())}});
-      }
-      next_reannounce_ = now + d_.reannounce_interval;
-    }
+  if (d_.reannounce_interval <= Duration(0)) return;
+  if (!next_reannounce_) next_reannounce_ = now + d_.reannounce_interval;
+  if (now < *next_reannounce_) return;
+  std::set<net::IpAddress> just_added;
+  for (const auto& added : sync.added) just_added.insert(added.address.address());
+  for (const auto& a : held_local_) {
+    if (just_added.count(a.address.address())) continue;  // its takeover burst runs
+    d_.garp->Schedule(a.interface, a.ifindex, a.address.address(), now);
   }
+  if (!held_local_.empty()) {
+    log::Debug("re-announcing held addresses", {{"count", std::to_string(held_local_.size())}});
+  }
+  next_reannounce_ = now + d_.reannounce_interval;
+}
 
+PassResult Reconciler::Run(const PlanInputs& in, const election::Membership& membership,
+                           const YieldFn& yield) {
+  PassResult r;
+  const SteadyTime now = d_.clock->Now();
+  std::set<net::IpAddress> held;
+  PlanInputs with_held = in;
+  if ((in.hold_off || in.defer_to_unseen_announcers) && !in.held) {
+    for (const auto& o : d_.sync->owned()) held.insert(o.address.address());
+    with_held.held = &held;
+  }
+  r.plan = d_.planner->Compute(with_held, membership, now);
+  std::set<net::IpAddress> yielded;
+  if (yield) yielded = ApplyYield(r.plan, yield);
+  if (d_.prober && d_.background) RunProbeAhead(in, membership, r.plan, now);
+  if (d_.prober) GateProbes(in, membership, r.plan, now);
+  const std::map<NodeName, HolderSigns> holders = Holders(in, membership, now);
+  move_reasons_.clear();
+  if (d_.wire) GateTakeovers(holders, r.plan, now);
+  if (r.plan.virtual_in_use) virtual_seen_ = true;
+  if (virtual_seen_ && !in.shutting_down) CheckNodeSysctls(*in.network, r);
+
+  yielded_ = std::move(yielded);
+  // The last pass of a graceful stop tries every withdrawal now, backoff or not: a record line
+  // must not outlive its address.
+  r.sync = d_.sync->Apply(
+      r.plan.addresses, in.shutting_down ? AddressSync::Retry::kNow : AddressSync::Retry::kBackoff);
+  ReportSyncChanges(r.sync, now);
+  ReportMoves(r.sync, holders);
+  ReportSyncProblems(r.sync);
+  ReportConflicts(r.sync);
+  WritePlan(r.plan);
+  UpdateHeld(r.plan, r.sync, now);
   HandleClaims(membership);
   SendDueAnnouncements();
   UpdateMetrics(r);

@@ -7,6 +7,7 @@
 #include "lab/files.h"
 #include "lab/lab.h"
 #include "lab/netns.h"
+#include "lab/responder.h"
 
 namespace pylon::lab {
 

@@ -88,10 +88,10 @@ NodeAddresses Soak::ReadNodeAddresses(std::vector<std::string>& fail) {
     auto j = ParseJson(out, "ip -j addr");
     if (!j) continue;
     for (const auto& link : *j) {
-      const std::string ifname = link.value("ifname", "");
+      const std::string ifname = FindString(link, {"ifname"}).value_or("");
       if (!link.contains("addr_info")) continue;
       for (const auto& a : link["addr_info"]) {
-        const std::string ip = a.value("local", "");
+        const std::string ip = FindString(a, {"local"}).value_or("");
         if (!InSoakPools(ip)) continue;
         (ifname == "kube-lb0" ? on.lb : on.eth0)[ip].insert(n.name);
       }

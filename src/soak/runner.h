@@ -18,6 +18,7 @@
 
 #include "faultproxy/proxy.h"
 #include "lab/lab.h"
+#include "lab/neighbor_probe.h"
 #include "lab/process.h"
 #include "soak/checks.h"
 #include "soak/scenario.h"
