@@ -70,240 +70,262 @@ Status AddressSync::EnsurePromoteSecondaries(const std::string& interface) {
   return Ok();
 }
 
-SyncReport AddressSync::Apply(const std::vector<DesiredAddress>& desired, Retry retry) {
-  SyncReport report;
-  const SteadyTime now = clock_.Now();
-  auto links = nl_.ListLinks();
-  if (!links) {
-    report.errors.push_back(links.error().Wrap("listing links"));
-    return report;
+std::vector<PresentAddress> ClassifyPresent(const std::vector<netlink::AddressInfo>& addrs,
+                                            const std::map<int, std::string>& link_names,
+                                            const std::set<OwnedAddress>& owned) {
+  std::vector<PresentAddress> present;
+  for (const auto& a : addrs) {
+    auto n = link_names.find(a.ifindex);
+    if (n == link_names.end()) continue;
+    OwnedAddress key{n->second, a.prefix};
+    const bool ours = (a.proto && *a.proto == netlink::kPylonAddressProto) || owned.count(key) > 0;
+    const bool v4 = a.family() == net::Family::kV4;
+    const bool secondary = a.has_flag(netlink::addr_flags::kSecondary);
+    present.push_back(
+        PresentAddress{std::move(key), a.ifindex, ours, v4 && secondary, v4 && !secondary});
   }
-  std::map<int, std::string> names;
-  for (const auto& l : *links) names[l.index] = l.name;
+  return present;
+}
 
-  std::set<OwnedAddress> want;
-  for (const auto& d : desired) want.insert(OwnedAddress{d.interface, d.address});
-
-  // Addresses present now, split into ours and foreign.
-  struct Present {
-    OwnedAddress key;
-    int ifindex;
-    bool ours;
-    bool secondary_v4;
-    bool primary_v4;  // an IPv4 primary: removing it takes its secondaries unless promoted
-  };
-  std::vector<Present> present;
-  auto list_present = [&]() -> Status {
-    auto addrs = nl_.ListAddresses(std::nullopt);
-    if (!addrs) return Fail(addrs.error().Wrap("listing addresses"));
-    present.clear();
-    for (const auto& a : *addrs) {
-      auto n = names.find(a.ifindex);
-      if (n == names.end()) continue;
-      OwnedAddress key{n->second, a.prefix};
-      bool ours = (a.proto && *a.proto == netlink::kPylonAddressProto) || owned_.count(key) > 0;
-      const bool v4 = a.family() == net::Family::kV4;
-      const bool secondary = a.has_flag(netlink::addr_flags::kSecondary);
-      present.push_back(
-          Present{std::move(key), a.ifindex, ours, v4 && secondary, v4 && !secondary});
+std::vector<const PresentAddress*> SecondariesOf(const std::vector<PresentAddress>& present,
+                                                 const PresentAddress& primary,
+                                                 const std::set<OwnedAddress>& gone) {
+  std::vector<const PresentAddress*> out;
+  const net::Prefix subnet = primary.key.address.Masked();
+  for (const auto& o : present) {
+    if (o.ifindex == primary.ifindex && o.secondary_v4 && !gone.count(o.key) &&
+        o.key.address.length() == primary.key.address.length() &&
+        subnet.Contains(o.key.address.address())) {
+      out.push_back(&o);
     }
-    return Ok();
-  };
-  if (auto st = list_present(); !st) {
-    report.errors.push_back(st.error());
-    return report;
   }
+  return out;
+}
 
-  // 1. Remove ours that are not desired. Secondaries first, so that a primary removed after them
-  // takes nothing of ours with it. An address not desired is never renewed again: if it cannot
-  // go now, its valid lifetime removes it.
-  std::vector<const Present*> removals;
+std::string ConflictFor(const OwnedAddress& want,
+                        const std::vector<const PresentAddress*>& same_ip) {
+  const PresentAddress* same = nullptr;
+  const PresentAddress* holder = nullptr;  // the same IP elsewhere or with another length
+  for (const PresentAddress* p : same_ip) {
+    if (p->key == want) {
+      same = p;
+    } else if (!p->ours) {
+      holder = p;
+    }
+  }
+  const std::string ip = want.address.address().ToString();
+  if (same && !same->ours) {
+    return ip + " is already on " + want.interface + " and was not added by this agent";
+  }
+  if (!same && holder) {
+    return ip + " is held by someone else on " + holder->key.interface + " (" +
+           holder->key.address.ToString() + ")";
+  }
+  return "";
+}
+
+netlink::AddressSpec DesiredAddressSpec(const DesiredAddress& d, const AddressPolicy& policy,
+                                        std::optional<std::uint8_t> proto) {
+  auto spec = netlink::VipAddressSpec(d.ifindex, d.address, policy.valid_lifetime, proto,
+                                      policy.prefix_route);
+  if (policy.preferred_lifetime && d.address.family() == net::Family::kV4) {
+    spec.lifetimes.preferred = std::min(*policy.preferred_lifetime, policy.valid_lifetime);
+  }
+  return spec;
+}
+
+Status AddressSync::ListPresent(Pass& pass) const {
+  auto addrs = nl_.ListAddresses(std::nullopt);
+  if (!addrs) return Fail(addrs.error().Wrap("listing addresses"));
+  pass.present = ClassifyPresent(*addrs, pass.link_names, owned_);
+  return Ok();
+}
+
+std::vector<const PresentAddress*> AddressSync::PlanRemovals(Pass& pass) {
+  std::vector<const PresentAddress*> removals;
   std::set<OwnedAddress> candidates;
-  for (const auto& p : present) {
-    if (!p.ours || want.count(p.key)) continue;
+  for (const auto& p : pass.present) {
+    if (!p.ours || pass.want.count(p.key)) continue;
     renew_due_.erase(p.key);
     removals.push_back(&p);
     candidates.insert(p.key);
   }
   std::erase_if(pending_, [&](const auto& kv) {
-    return !candidates.count(kv.first) && !want.count(kv.first);
+    return !candidates.count(kv.first) && !pass.want.count(kv.first);
   });
   std::stable_partition(removals.begin(), removals.end(),
-                        [](const Present* p) { return !p->primary_v4; });
-  // The secondaries of IPv4 primary `p` that are still there.
-  std::set<OwnedAddress> gone;
-  auto secondaries_of = [&](const Present& p) {
-    std::vector<const Present*> out;
-    const net::Prefix subnet = p.key.address.Masked();
-    for (const auto& o : present) {
-      if (o.ifindex == p.ifindex && o.secondary_v4 && !gone.count(o.key) &&
-          o.key.address.length() == p.key.address.length() &&
-          subnet.Contains(o.key.address.address())) {
-        out.push_back(&o);
-      }
-    }
-    return out;
-  };
-  bool record_dirty = false;
-  bool relist = false;
-  for (const Present* p : removals) {
-    const OwnedAddress& key = p->key;
-    const std::string what = key.address.ToString() + " from " + key.interface;
-    if (auto it = pending_.find(key);
-        it != pending_.end() && retry == Retry::kBackoff && now < it->second.next) {
-      // Waiting for its backoff: the same outcome as last time.
-      if (it->second.error) report.errors.push_back(*it->second.error);
-      if (!it->second.deferred.empty()) report.deferred.push_back(it->second.deferred);
-      continue;
-    }
-    bool takes_ours_along = false;
-    if (p->primary_v4) {
-      const std::vector<const Present*> along = secondaries_of(*p);
-      if (!along.empty()) {
-        if (auto st = EnsurePromoteSecondaries(key.interface); !st) {
-          const auto foreign =
-              std::find_if(along.begin(), along.end(), [](const Present* o) { return !o->ours; });
-          if (foreign != along.end()) {
-            Backoff(key, now).deferred =
-                "withdrawal of " + what + " deferred: removing it would delete " +
-                (*foreign)->key.address.ToString() +
-                " (not ours) with it because promote_secondaries is off (" + st.error().message() +
-                "); it is no longer renewed and leaves when its valid lifetime ends, or at once "
-                "once net.ipv4.conf.all.promote_secondaries=1";
-            report.deferred.push_back(pending_[key].deferred);
-            continue;
-          }
-          // Only ours go with it: they are added again below.
-          takes_ours_along = true;
+                        [](const PresentAddress* p) { return !p->primary_v4; });
+  return removals;
+}
+
+bool AddressSync::RemoveOne(Pass& pass, const PresentAddress& p) {
+  const OwnedAddress& key = p.key;
+  SyncReport& report = pass.report;
+  const std::string what = key.address.ToString() + " from " + key.interface;
+  if (auto it = pending_.find(key);
+      it != pending_.end() && pass.retry == Retry::kBackoff && pass.now < it->second.next) {
+    // Waiting for its backoff: the same outcome as last time.
+    if (it->second.error) report.errors.push_back(*it->second.error);
+    if (!it->second.deferred.empty()) report.deferred.push_back(it->second.deferred);
+    return false;
+  }
+  bool takes_ours_along = false;
+  if (p.primary_v4) {
+    const std::vector<const PresentAddress*> along = SecondariesOf(pass.present, p, pass.gone);
+    if (!along.empty()) {
+      if (auto st = EnsurePromoteSecondaries(key.interface); !st) {
+        const auto foreign = std::find_if(along.begin(), along.end(),
+                                          [](const PresentAddress* o) { return !o->ours; });
+        if (foreign != along.end()) {
+          Backoff(key, pass.now).deferred =
+              "withdrawal of " + what + " deferred: removing it would delete " +
+              (*foreign)->key.address.ToString() +
+              " (not ours) with it because promote_secondaries is off (" + st.error().message() +
+              "); it is no longer renewed and leaves when its valid lifetime ends, or at once "
+              "once net.ipv4.conf.all.promote_secondaries=1";
+          report.deferred.push_back(pending_[key].deferred);
+          return false;
         }
+        // Only ours go with it: they are added again in this pass.
+        takes_ours_along = true;
       }
     }
-    auto st = nl_.RemoveAddress(p->ifindex, key.address);
-    if (!st && st.error().code() != ErrorCode::kNotFound) {
-      Error e = st.error().Wrap("removing " + what);
-      Backoff(key, now).error = e;
-      report.errors.push_back(std::move(e));
-      continue;
-    }
-    if (takes_ours_along) relist = true;
-    report.removed.push_back(key);
-    gone.insert(key);
-    pending_.erase(key);
-    if (owned_.erase(key)) record_dirty = true;
   }
-  // The kernel deleted secondaries with a primary: see what is there now.
-  if (relist) {
-    if (auto st = list_present(); !st) {
-      report.errors.push_back(st.error());
-      if (record_dirty) {
-        if (auto saved = SaveRecord(); !saved) report.errors.push_back(saved.error());
-      }
-      return report;
-    }
+  auto st = nl_.RemoveAddress(p.ifindex, key.address);
+  if (!st && st.error().code() != ErrorCode::kNotFound) {
+    Error e = st.error().Wrap("removing " + what);
+    Backoff(key, pass.now).error = e;
+    report.errors.push_back(std::move(e));
+    return false;
   }
-  // Indexes of `present`: by exact key, and by IP.
-  std::map<OwnedAddress, const Present*> by_key;
-  std::multimap<net::IpAddress, const Present*> by_ip;
-  for (const auto& p : present) {
-    by_key[p.key] = &p;
-    by_ip.emplace(p.key.address.address(), &p);
-  }
-  // Record entries that are neither present nor desired (expired, removed by hand): forget them.
+  report.removed.push_back(key);
+  pass.gone.insert(key);
+  pending_.erase(key);
+  if (owned_.erase(key)) pass.record_dirty = true;
+  return takes_ours_along;
+}
+
+void AddressSync::ForgetVanished(Pass& pass) {
+  std::set<OwnedAddress> present;
+  for (const auto& p : pass.present) present.insert(p.key);
   for (auto it = owned_.begin(); it != owned_.end();) {
-    bool is_present = by_key.count(*it) > 0;
-    if (!is_present && !want.count(*it)) {
+    if (!present.count(*it) && !pass.want.count(*it)) {
       renew_due_.erase(*it);
       it = owned_.erase(it);
-      record_dirty = true;
+      pass.record_dirty = true;
     } else {
       ++it;
     }
   }
+}
+
+void AddressSync::AddOrRenew(Pass& pass, const DesiredAddress& d,
+                             const std::vector<const PresentAddress*>& same_ip) {
+  const OwnedAddress key{d.interface, d.address};
+  SyncReport& report = pass.report;
+  if (std::string conflict = ConflictFor(key, same_ip); !conflict.empty()) {
+    report.conflicts.push_back(std::move(conflict));
+    return;
+  }
+  const bool present = std::any_of(same_ip.begin(), same_ip.end(),
+                                   [&](const PresentAddress* p) { return p->key == key; });
+  const auto proto = nl_.SupportsAddressProto()
+                         ? std::optional<std::uint8_t>(netlink::kPylonAddressProto)
+                         : std::nullopt;
+  const AddressPolicy& policy =
+      d.kind == AddressKind::kLocal ? options_.local : options_.virtual_addresses;
+  auto spec = DesiredAddressSpec(d, policy, proto);
+  const SteadyTime due = policy.valid_lifetime == netlink::kForever
+                             ? SteadyTime::max()
+                             : pass.now + policy.renew_interval;
+  if (present) {
+    auto it = renew_due_.find(key);
+    if (it != renew_due_.end() && pass.now < it->second) {
+      if (auto p = pending_.find(key); p != pending_.end() && p->second.error) {
+        report.errors.push_back(*p->second.error);  // waiting for its backoff
+      }
+      return;
+    }
+    spec.mode = netlink::AddMode::kReplace;
+    if (auto st = nl_.AddAddress(spec); !st) {
+      Error e = st.error().Wrap("renewing " + d.address.ToString() + " on " + d.interface);
+      Pending& p = Backoff(key, pass.now);
+      p.error = e;
+      renew_due_[key] = p.next;  // not again before the backoff: a due time past is a spin
+      report.errors.push_back(std::move(e));
+      return;
+    }
+    pending_.erase(key);
+    renew_due_[key] = due;
+    if (owned_.insert(key).second) pass.record_dirty = true;
+    ++report.renewed;
+    return;
+  }
+  // Record first: a crash right after the add must still find the address ours.
+  if (owned_.insert(key).second) {
+    if (auto st = SaveRecord(); !st) {
+      owned_.erase(key);
+      report.errors.push_back(st.error());
+      return;
+    }
+  }
+  if (auto st = nl_.AddAddress(spec); !st) {
+    report.errors.push_back(
+        st.error().Wrap("adding " + d.address.ToString() + " to " + d.interface));
+    owned_.erase(key);
+    pass.record_dirty = true;
+    return;
+  }
+  renew_due_[key] = due;
+  report.added.push_back(d);
+}
+
+void AddressSync::SaveIfDirty(Pass& pass) {
+  if (!pass.record_dirty) return;
+  if (auto st = SaveRecord(); !st) pass.report.errors.push_back(st.error());
+}
+
+SyncReport AddressSync::Apply(const std::vector<DesiredAddress>& desired, Retry retry) {
+  Pass pass;
+  pass.now = clock_.Now();
+  pass.retry = retry;
+  auto links = nl_.ListLinks();
+  if (!links) {
+    pass.report.errors.push_back(links.error().Wrap("listing links"));
+    return std::move(pass.report);
+  }
+  for (const auto& l : *links) pass.link_names[l.index] = l.name;
+  for (const auto& d : desired) pass.want.insert(OwnedAddress{d.interface, d.address});
+  if (auto st = ListPresent(pass); !st) {
+    pass.report.errors.push_back(st.error());
+    return std::move(pass.report);
+  }
+
+  // 1. Remove ours that are not desired. Secondaries first, so that a primary removed after them
+  // takes nothing of ours with it. An address not desired is never renewed again: if it cannot
+  // go now, its valid lifetime removes it.
+  bool relist = false;
+  for (const PresentAddress* p : PlanRemovals(pass)) relist |= RemoveOne(pass, *p);
+  // The kernel deleted secondaries with a primary: see what is there now.
+  if (relist) {
+    if (auto st = ListPresent(pass); !st) {
+      pass.report.errors.push_back(st.error());
+      SaveIfDirty(pass);
+      return std::move(pass.report);
+    }
+  }
+  ForgetVanished(pass);
 
   // 2. Add or renew the desired ones.
+  std::map<net::IpAddress, std::vector<const PresentAddress*>> by_ip;
+  for (const auto& p : pass.present) by_ip[p.key.address.address()].push_back(&p);
+  static const std::vector<const PresentAddress*> kNone;
   for (const auto& d : desired) {
-    OwnedAddress key{d.interface, d.address};
-    const Present* same = nullptr;
-    const Present* holder = nullptr;  // the same IP elsewhere or with another length, not ours
-    auto [lo, hi] = by_ip.equal_range(d.address.address());
-    for (auto it = lo; it != hi; ++it) {
-      const Present* p = it->second;
-      if (p->key == key) {
-        same = p;
-      } else if (!p->ours) {
-        holder = p;
-      }
-    }
-    if (same && !same->ours) {
-      report.conflicts.push_back(d.address.address().ToString() + " is already on " + d.interface +
-                                 " and was not added by this agent");
-      continue;
-    }
-    if (!same && holder) {
-      report.conflicts.push_back(d.address.address().ToString() + " is held by someone else on " +
-                                 holder->key.interface + " (" + holder->key.address.ToString() +
-                                 ")");
-      continue;
-    }
-    const auto proto = nl_.SupportsAddressProto()
-                           ? std::optional<std::uint8_t>(netlink::kPylonAddressProto)
-                           : std::nullopt;
-    const AddressPolicy& policy =
-        d.kind == AddressKind::kLocal ? options_.local : options_.virtual_addresses;
-    auto spec = netlink::VipAddressSpec(d.ifindex, d.address, policy.valid_lifetime, proto,
-                                        policy.prefix_route);
-    if (policy.preferred_lifetime && d.address.family() == net::Family::kV4) {
-      spec.lifetimes.preferred = std::min(*policy.preferred_lifetime, policy.valid_lifetime);
-    }
-    const SteadyTime due = policy.valid_lifetime == netlink::kForever ? SteadyTime::max()
-                                                                      : now + policy.renew_interval;
-    if (same) {
-      auto it = renew_due_.find(key);
-      if (it != renew_due_.end() && now < it->second) {
-        if (auto p = pending_.find(key); p != pending_.end() && p->second.error) {
-          report.errors.push_back(*p->second.error);  // waiting for its backoff
-        }
-        continue;
-      }
-      spec.mode = netlink::AddMode::kReplace;
-      auto st = nl_.AddAddress(spec);
-      if (!st) {
-        Error e = st.error().Wrap("renewing " + d.address.ToString() + " on " + d.interface);
-        Pending& p = Backoff(key, now);
-        p.error = e;
-        renew_due_[key] = p.next;  // not again before the backoff: a due time past is a spin
-        report.errors.push_back(std::move(e));
-        continue;
-      }
-      pending_.erase(key);
-      renew_due_[key] = due;
-      if (owned_.insert(key).second) record_dirty = true;
-      ++report.renewed;
-      continue;
-    }
-    // Record first: a crash right after the add must still find the address ours.
-    if (owned_.insert(key).second) {
-      if (auto st = SaveRecord(); !st) {
-        owned_.erase(key);
-        report.errors.push_back(st.error());
-        continue;
-      }
-    }
-    auto st = nl_.AddAddress(spec);
-    if (!st) {
-      report.errors.push_back(
-          st.error().Wrap("adding " + d.address.ToString() + " to " + d.interface));
-      owned_.erase(key);
-      record_dirty = true;
-      continue;
-    }
-    renew_due_[key] = due;
-    report.added.push_back(d);
+    auto it = by_ip.find(d.address.address());
+    AddOrRenew(pass, d, it == by_ip.end() ? kNone : it->second);
   }
-  if (record_dirty) {
-    if (auto st = SaveRecord(); !st) report.errors.push_back(st.error());
-  }
-  return report;
+  SaveIfDirty(pass);
+  return std::move(pass.report);
 }
 
 }  // namespace pylon::agent

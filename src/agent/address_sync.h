@@ -79,6 +79,38 @@ struct SyncReport {
   bool changed() const { return !added.empty() || !removed.empty(); }
 };
 
+// The steps of AddressSync::Apply that need no kernel (pure; tested alone).
+
+// An address on a link as one pass sees it.
+struct PresentAddress {
+  OwnedAddress key;
+  int ifindex = 0;
+  bool ours = false;  // tagged IFA_PROTO netlink::kPylonAddressProto, or in the record
+  bool secondary_v4 = false;
+  bool primary_v4 = false;  // removing it takes its secondaries unless they are promoted
+};
+
+// The addresses of `addrs` on the links of `link_names` (ifindex -> name; others are skipped),
+// each marked ours when tagged or listed in `owned`.
+std::vector<PresentAddress> ClassifyPresent(const std::vector<netlink::AddressInfo>& addrs,
+                                            const std::map<int, std::string>& link_names,
+                                            const std::set<OwnedAddress>& owned);
+
+// The IPv4 secondaries in `present` that the kernel deletes with `primary` (same link, same
+// prefix length, inside its subnet), leaving out those in `gone`.
+std::vector<const PresentAddress*> SecondariesOf(const std::vector<PresentAddress>& present,
+                                                 const PresentAddress& primary,
+                                                 const std::set<OwnedAddress>& gone);
+
+// Why `want` cannot be added or renewed, given `same_ip` (the present addresses with its IP):
+// "" when it can (absent, or present and ours), else the conflict SyncReport lists.
+std::string ConflictFor(const OwnedAddress& want,
+                        const std::vector<const PresentAddress*>& same_ip);
+
+// The RTM_NEWADDR spec of `d` under `policy` (create; the caller sets kReplace to renew).
+netlink::AddressSpec DesiredAddressSpec(const DesiredAddress& d, const AddressPolicy& policy,
+                                        std::optional<std::uint8_t> proto);
+
 class AddressSync {
  public:
   AddressSync(netlink::Netlink& nl, OwnershipStore& store, const Clock& clock,
@@ -110,6 +142,35 @@ class AddressSync {
     std::optional<Error> error;  // the last failure, or
     std::string deferred;        // the last deferral
   };
+
+  // One Apply: what it read and what it has done so far.
+  struct Pass {
+    SteadyTime now{};
+    Retry retry = Retry::kBackoff;
+    std::map<int, std::string> link_names;
+    std::set<OwnedAddress> want;
+    std::vector<PresentAddress> present;
+    std::set<OwnedAddress> gone;  // removed by this pass
+    bool record_dirty = false;
+    SyncReport report;
+  };
+
+  // Lists the addresses on the links into pass.present.
+  Status ListPresent(Pass& pass) const;
+  // Ours that are not desired, secondaries before primaries; forgets their renewals and the
+  // retries that became moot.
+  std::vector<const PresentAddress*> PlanRemovals(Pass& pass);
+  // Removes `p`, or defers it, or repeats the last outcome while it waits for its backoff. True
+  // when the kernel took secondaries of ours along with it (list again; they are added back).
+  bool RemoveOne(Pass& pass, const PresentAddress& p);
+  // Forgets record entries neither present nor desired (expired, removed by hand).
+  void ForgetVanished(Pass& pass);
+  // Adds or renews `d`, or reports who else holds it; `same_ip`: the present addresses with its
+  // IP.
+  void AddOrRenew(Pass& pass, const DesiredAddress& d,
+                  const std::vector<const PresentAddress*>& same_ip);
+  // Saves the record when the pass changed it; an error goes into the report.
+  void SaveIfDirty(Pass& pass);
 
   Status SaveRecord();
   // Ok when promote_secondaries is in force on `interface` (all or the interface), after setting

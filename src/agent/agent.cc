@@ -4,6 +4,7 @@
 #include <map>
 #include <utility>
 
+#include "agent/agent_inputs.h"
 #include "agent/agent_metrics.h"
 #include "agent/heartbeat_key.h"
 #include "agent/network.h"
@@ -26,17 +27,6 @@
 namespace pylon::agent {
 
 namespace {
-
-constexpr Duration kRediscoverEvery = std::chrono::seconds(2);
-
-const k8s::Resource& PodsResource() {
-  static const k8s::Resource r{"", "v1", "pods", "Pod", true};
-  return r;
-}
-const k8s::Resource& DaemonSetsResource() {
-  static const k8s::Resource r{"apps", "v1", "daemonsets", "DaemonSet", true};
-  return r;
-}
 
 std::int64_t SteadyNanos(SteadyTime t) {
   return std::chrono::duration_cast<std::chrono::nanoseconds>(t.time_since_epoch()).count();
@@ -191,77 +181,6 @@ void Agent::RequestStop() {
   cv_.notify_all();
 }
 
-void Agent::OnLease(const Json& obj, bool deleted) {
-  auto node = election::NodeFromLeaseName(k8s::Name(obj));
-  if (!node) return;
-  election::LeaseObservation o;
-  o.node = *node;
-  o.deleted = deleted;
-  o.holder_identity = FindString(obj, {"spec", "holderIdentity"}).value_or("");
-  o.lease_duration_seconds = FindInt(obj, {"spec", "leaseDurationSeconds"});
-  o.renew_time = FindString(obj, {"spec", "renewTime"}).value_or("");
-  o.subnets_annotation = k8s::Annotation(obj, election::kSubnetsAnnotation);
-  o.macs_annotation = k8s::Annotation(obj, election::kMacsAnnotation);
-  const bool restarting = !deleted && !k8s::Annotation(obj, kRestartingAnnotation).empty();
-  const bool heartbeat_annotated =
-      !deleted && !k8s::Annotation(obj, heartbeat::kHeartbeatAnnotation).empty();
-  if (hb_ && node->str() != options_.node_name) {
-    auto issues = hb_->ObservePeerLease(
-        *node, k8s::Annotation(obj, heartbeat::kHeartbeatAnnotation), deleted,
-        k8s::Annotation(obj, heartbeat::kRingAnnotation) == heartbeat::kRingVersion);
-    for (const auto& issue : issues) {
-      log::Warn("heartbeat annotation", {{"node", node->str()}, {"issue", issue}});
-    }
-  }
-  std::set<net::IpAddress> probed_free;
-  if (!deleted && node->str() != options_.node_name) {
-    for (const auto& e :
-         model::ParseProbeAhead(k8s::Annotation(obj, model::kAnnProbeAhead)).entries) {
-      if (!e.taken) probed_free.insert(e.address);
-    }
-  }
-  std::vector<net::IpAddress> addresses;
-  if (!deleted && node->str() != options_.node_name) {
-    for (const auto& e :
-         heartbeat::ParseEndpoints(k8s::Annotation(obj, heartbeat::kHeartbeatAnnotation))
-             .endpoints) {
-      addresses.push_back(e.address);
-    }
-  }
-  std::lock_guard<std::mutex> lock(mu_);
-  if (addresses.empty()) {
-    peer_addresses_.erase(*node);
-  } else {
-    peer_addresses_[*node] = std::move(addresses);
-  }
-  if (restarting) {
-    restarting_.insert(*node);
-  } else {
-    restarting_.erase(*node);
-  }
-  if (heartbeat_annotated) {
-    heartbeat_annotated_.insert(*node);
-  } else {
-    heartbeat_annotated_.erase(*node);
-  }
-  if (probed_free.empty()) {
-    peer_probed_free_.erase(node->str());
-  } else {
-    peer_probed_free_[node->str()] = std::move(probed_free);
-  }
-  auto outcome = membership_.Observe(o, d_.clock->Now());
-  for (const auto& issue : outcome.issues) {
-    log::Warn("node lease", {{"node", node->str()}, {"issue", issue}});
-  }
-  if (outcome.membership_changed()) {
-    log::Info("membership changed", {{"node", node->str()},
-                                     {"joined", outcome.joined ? "true" : "false"},
-                                     {"left", outcome.left ? "true" : "false"}});
-  }
-  wake_ = true;
-  cv_.notify_all();
-}
-
 Status Agent::Start(Duration sync_timeout) {
   if (auto st = sync_->Load(); !st) return st;
   // A predecessor's drain ends here: this agent does not know what it forwarded, nor since when.
@@ -340,356 +259,26 @@ Status Agent::Start(Duration sync_timeout) {
   return Ok();
 }
 
-std::string Agent::HeartbeatInterface() const {
-  if (!options_.heartbeat.interface.empty()) return options_.heartbeat.interface;
-  return network_.interfaces.empty() ? std::string() : network_.interfaces.front().name;
-}
-
-Status Agent::StartHeartbeat(Duration api_timeout) {
-  const heartbeat::HeartbeatConfig& cfg = options_.heartbeat;
-  Result<heartbeat::KeyRing> keys = Fail(ErrorCode::kInternal, "no key source");
-  std::string key_source;
-  if (!cfg.key_file.empty()) {
-    keys = heartbeat::LoadKeyRingFile(cfg.key_file);
-    if (!keys) return Fail(keys.error().Wrap("--heartbeat-key-file " + cfg.key_file));
-    key_source = "file " + cfg.key_file;
-  } else {
-    if (d_.client == nullptr) return Fail(ErrorCode::kInternal, "heartbeats: no API client");
-    // The API may be down while the agent (re)starts: wait for it as long as the informers
-    // would (an error for what waiting cannot fix: RBAC, a malformed Secret).
-    Result<std::string> text = Fail(ErrorCode::kInternal, "not read");
-    k8s::RetryOptions ro;
-    ro.initial = std::chrono::milliseconds(250);
-    ro.factor = 2.0;
-    ro.cap = std::chrono::seconds(5);
-    ro.steps = std::max(1, static_cast<int>(api_timeout / ro.cap) + 5);
-    Status read = k8s::RetryOnError(
-        ro, [](const Error& e) { return e.code() == ErrorCode::kUnavailable; },
-        [&]() -> Status {
-          text = EnsureHeartbeatKey(*d_.client, options_.ns, cfg.key_secret,
-                                    [] { return NewHeartbeatKeyText(SystemRandomBytes); });
-          if (text) return Ok();
-          log::Warn("heartbeat key not read yet", {{"error", text.error().message()}});
-          return Fail(text.error());
-        });
-    if (!read) return Fail(read.error().Wrap("heartbeats"));  // says when the retries ran out
-    const std::string where = "Secret " + options_.ns + "/" + cfg.key_secret;
-    keys = heartbeat::KeyRing::Parse(*text, where);
-    if (!keys) return Fail(keys.error().Wrap("heartbeats"));
-    key_source = where;
-  }
-  hb_interface_ = HeartbeatInterface();
-  if (hb_interface_.empty()) {
-    return Fail(ErrorCode::kUnavailable,
-                "heartbeats: no announcing interface found (set --heartbeat-interface)");
-  }
-  heartbeat::ServiceDeps deps;
-  deps.clock = d_.clock;
-  if (d_.open_netlink) {
-    auto nl = d_.open_netlink();
-    if (!nl) return Fail(nl.error().Wrap("heartbeats: netlink"));
-    deps.netlink = std::move(*nl);
-  }
-  heartbeat::ServiceOptions so{election::NodeName(options_.node_name), cfg, hb_interface_, {}};
-  auto hb = heartbeat::HeartbeatService::Create(so, std::move(*keys), std::move(deps),
-                                                [this] { Wake(false); });
-  if (!hb) return Fail(hb.error().Wrap("heartbeats"));
-  if (auto st = (*hb)->Start(); !st) return Fail(st.error().Wrap("heartbeats"));
-  hb_ = std::move(*hb);
-  PublishHeartbeatEndpoints();
-  log::Info("heartbeats on",
-            {{"key", key_source},
-             {"interface", hb_interface_},
-             {"port", std::to_string(hb_->port())},
-             {"interval_ms",
-              std::to_string(
-                  std::chrono::duration_cast<std::chrono::milliseconds>(cfg.interval).count())},
-             {"miss_count", std::to_string(cfg.miss_count)}});
-  return Ok();
-}
-
-void Agent::PublishHeartbeatEndpoints() {
-  if (!hb_) return;
-  auto link = d_.netlink->GetLink(hb_interface_);
-  if (!link) return;
-  auto addrs = d_.netlink->ListAddresses(std::nullopt);
-  if (!addrs) return;
-  std::vector<net::IpAddress> ours;
-  for (const auto& o : sync_->owned()) ours.push_back(o.address.address());
-  std::optional<std::uint8_t> proto;
-  if (d_.netlink->SupportsAddressProto()) proto = netlink::kPylonAddressProto;
-  auto ips = heartbeat::EndpointAddresses(*addrs, link->index, proto, ours);
-  lease_->SetAnnotation(std::string(heartbeat::kHeartbeatAnnotation),
-                        heartbeat::FormatEndpoints(hb_->LocalEndpoints(ips)));
-  lease_->SetAnnotation(std::string(heartbeat::kRingAnnotation),
-                        std::string(heartbeat::kRingVersion));
-}
-
-void Agent::PublishMacs() {
-  std::vector<std::string> macs;
-  for (const auto& i : network_.interfaces) {
-    auto link = d_.netlink->GetLink(i.name);
-    if (!link) continue;
-    auto mac = net::MacAddress::FromBytes(link->hwaddr);
-    if (mac && !mac->is_zero()) macs.push_back(mac->ToString());
-  }
-  lease_->SetAnnotation(std::string(election::kMacsAnnotation),
-                        election::FormatMacsAnnotation(macs));
-}
-
-void Agent::WatchLinks() {
-  while (!link_stop_.load()) {
-    auto events = link_events_->Poll(std::chrono::milliseconds(200));
-    if (!events) {
-      log::Warn("link notifications", {{"error", events.error().message()}});
-      std::this_thread::sleep_for(std::chrono::milliseconds(200));
-      continue;
-    }
-    bool changed = false;
-    for (const auto& e : *events) {
-      if (const auto* le = std::get_if<netlink::LinkEvent>(&e)) {
-        log::Debug("link event",
-                   {{"interface", le->link.name}, {"up", le->link.lower_up() ? "true" : "false"}});
-        changed = true;
-      } else if (std::holds_alternative<netlink::ResyncEvent>(e)) {
-        changed = true;
-      }
-    }
-    if (!changed) continue;
-    std::lock_guard<std::mutex> lock(mu_);
-    rediscover_ = true;
-    wake_ = true;
-    cv_.notify_all();
-  }
-}
-
-bool Agent::EnsureVirtual(const std::string& name) {
-  if (!virtual_tried_.insert(name).second) return false;  // failed before: logged once
-  // The virtual interface, with the documented fallback when the kernel has no dummy driver.
-  auto vl = netlink::EnsureVirtualLink(*d_.netlink, name);
-  if (!vl) {
-    log::Error("cannot create the virtual interface; virtual addresses are disabled",
-               {{"interface", name}, {"error", vl.error().message()}});
-    return false;
-  }
-  if (vl->created) created_virtual_[name] = vl->link.index;
-  if (!vl->note.empty()) {
-    const std::string kind(netlink::VirtualLinkKindName(vl->kind));
-    log::Warn("virtual interface fallback",
-              {{"interface", name}, {"kind", kind}, {"note", vl->note}});
-    writer_->NodeEvent(true, "VirtualInterfaceFallback", name + " is a " + kind + ": " + vl->note);
-  }
-  // Its promote_secondaries is checked (and set where /proc/sys is writable) with strict ARP by
-  // the Reconciler: node_sysctls.h.
-  virtual_tried_.erase(name);  // success: a later disappearance may be repaired
-  return true;
-}
-
-void Agent::RefreshNetwork() {
-  const SteadyTime now = d_.clock->Now();
-  if (last_discovery_ && now < *last_discovery_ + kRediscoverEvery) return;
-  last_discovery_ = now;
-  auto net = DiscoverNetwork(*d_.netlink, node_agent_ ? &*node_agent_ : nullptr);
-  if (!net) {
-    log::Warn("network discovery failed", {{"error", net.error().message()}});
-    return;
-  }
-  PublishHeartbeatEndpoints();
-  if (node_agent_state_ == NodeAgentState::kDeselected) {
-    // No LBNodeAgent governs this node: no announcing interface, no virtual interface, so it
-    // holds nothing and its lease advertises no subnets.
-    net->interfaces.clear();
-    net->virtual_ifindex = 0;
-  } else if (net->virtual_ifindex == 0 && EnsureVirtual(net->virtual_interface)) {
-    auto link = d_.netlink->GetLink(net->virtual_interface);
-    if (link) net->virtual_ifindex = link->index;
-  }
-  if (*net == network_) return;
-  std::string names;
-  for (const auto& i : net->interfaces) names += (names.empty() ? "" : ",") + i.name;
-  const std::vector<net::Prefix> subnets = net->Subnets();
-  std::vector<net::Prefix> copy = subnets;
-  log::Info("node network", {{"interfaces", names},
-                             {"subnets", election::FormatSubnetsAnnotation(copy)},
-                             {"virtual", net->virtual_interface}});
-  network_ = std::move(*net);
-  if (lease_) {
-    lease_->SetSubnets(subnets);
-    PublishMacs();
-  }
-}
-
-void Agent::RefreshInputs() {
-  // Config: every ServiceGroup and LoadBalancerClass; the last valid version stays in force.
-  std::vector<Json> candidates = groups_->store().List();
-  for (auto& c : classes_->store().List()) {
-    if (!c.contains("kind")) c["kind"] = "LoadBalancerClass";
-    candidates.push_back(std::move(c));
-  }
-  for (auto& c : candidates) {
-    if (!c.contains("kind")) c["kind"] = "ServiceGroup";
-  }
-  config_ = config::ValidateConfig(candidates, config_).config;
-
-  RefreshNodeAgent();
-
-  // Probe ahead: the next addresses of every ServiceGroup and LoadBalancerClass, as the
-  // allocator publishes them.
-  probe_ahead_candidates_.clear();
-  if (ahead_prober_) {
-    for (const auto& g : candidates) {
-      for (const char* fam : {"ipv4", "ipv6"}) {
-        const Json* list = Find(g, {"status", "probeAhead", fam});
-        if (list == nullptr || !list->is_array()) continue;
-        for (const auto& item : *list) {
-          if (!item.is_string()) continue;
-          if (auto ip = net::IpAddress::Parse(item.get<std::string>())) {
-            probe_ahead_candidates_.push_back(*ip);
-          }
-        }
-      }
-    }
-  }
-
-  // EndpointSlices by Service, read only for Services that need them: ETP Local, and
-  // purelb.io/node-affinity: service-endpoints.
-  std::map<std::string, std::vector<model::EndpointSlice>> slices;
-  bool slices_loaded = false;
-  services_in_.clear();
-  for (const auto& obj : services_->store().List()) {
-    auto svc = model::ParseService(obj);
-    if (!svc) {
-      log::Debug("skipping a Service", {{"error", svc.error().message()}});
-      continue;
-    }
-    ServiceInput in;
-    in.owner = model::SelectOwner(*svc);
-    if (in.owner.owner == model::Owner::kNone) continue;
-    in.service = std::move(*svc);
-    if (in.service.external_traffic_policy == "Local" || in.service.EndpointAffinity()) {
-      if (!slices_loaded) {
-        for (const auto& so : slices_->store().List()) {
-          auto es = model::ParseEndpointSlice(so);
-          if (es && !es->service_name.empty()) {
-            slices[ObjectKey{es->ns, es->service_name}.String()].push_back(std::move(*es));
-          }
-        }
-        slices_loaded = true;
-      }
-      if (auto it = slices.find(in.service.Key()); it != slices.end()) in.slices = it->second;
-    }
-    services_in_.push_back(std::move(in));
-  }
-  // Nodes leaving load balancing (LeavingLoadBalancing: deleted, excluded by label or taint,
-  // shutting down) may not win anything.
-  excluded_nodes_.clear();
-  for (const auto& obj : nodes_->store().List()) {
-    if (LeavingLoadBalancing(ParseNodeFacts(&obj))) {
-      excluded_nodes_.push_back(NodeName(k8s::Name(obj)));
-    }
-  }
-  peer_kube_proxy_.clear();
-  for (const auto& obj : nodes_->store().List()) {
-    if (k8s::Name(obj) == options_.node_name) continue;
-    std::string url = PeerKubeProxyUrl(obj);
-    if (!url.empty()) peer_kube_proxy_[NodeName(k8s::Name(obj))] = std::move(url);
-  }
-  l2_in_.clear();
-  for (const auto& obj : l2advs_->store().List()) {
-    auto l2 = ParseL2Advertisement(obj);
-    if (l2) l2_in_.push_back(std::move(*l2));
-  }
-}
-
-void Agent::NodeObjectEvent(const std::optional<Json>& node, bool warning,
-                            const std::string& reason, const std::string& message) {
-  k8s::ObjectReference ref{"Node", "", options_.node_name, "", "v1"};
-  if (node) ref = k8s::ObjectReference::For(k8s::resources::Nodes(), *node);
-  d_.recorder->Event(ref, warning ? k8s::EventLevel::kWarning : k8s::EventLevel::kNormal, reason,
-                     message);
-}
-
 std::string Agent::ReadyDetail() const {
   std::lock_guard<std::mutex> lock(detail_mu_);
   return ready_detail_;
 }
 
-void Agent::RefreshNodeAgent() {
-  const auto agents = node_agents_->store().List();
-  const auto node = nodes_->store().Get("", options_.node_name);
-  NodeAgentChoice choice =
-      ChooseNodeAgent(agents, node ? &*node : nullptr, options_.node_name, options_.ns);
-  if (d_.metrics && choice.state != selector_state_reported_) {
-    selector_state_reported_ = choice.state;
-    for (auto st : kNodeAgentStates) {
-      d_.metrics->Set(kMetricSelectorState, {{"state", std::string(NodeAgentStateName(st))}},
-                      st == choice.state ? 1 : 0);
-    }
-  }
-
-  // Report once per distinct set of notes and verdict (this runs on every input change).
-  std::vector<std::string> reported;
-  for (const auto& n : choice.notes) reported.push_back(n.reason + ": " + n.message);
-  if (choice.config) {
-    for (const auto& w : choice.config->warnings) reported.push_back("warning: " + w);
-  }
-  reported.push_back(std::string(NodeAgentStateName(choice.state)) + ": " +
-                     (choice.config ? choice.config->meta.key.ToString() : choice.why));
-  if (reported != node_agent_reported_) {
-    for (const auto& n : choice.notes) {
-      log::Warn("LBNodeAgent", {{"reason", n.reason}, {"message", n.message}});
-      d_.recorder->Event(k8s::ObjectReference::For(crd::LBNodeAgents(), agents[n.object]),
-                         k8s::EventLevel::kWarning, n.reason, n.message);
-    }
-    if (choice.config) {
-      for (const auto& w : choice.config->warnings) {
-        log::Warn("LBNodeAgent setting adjusted",
-                  {{"lbnodeagent", choice.config->meta.key.ToString()}, {"warning", w}});
-      }
-    }
-    if (choice.state == NodeAgentState::kDeselected) {
-      log::Warn("node deselected", {{"why", choice.why}});
-      NodeObjectEvent(node, true, "LBNodeAgentDeselected", choice.why);
-    } else if (choice.state == NodeAgentState::kInvalid) {
-      log::Warn("no usable LBNodeAgent", {{"why", choice.why}});
-      NodeObjectEvent(node, true, "LBNodeAgentInvalid", choice.why);
-    } else {
-      log::Info("LBNodeAgent", {{"state", std::string(NodeAgentStateName(choice.state))},
-                                {"lbnodeagent", choice.config ? choice.config->meta.key.ToString()
-                                                              : std::string("none: defaults")}});
-    }
-    node_agent_reported_ = std::move(reported);
-  }
-
-  const config::NodeAgentConfig* cfg = choice.config ? &*choice.config : nullptr;
-  const bool network_changed =
-      choice.state != node_agent_state_ || choice.config.has_value() != node_agent_.has_value() ||
-      (cfg && (cfg->local_interface != node_agent_->local_interface ||
-               cfg->interfaces != node_agent_->interfaces ||
-               cfg->external_interface != node_agent_->external_interface));
-  if (network_changed) last_discovery_.reset();
-  garp_.set_options(GarpOptionsFor(options_.garp, cfg));
-  sync_->SetOptions(AddressSyncOptionsFor(options_, cfg));
-  node_agent_state_ = choice.state;
-  node_agent_ = std::move(choice.config);
-}
-
-void Agent::OnePass(bool shutting_down) {
-  RefreshNetwork();
-  ReportKubeProxyTransitions();
-  const bool lease_healthy = lease_->Healthy();
+Agent::SelfHealth Agent::EvaluateSelfHealth(bool shutting_down) {
+  SelfHealth h;
+  h.lease_healthy = lease_->Healthy();
   // This node's kube-proxy (--kube-proxy-check): while it fails, the node is not eligible. The
   // same path as an unhealthy lease locally (no local address, no writes), plus what peers see:
   // the lease released (holderIdentity "") and, with heartbeats, "not eligible" in them.
-  const bool kube_proxy_ok = !kube_proxy_ || kube_proxy_->eligible();
-  lease_->SetReleased(!kube_proxy_ok);
-  bool healthy = lease_healthy;
-  std::string health_name = healthy ? "healthy" : "lease-unhealthy";
+  h.kube_proxy_ok = !kube_proxy_ || kube_proxy_->eligible();
+  lease_->SetReleased(!h.kube_proxy_ok);
+  h.healthy = h.lease_healthy;
+  std::string health_name = h.healthy ? "healthy" : "lease-unhealthy";
   HeartbeatLivenessFacts liveness;
   if (hb_) {
     std::lock_guard<std::mutex> lock(mu_);
-    auto r = hb_->Sync(membership_, {lease_healthy, false, !shutting_down && kube_proxy_ok});
-    healthy = r.health == heartbeat::SelfHealth::kHealthy;
+    auto r = hb_->Sync(membership_, {h.lease_healthy, false, !shutting_down && h.kube_proxy_ok});
+    h.healthy = r.health == heartbeat::SelfHealth::kHealthy;
     health_name = heartbeat::SelfHealthName(r.health);
     liveness = LivenessFacts(hb_->Peers(), heartbeat_annotated_, membership_,
                              NodeName(options_.node_name), d_.clock->Now());
@@ -697,15 +286,18 @@ void Agent::OnePass(bool shutting_down) {
   }
   // The quiet lease (lease_pacing.h): a change of pace is written at once.
   lease_->SetHeartbeatsCarryLiveness(HeartbeatsCarryLiveness(liveness));
-  if (healthy && !kube_proxy_ok) {
-    healthy = false;
+  if (h.healthy && !h.kube_proxy_ok) {
+    h.healthy = false;
     health_name = "kube-proxy-" + std::string(KubeProxyStateName(kube_proxy_->state()));
   }
-  if (healthy != last_healthy_) {
+  if (h.healthy != last_healthy_) {
     log::Info("self health", {{"health", health_name}});
-    last_healthy_ = healthy;
+    last_healthy_ = h.healthy;
   }
-  const SteadyTime now = d_.clock->Now();
+  return h;
+}
+
+PlanInputs Agent::BuildPlanInputs(bool healthy, bool shutting_down, SteadyTime now) {
   if (healthy && !first_healthy_) {
     first_healthy_ = now;
     // Fit to announce: a mark left by a predecessor that restarted is cleared.
@@ -731,36 +323,38 @@ void Agent::OnePass(bool shutting_down) {
   in.healthy = healthy;
   in.shutting_down = shutting_down;
   in.excluded_nodes = &excluded_nodes_;
-  PassResult pass;
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    RefreshPeerSigns();
-    in.peer_signs = &peer_signs_;
-    if (ahead_prober_) {
-      // What live peers proved free counts as pre-probed here too (the winner of an address is
-      // not always the node that probed it ahead: ETP Local, node affinity).
-      std::set<net::IpAddress> free_elsewhere;
-      for (const auto& [node, ips] : peer_probed_free_) {
-        if (!membership_.IsLive(NodeName(node), now)) continue;
-        free_elsewhere.insert(ips.begin(), ips.end());
-      }
-      reconciler_->SetProbeAhead(probe_ahead_candidates_, std::move(free_elsewhere));
+  return in;
+}
+
+PassResult Agent::Reconcile(PlanInputs& in, SteadyTime now) {
+  std::lock_guard<std::mutex> lock(mu_);
+  RefreshPeerSigns();
+  in.peer_signs = &peer_signs_;
+  if (ahead_prober_) {
+    // What live peers proved free counts as pre-probed here too (the winner of an address is
+    // not always the node that probed it ahead: ETP Local, node affinity).
+    std::set<net::IpAddress> free_elsewhere;
+    for (const auto& [node, ips] : peer_probed_free_) {
+      if (!membership_.IsLive(NodeName(node), now)) continue;
+      free_elsewhere.insert(ips.begin(), ips.end());
     }
-    if (hb_) {
-      pass = reconciler_->Run(in, membership_, [this](std::span<const net::IpAddress> mine) {
-        return hb_->AddressesToYield(mine);
-      });
-      // Peers heard again after this node heard none (frozen, cut off): what it still holds may
-      // have been announced by another node meanwhile, so announce it again (Reconciler).
-      const std::uint64_t rejoined = hb_->stats().rejoined;
-      if (rejoined != hb_rejoined_seen_) {
-        hb_rejoined_seen_ = rejoined;
-        reconciler_->ReannounceHeld();
-      }
-    } else {
-      pass = reconciler_->Run(in, membership_);
-    }
+    reconciler_->SetProbeAhead(probe_ahead_candidates_, std::move(free_elsewhere));
   }
+  if (!hb_) return reconciler_->Run(in, membership_);
+  PassResult pass = reconciler_->Run(in, membership_, [this](std::span<const net::IpAddress> mine) {
+    return hb_->AddressesToYield(mine);
+  });
+  // Peers heard again after this node heard none (frozen, cut off): what it still holds may
+  // have been announced by another node meanwhile, so announce it again (Reconciler).
+  const std::uint64_t rejoined = hb_->stats().rejoined;
+  if (rejoined != hb_rejoined_seen_) {
+    hb_rejoined_seen_ = rejoined;
+    reconciler_->ReannounceHeld();
+  }
+  return pass;
+}
+
+void Agent::PublishPassResults(const PassResult& pass) {
   if (pass.node_report) {
     // On the Node object, once per change (kubectl describe node); /readyz shows it while it lasts.
     NodeObjectEvent(nodes_->store().Get("", options_.node_name), pass.node_report->warning,
@@ -775,41 +369,29 @@ void Agent::OnePass(bool shutting_down) {
     lease_->SetAnnotation(model::kAnnProbeAhead,
                           model::FormatProbeAhead(reconciler_->ProbeAheadFindings()));
   }
-  if (d_.metrics) {
-    d_.metrics->Set(kMetricLeaseHealthy, {}, lease_healthy ? 1 : 0);
-    d_.metrics->Set(kMetricLeaseQuiet, {}, lease_->mode() == LeaseMode::kQuiet ? 1 : 0);
-    d_.metrics->Set(kMetricLeaseRenewals, {{"result", "success"}},
-                    static_cast<double>(lease_->renewals()));
-    d_.metrics->Set(kMetricLeaseRenewals, {{"result", "failure"}},
-                    static_cast<double>(lease_->failures()));
-  }
-  if (d_.metrics) d_.metrics->Set(kMetricKubeProxyHealthy, {}, kube_proxy_ok ? 1 : 0);
-  if (d_.metrics && hb_) {
-    d_.metrics->Set(kMetricHeartbeatHealthy, {}, healthy ? 1 : 0);
-    std::map<std::string, int> by_state;
-    for (auto st : {heartbeat::PeerState::kNeverHeard, heartbeat::PeerState::kAlive,
-                    heartbeat::PeerState::kUnhealthy, heartbeat::PeerState::kSilent,
-                    heartbeat::PeerState::kDead}) {
-      by_state[heartbeat::PeerStateName(st)] = 0;
-    }
-    for (const auto& p : hb_->Peers()) ++by_state[heartbeat::PeerStateName(p.state)];
-    const heartbeat::HeartbeatStats st = hb_->stats();
-    auto add = [&](const char* family, const char* label, const char* value, std::uint64_t now_v,
-                   std::uint64_t& seen) {
-      if (now_v > seen)
-        d_.metrics->Add(family, {{label, value}}, static_cast<double>(now_v - seen));
-      seen = now_v;
-    };
-    add(kMetricHeartbeatDatagrams, "direction", "sent", st.sent, hb_seen_.sent);
-    add(kMetricHeartbeatDatagrams, "direction", "received", st.received, hb_seen_.received);
-    add(kMetricHeartbeatReports, "event", "made", st.reports_made, hb_seen_.reports_made);
-    add(kMetricHeartbeatReports, "event", "sent", st.reports_sent, hb_seen_.reports_sent);
-    add(kMetricHeartbeatReports, "event", "received", st.reports_received,
-        hb_seen_.reports_received);
-    for (const auto& [state, n] : by_state) {
-      d_.metrics->Set(kMetricHeartbeatPeers, {{"state", state}}, n);
-    }
-  }
+}
+
+void Agent::ExportPassMetrics(const SelfHealth& health) {
+  if (!d_.metrics) return;
+  d_.metrics->Set(kMetricLeaseHealthy, {}, health.lease_healthy ? 1 : 0);
+  d_.metrics->Set(kMetricLeaseQuiet, {}, lease_->mode() == LeaseMode::kQuiet ? 1 : 0);
+  d_.metrics->Set(kMetricLeaseRenewals, {{"result", "success"}},
+                  static_cast<double>(lease_->renewals()));
+  d_.metrics->Set(kMetricLeaseRenewals, {{"result", "failure"}},
+                  static_cast<double>(lease_->failures()));
+  d_.metrics->Set(kMetricKubeProxyHealthy, {}, health.kube_proxy_ok ? 1 : 0);
+  if (hb_) ExportHeartbeatMetrics(health.healthy);
+}
+
+void Agent::OnePass(bool shutting_down) {
+  RefreshNetwork();
+  ReportKubeProxyTransitions();
+  const SelfHealth health = EvaluateSelfHealth(shutting_down);
+  const SteadyTime now = d_.clock->Now();
+  PlanInputs in = BuildPlanInputs(health.healthy, shutting_down, now);
+  const PassResult pass = Reconcile(in, now);
+  PublishPassResults(pass);
+  ExportPassMetrics(health);
   if (bgp_ && !shutting_down) SyncBgp();
   last_pass_ns_.store(SteadyNanos(d_.clock->Now()));
 }
@@ -823,18 +405,31 @@ void Agent::SyncBgp() {
   in.virtual_interface = network_.virtual_interface;
   // The router id: the node's InternalIP (IPv4) unless its peers set spec.routerID.
   if (in.node) {
-    if (const Json* addrs = Find(*in.node, {"status", "addresses"}); addrs && addrs->is_array()) {
-      for (const auto& a : *addrs) {
-        if (!a.is_object() || FindString(a, {"type"}).value_or("") != "InternalIP") continue;
-        auto ip = net::IpAddress::Parse(FindString(a, {"address"}).value_or(""));
-        if (ip && ip->family() == net::Family::kV4) {
-          in.node_ipv4 = *ip;
-          break;
-        }
+    for (const auto& ip : NodeInternalIps(*in.node)) {
+      if (ip.family() == net::Family::kV4) {
+        in.node_ipv4 = ip;
+        break;
       }
     }
   }
   bgp_->Sync(in);
+}
+
+void Agent::ReportAdoption() {
+  // What the previous agent on this node left and this one kept in place (no move).
+  adoption_reported_ = true;
+  int adopted = 0;
+  const auto held = reconciler_->HeldLocal();
+  for (const auto& ip : adoptable_) {
+    if (std::find(held.begin(), held.end(), ip) != held.end()) ++adopted;
+  }
+  if (adopted == 0) return;
+  log::Info("adopted the addresses the previous agent left", {{"count", std::to_string(adopted)}});
+  if (d_.metrics) {
+    d_.metrics->Add(kMetricAddressMoves,
+                    {{"reason", std::string(MoveReasonName(MoveReason::kRestartAdopted))}},
+                    adopted);
+  }
 }
 
 void Agent::Run() {
@@ -868,174 +463,9 @@ void Agent::Run() {
       ready_.store(true);
       log::Info("agent ready", {{"node", options_.node_name}});
     }
-    if (!adoption_reported_ && first_healthy_) {
-      // What the previous agent on this node left and this one kept in place (no move).
-      adoption_reported_ = true;
-      int adopted = 0;
-      const auto held = reconciler_->HeldLocal();
-      for (const auto& ip : adoptable_) {
-        if (std::find(held.begin(), held.end(), ip) != held.end()) ++adopted;
-      }
-      if (adopted > 0) {
-        log::Info("adopted the addresses the previous agent left",
-                  {{"count", std::to_string(adopted)}});
-        if (d_.metrics) {
-          d_.metrics->Add(kMetricAddressMoves,
-                          {{"reason", std::string(MoveReasonName(MoveReason::kRestartAdopted))}},
-                          adopted);
-        }
-      }
-    }
+    if (!adoption_reported_ && first_healthy_) ReportAdoption();
   }
   Shutdown();
-}
-
-void Agent::RefreshPeerSigns() {
-  peer_signs_.clear();
-  for (const auto& [node, url] : peer_kube_proxy_) peer_signs_[node].kube_proxy_url = url;
-  for (const auto& node : restarting_) peer_signs_[node].restarting = true;
-  for (const auto& [node, addresses] : peer_addresses_) peer_signs_[node].addresses = addresses;
-  if (hb_) {
-    for (const auto& p : hb_->Peers()) {
-      HolderSigns& s = peer_signs_[p.node];
-      s.leaving =
-          p.state == heartbeat::PeerState::kDead && (p.flags & heartbeat::flags::kLeaving) != 0;
-      s.last_alive = p.last_heard;
-    }
-  }
-}
-
-std::string Agent::PeerKubeProxyUrl(const Json& node) const {
-  if (!options_.kube_proxy.enabled) return "";
-  // This node's URL gives the scheme, port and path: http://127.0.0.1:10256/healthz.
-  const std::string& own = options_.kube_proxy.url;
-  const auto scheme_end = own.find("://");
-  if (scheme_end == std::string::npos) return "";
-  const auto path_at = own.find('/', scheme_end + 3);
-  const std::string hostport = own.substr(
-      scheme_end + 3, path_at == std::string::npos ? std::string::npos : path_at - scheme_end - 3);
-  const std::string path = path_at == std::string::npos ? "" : own.substr(path_at);
-  const auto colon = hostport.rfind(':');
-  if (colon == std::string::npos || hostport.find(']', colon) != std::string::npos) return "";
-  const std::string port = hostport.substr(colon + 1);
-  std::optional<net::IpAddress> v4, v6;
-  if (const Json* addrs = Find(node, {"status", "addresses"}); addrs && addrs->is_array()) {
-    for (const auto& a : *addrs) {
-      if (!a.is_object() || FindString(a, {"type"}).value_or("") != "InternalIP") continue;
-      auto ip = net::IpAddress::Parse(FindString(a, {"address"}).value_or(""));
-      if (!ip) continue;
-      if (ip->is_v4() && !v4) v4 = *ip;
-      if (!ip->is_v4() && !v6) v6 = *ip;
-    }
-  }
-  const std::string scheme = own.substr(0, scheme_end);
-  if (v4) return scheme + "://" + v4->ToString() + ":" + port + path;
-  if (v6) return scheme + "://[" + v6->ToString() + "]:" + port + path;
-  return "";
-}
-
-StopDecision Agent::DecideStopNow() {
-  StopFacts f;
-  f.mode = options_.on_sigterm;
-  f.in_pod = !options_.pod_name.empty();
-  if (f.mode != SigtermMode::kAuto || !f.in_pod) return DecideStop(f);
-  auto fail = [&](const std::string& what, const Error& e) {
-    f.lookup_failed = true;
-    f.lookup_error = what + ": " + e.message();
-  };
-  const auto node = nodes_ ? nodes_->store().Get("", options_.node_name) : std::nullopt;
-  f.node = ParseNodeFacts(node ? &*node : nullptr);
-  auto pod = d_.client->Get(PodsResource(), options_.ns, options_.pod_name);
-  if (pod) {
-    f.pod = ParsePodFacts(&*pod);
-  } else if (pod.error().code() != ErrorCode::kNotFound) {
-    fail("pod " + options_.pod_name, pod.error());
-  }
-  if (!f.lookup_failed && f.pod.found && f.pod.deleting && !f.pod.daemonset.empty()) {
-    auto ds = d_.client->Get(DaemonSetsResource(), options_.ns, f.pod.daemonset);
-    if (ds) {
-      f.daemonset = ParseDaemonSetFacts(&*ds);
-    } else if (ds.error().code() != ErrorCode::kNotFound) {
-      fail("daemonset " + f.pod.daemonset, ds.error());
-    }
-  }
-  return DecideStop(f);
-}
-
-void Agent::Shutdown() {
-  const StopDecision decision = DecideStopNow();
-  ready_.store(false);
-  if (decision.restart) {
-    log::Info("restarting: the addresses and the lease stay for the next agent on this node",
-              {{"node", options_.node_name}, {"why", decision.why}});
-    // Peers must know before they miss the heartbeats: one more renewal, with the annotation, and
-    // loud (the PURELB_* duration: the heartbeats stop now).
-    lease_->Stop();
-    lease_->SetHeartbeatsCarryLiveness(false);
-    lease_->SetAnnotation(std::string(kRestartingAnnotation),
-                          options_.pod_uid.empty() ? std::string("restarting") : options_.pod_uid);
-    if (auto st = lease_->RenewOnce(); !st) {
-      log::Warn("could not mark the node lease restarting; peers judge this node by the wire",
-                {{"error", st.error().message()}});
-    }
-    // No Leave(): silence, as after a crash, and the peers' wire check finds the node answering.
-    // kube-lb0 and everything on it stay for the next agent.
-    created_virtual_.clear();
-    StopBackground();
-    return;
-  }
-  log::Info("shutting down: withdrawing addresses, then deleting the lease",
-            {{"node", options_.node_name}, {"why", decision.why}});
-  // BGP first: the router withdraws this node's routes while the sessions are still up and the
-  // addresses still answer here; only then do the addresses leave kube-lb0.
-  if (bgp_) bgp_->Drain();
-  OnePass(true);
-  reconciler_->ClearDrains();
-  if (hb_) hb_->Leave();
-  lease_->Stop();
-  if (auto deleted = lease_->Delete(); !deleted) {
-    log::Warn("could not delete the node lease", {{"error", deleted.error().message()}});
-  } else if (*deleted == LeaseDeleteOutcome::kDeleted) {
-    log::Info("node lease deleted", {{"lease", lease_->LeaseName()}});
-  }
-  DeleteCreatedVirtual();
-  StopBackground();
-}
-
-void Agent::StopBackground() {
-  if (hb_) hb_->Stop();
-  if (kube_proxy_) kube_proxy_->Stop();
-  if (claim_monitor_) claim_monitor_->Stop();
-  link_stop_.store(true);
-  if (link_thread_.joinable()) link_thread_.join();
-  for (auto& i : informers_) i->Stop();
-  writer_->Stop(std::chrono::seconds(2));
-}
-
-void Agent::DeleteCreatedVirtual() {
-  for (const auto& [name, index] : created_virtual_) {
-    auto link = d_.netlink->GetLink(name);
-    if (!link) {
-      if (link.error().code() != ErrorCode::kNotFound) {
-        log::Warn("virtual interface left in place: cannot read it",
-                  {{"interface", name}, {"error", link.error().message()}});
-      }
-      continue;
-    }
-    if (link->index != index) {
-      // Deleted and created again by someone else since: not ours.
-      log::Info("virtual interface left in place: not the one this agent created",
-                {{"interface", name}});
-      continue;
-    }
-    if (auto st = d_.netlink->DeleteLink(index); !st) {
-      log::Warn("could not delete the virtual interface",
-                {{"interface", name}, {"error", st.error().message()}});
-    } else {
-      log::Info("virtual interface deleted", {{"interface", name}});
-    }
-  }
-  created_virtual_.clear();
 }
 
 }  // namespace pylon::agent

@@ -18,6 +18,11 @@
 // Restart: nothing is withdrawn or deleted; the lease is renewed once more with
 // purelb.io/restarting, heartbeats just stop (no "leaving"), and the next agent adopts the
 // addresses (the ownership record); peers defer to the node while it answers (takeover.h).
+//
+// The implementation is split by concept: agent.cc (creation, start, the loop and its pass),
+// agent_inputs.cc (informer caches into the planner's inputs, the LBNodeAgent, peers' signs),
+// agent_network.cc (discovery, the virtual interface, link notifications), agent_heartbeat.cc
+// (heartbeats), agent_stop.cc (restart or leave).
 #pragma once
 
 #include <atomic>
@@ -123,10 +128,36 @@ class Agent {
   bool EnsureVirtual(const std::string& name);
   // Shutdown: deletes the virtual interfaces this run created (created_virtual_).
   void DeleteCreatedVirtual();
+  // One pass: rediscover the network, judge this node's health, plan and apply, publish.
   void OnePass(bool shutting_down);
+  // This pass's verdict on this node (OnePass).
+  struct SelfHealth {
+    bool lease_healthy = false;
+    bool kube_proxy_ok = false;  // passes its check, or the check is off
+    bool healthy = false;        // fit to announce: lease (or heartbeats) and kube-proxy
+  };
+  // From the lease, the heartbeats (which also set the quiet lease's pace) and kube-proxy;
+  // releases the lease while kube-proxy fails; logs a change.
+  SelfHealth EvaluateSelfHealth(bool shutting_down);
+  // The planner's inputs: hold-off after the first healthy pass, the predecessor's addresses
+  // kept while adoption lasts, the inputs of the last RefreshInputs.
+  PlanInputs BuildPlanInputs(bool healthy, bool shutting_down, SteadyTime now);
+  // Runs the Reconciler under mu_ with the peers' signs, what live peers probed free, and the
+  // heartbeats' yield; re-announces what it holds when peers are heard again.
+  PassResult Reconcile(PlanInputs& in, SteadyTime now);
+  // The node-sysctl report (event, /readyz), the announced set for heartbeats, and the
+  // probe-ahead annotation.
+  void PublishPassResults(const PassResult& pass);
+  // The lease and kube-proxy gauges, and with heartbeats ExportHeartbeatMetrics.
+  void ExportPassMetrics(const SelfHealth& health);
+  // The heartbeat gauges, and the counters' increase since the last pass (hb_seen_).
+  void ExportHeartbeatMetrics(bool healthy);
   // With BGP on: hands the BGP objects and this node to BgpSync (loop thread).
   void SyncBgp();
   void Shutdown();
+  // Once, after the first healthy pass: how many of the predecessor's addresses this agent kept
+  // (log, address-moves counter).
+  void ReportAdoption();
   // The last step of both ways out (restart and leave): heartbeats, the kube-proxy check, the
   // claim monitor, the link follower, the informers and the writer stop.
   void StopBackground();
@@ -151,6 +182,9 @@ class Agent {
   // The link-notification thread: wakes the loop (forcing a rediscovery) on every link change.
   void WatchLinks();
   std::string HeartbeatInterface() const;
+
+  // The network is rediscovered at least this often (and at once on a link notification).
+  static constexpr Duration kRediscoverEvery = std::chrono::seconds(2);
 
   AgentOptions options_;
   AgentDeps d_;

@@ -32,6 +32,85 @@ std::optional<std::string> Env(const std::string& name) {
   return std::string(v);
 }
 
+// Blocks SIGTERM and SIGINT in the calling thread (and so in every thread it starts later): one
+// thread takes them with sigwait. Returns the set.
+sigset_t BlockStopSignals() {
+  sigset_t sigs;
+  sigemptyset(&sigs);
+  sigaddset(&sigs, SIGTERM);
+  sigaddset(&sigs, SIGINT);
+  pthread_sigmask(SIG_BLOCK, &sigs, nullptr);
+  return sigs;
+}
+
+// The record of the addresses this agent added: --state-file, or memory only when it is "".
+std::unique_ptr<OwnershipStore> NewOwnershipStore(const AgentOptions& opts,
+                                                  bool kernel_tags_addresses) {
+  if (!kernel_tags_addresses && opts.state_file.empty()) {
+    log::Warn(
+        "kernel without IFA_PROTO and no --state-file: addresses left by a crash are not "
+        "recognised as ours and are only removed by their valid lifetime");
+  }
+  if (opts.state_file.empty()) return std::make_unique<MemoryOwnershipStore>();
+  return std::make_unique<FileOwnershipStore>(opts.state_file);
+}
+
+// Serves /metrics (from `registry`), /healthz and /readyz (from `agent`) on --metrics-addr.
+Result<std::unique_ptr<http::Server>> StartMetricsServer(const AgentOptions& opts, Agent& agent,
+                                                         metrics::Registry& registry) {
+  http::ServerOptions so;
+  so.address = opts.metrics_host;
+  so.port = opts.metrics_port;
+  Agent* a = &agent;
+  auto srv =
+      http::Server::Start(so, [a, &registry](const http::Request& req, http::ResponseWriter& w) {
+        if (req.path == "/metrics") {
+          w.Send(http::Response::Text(200, registry.Render(), "text/plain; version=0.0.4"));
+        } else if (req.path == "/healthz") {
+          w.Send(a->Alive() ? http::Response::Text(200, "ok\n")
+                            : http::Response::Text(503, "agent loop stalled\n"));
+        } else if (req.path == "/readyz") {
+          // A node-sysctl shortfall is shown, not made a readiness failure: the agent still
+          // serves local addresses, and an unready DaemonSet would stall every rollout.
+          const std::string detail = a->ReadyDetail();
+          const std::string extra = detail.empty() ? "" : detail + "\n";
+          w.Send(a->Ready() ? http::Response::Text(200, "ok\n" + extra)
+                            : http::Response::Text(503, "not ready\n" + extra));
+        } else {
+          w.Send(http::Response::Text(404, "not found\n"));
+        }
+      });
+  if (!srv) return Fail(srv.error());
+  log::Info("serving /metrics /healthz /readyz", {{"url", (*srv)->Url()}});
+  return std::move(*srv);
+}
+
+// Starts `agent` and runs it until SIGTERM or SIGINT (`sigs`, blocked) asks it to stop; the exit
+// code.
+int RunUntilStopped(Agent& agent, const sigset_t& sigs) {
+  std::atomic<bool> done{false};
+  std::thread signals([&] {
+    while (!done.load()) {
+      timespec ts{0, 200 * 1000 * 1000};
+      int sig = sigtimedwait(&sigs, nullptr, &ts);
+      if (sig == SIGTERM || sig == SIGINT) {
+        log::Info("signal received, stopping", {{"signal", sig == SIGTERM ? "SIGTERM" : "SIGINT"}});
+        agent.RequestStop();
+      }
+    }
+  });
+  int rc = 0;
+  if (auto st = agent.Start(); !st) {
+    log::Error("agent start", {{"error", st.error().message()}});
+    rc = 1;
+  } else {
+    agent.Run();
+  }
+  done.store(true);
+  signals.join();
+  return rc;
+}
+
 }  // namespace
 
 int RunAgentCommand(int argc, char** argv) {
@@ -46,13 +125,7 @@ int RunAgentCommand(int argc, char** argv) {
   const AgentOptions* opts = &options;
   log::SetComponent("agent");
   log::SetLevel(opts->log_level);
-
-  // Signals are taken by one thread with sigwait: block them before any thread starts.
-  sigset_t sigs;
-  sigemptyset(&sigs);
-  sigaddset(&sigs, SIGTERM);
-  sigaddset(&sigs, SIGINT);
-  pthread_sigmask(SIG_BLOCK, &sigs, nullptr);
+  const sigset_t sigs = BlockStopSignals();  // before any thread starts
 
   auto rest = k8s::LoadRestConfig(opts->kubeconfig);
   if (!rest) {
@@ -75,17 +148,7 @@ int RunAgentCommand(int argc, char** argv) {
   k8s::EventRecorderImpl recorder(**client, ro);
   recorder.Start();
   packet::AnnouncerImpl announcer(SystemClock::Instance());
-  std::unique_ptr<OwnershipStore> store;
-  if (opts->state_file.empty()) {
-    store = std::make_unique<MemoryOwnershipStore>();
-  } else {
-    store = std::make_unique<FileOwnershipStore>(opts->state_file);
-  }
-  if (!(*nl)->SupportsAddressProto() && opts->state_file.empty()) {
-    log::Warn(
-        "kernel without IFA_PROTO and no --state-file: addresses left by a crash are not "
-        "recognised as ours and are only removed by their valid lifetime");
-  }
+  std::unique_ptr<OwnershipStore> store = NewOwnershipStore(*opts, (*nl)->SupportsAddressProto());
   metrics::Registry registry;
 
   AgentDeps deps;
@@ -116,59 +179,16 @@ int RunAgentCommand(int argc, char** argv) {
     log::Error("agent", {{"error", agent.error().message()}});
     return 1;
   }
-
   std::unique_ptr<http::Server> server;
   if (opts->metrics_enabled) {
-    http::ServerOptions so;
-    so.address = opts->metrics_host;
-    so.port = opts->metrics_port;
-    Agent* a = agent->get();
-    auto srv =
-        http::Server::Start(so, [a, &registry](const http::Request& req, http::ResponseWriter& w) {
-          if (req.path == "/metrics") {
-            w.Send(http::Response::Text(200, registry.Render(), "text/plain; version=0.0.4"));
-          } else if (req.path == "/healthz") {
-            w.Send(a->Alive() ? http::Response::Text(200, "ok\n")
-                              : http::Response::Text(503, "agent loop stalled\n"));
-          } else if (req.path == "/readyz") {
-            // A node-sysctl shortfall is shown, not made a readiness failure: the agent still
-            // serves local addresses, and an unready DaemonSet would stall every rollout.
-            const std::string detail = a->ReadyDetail();
-            const std::string extra = detail.empty() ? "" : detail + "\n";
-            w.Send(a->Ready() ? http::Response::Text(200, "ok\n" + extra)
-                              : http::Response::Text(503, "not ready\n" + extra));
-          } else {
-            w.Send(http::Response::Text(404, "not found\n"));
-          }
-        });
+    auto srv = StartMetricsServer(*opts, **agent, registry);
     if (!srv) {
       log::Error("metrics server", {{"error", srv.error().message()}});
       return 1;
     }
     server = std::move(*srv);
-    log::Info("serving /metrics /healthz /readyz", {{"url", server->Url()}});
   }
-
-  std::atomic<bool> done{false};
-  std::thread signals([&] {
-    while (!done.load()) {
-      timespec ts{0, 200 * 1000 * 1000};
-      int sig = sigtimedwait(&sigs, nullptr, &ts);
-      if (sig == SIGTERM || sig == SIGINT) {
-        log::Info("signal received, stopping", {{"signal", sig == SIGTERM ? "SIGTERM" : "SIGINT"}});
-        (*agent)->RequestStop();
-      }
-    }
-  });
-  int rc = 0;
-  if (auto st = (*agent)->Start(); !st) {
-    log::Error("agent start", {{"error", st.error().message()}});
-    rc = 1;
-  } else {
-    (*agent)->Run();
-  }
-  done.store(true);
-  signals.join();
+  const int rc = RunUntilStopped(**agent, sigs);
   if (server) server->Stop();
   agent->reset();
   recorder.Stop();

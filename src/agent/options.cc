@@ -27,6 +27,217 @@ CLI::Option* AddChoice(cli::App& app, const std::string& flag,
   return opt;
 }
 
+// An on|off flag setting `*target` (its value when the flag is absent is the default shown).
+void AddOnOff(cli::App& app, const std::string& flag, bool* target,
+              const std::string& description) {
+  AddChoice(
+      app, flag,
+      [flag, target](const std::string& v) {
+        if (v != "on" && v != "off") {
+          throw CLI::ValidationError(flag, "want on or off, got \"" + v + "\"");
+        }
+        *target = v == "on";
+      },
+      "on|off", *target ? "on" : "off", description);
+}
+
+// The cluster and this node: API access, names, /metrics, ETP Local, the address record and
+// lifetime.
+void AddClusterFlags(cli::App& app, AgentOptions* o) {
+  app.add_option("--kubeconfig", o->kubeconfig,
+                 "kubeconfig (default: $KUBECONFIG, in-cluster, ~/.kube/config)")
+      ->type_name("FILE");
+  app.add_option("--node-name", o->node_name, "this node (default: $NODE_NAME)")->type_name("NAME");
+  app.add_option("--namespace", o->ns, "install namespace")->type_name("NS");
+  app.add_option_function<std::string>(
+         "--metrics-addr",
+         [o](const std::string& v) {
+           o->metrics_enabled = !v.empty();
+           if (v.empty()) return;
+           auto hp = cli::ParseListenAddress(v);
+           if (!hp) throw CLI::ValidationError("--metrics-addr", hp.error().message());
+           o->metrics_host = hp->host;
+           o->metrics_port = hp->port;
+         },
+         "/metrics, /healthz, /readyz (\":PORT\" = 0.0.0.0:PORT, \"\" = off)")
+      ->type_name("HOST:PORT")
+      ->default_str(o->metrics_host + ":" + std::to_string(o->metrics_port));
+  AddChoice(
+      app, "--etp-local",
+      [o](const std::string& v) {
+        if (v != "reset" && v != "elect") {
+          throw CLI::ValidationError("--etp-local", "want reset or elect, got \"" + v + "\"");
+        }
+        o->etp_mode = v == "elect" ? EtpLocalMode::kElect : EtpLocalMode::kReset;
+      },
+      "reset|elect", o->etp_mode == EtpLocalMode::kElect ? "elect" : "reset",
+      "externalTrafficPolicy Local on local addresses: reset the Service to Cluster (as PureLB) "
+      "or elect among the nodes with a ready local endpoint");
+  app.add_option("--state-file", o->state_file,
+                 "record of the addresses this agent added (\"\" = IFA_PROTO only)")
+      ->type_name("PATH");
+  app.add_option_function<std::string>(
+         "--address-lifetime",
+         [o](const std::string& v) {
+           auto d = ParseGoDuration(v);
+           if (!d) throw CLI::ValidationError("--address-lifetime", d.error().message());
+           if (*d <= Duration::zero()) {
+             throw CLI::ValidationError("--address-lifetime", "must be positive");
+           }
+           o->address_lifetime = *d;
+         },
+         "valid lifetime of announced addresses (default: the lease duration)")
+      ->type_name("DURATION");
+}
+
+// SIGTERM, the quiet lease and the takeover check.
+void AddLifecycleFlags(cli::App& app, AgentOptions* o) {
+  AddChoice(
+      app, "--on-sigterm",
+      [o](const std::string& v) {
+        auto mode = ParseSigtermMode(v);
+        if (!mode) {
+          throw CLI::ValidationError("--on-sigterm",
+                                     "want auto, restart or leave, got \"" + v + "\"");
+        }
+        o->on_sigterm = *mode;
+      },
+      "auto|restart|leave", std::string(SigtermModeName(o->on_sigterm)),
+      "on SIGTERM: keep the addresses for the next agent (restart), withdraw them (leave), or "
+      "decide from the Node, the Pod ($POD_NAME) and its DaemonSet (auto; default: "
+      "$PYLON_ON_SIGTERM)");
+  AddOnOff(app, "--quiet-lease", &o->quiet_lease.enabled,
+           "while heartbeats carry this node's liveness, renew the node lease every 10s with a 40s "
+           "duration instead of the PURELB_* timing (default: $PYLON_QUIET_LEASE, else on)");
+  AddOnOff(
+      app, "--takeover-check", &o->takeover_check,
+      "before taking over from a silent node, ask the wire (ARP / NS, its kube-proxy /healthz) "
+      "whether it still answers, and leave the address there until it stops");
+  app.add_option_function<std::string>(
+         "--drain-timeout",
+         [o](const std::string& v) {
+           auto d = ParseGoDuration(v);
+           if (!d) throw CLI::ValidationError("--drain-timeout", d.error().message());
+           if (*d < Duration::zero()) {
+             throw CLI::ValidationError("--drain-timeout", "must not be negative");
+           }
+           o->drain_timeout = *d;
+         },
+         "after a planned move (the holder excluded from load balancing), forward the "
+         "established TCP flows to the previous holder this long (0 = off; default 2m)")
+      ->type_name("DURATION");
+}
+
+// Gratuitous ARP / NA, duplicate-address probes and probe ahead.
+void AddAnnounceFlags(cli::App& app, AgentOptions* o) {
+  app.add_option("--garp-count", o->garp.count, "gratuitous ARP / NA per takeover")
+      ->type_name("N")
+      ->check(CLI::Range(1, 20));
+  cli::AddDuration(app, "--garp-interval", &o->garp.interval, "spacing of gratuitous ARP / NA");
+  cli::AddDuration(app, "--reannounce-interval", &o->reannounce_interval,
+                   "re-send gratuitous ARP / NA for held local addresses this often (0 = off, "
+                   "else at least 1s)",
+                   /*allow_zero=*/true);
+  app.add_option("--probe-count", o->probe_count,
+                 "ARP probes / DAD solicitations before an address is announced for the first "
+                 "time (0 = no probing and no watching for foreign claims)")
+      ->type_name("N")
+      ->check(CLI::Range(0, 10));
+  cli::AddDuration(app, "--probe-interval", &o->probe_interval, "spacing of the probes (10ms..2s)");
+  cli::AddDuration(app, "--conflict-recheck", &o->conflict_recheck,
+                   "probe an address withheld for a conflict again this often (1s..24h)");
+  AddOnOff(app, "--probe-ahead", &o->probe_ahead,
+           "probe the addresses the allocator hands out next in the background, so a Service's "
+           "address is announced at once (default on)");
+  app.add_option("--probe-ahead-rate", o->probe_ahead_rate,
+                 "background probes started per second at most, per node")
+      ->type_name("N")
+      ->check(CLI::Range(0.1, 100.0));
+  cli::AddDuration(app, "--probe-ahead-refresh", &o->probe_ahead_refresh,
+                   "probe each address kept pre-probed again this often (1s..10m)");
+}
+
+// This node's kube-proxy health check (kube_proxy_health.h).
+void AddKubeProxyFlags(cli::App& app, AgentOptions* o) {
+  AddOnOff(app, "--kube-proxy-check", &o->kube_proxy.enabled,
+           "leave the election while this node's kube-proxy fails its health check (off when "
+           "kube-proxy is replaced, e.g. by the CNI)");
+  app.add_option("--kube-proxy-healthz", o->kube_proxy.url, "kube-proxy's health URL")
+      ->type_name("URL");
+  cli::AddDuration(app, "--kube-proxy-check-interval", &o->kube_proxy.interval,
+                   "check kube-proxy this often");
+  cli::AddDuration(app, "--kube-proxy-check-timeout", &o->kube_proxy.timeout,
+                   "per-request timeout of the check");
+  app.add_option("--kube-proxy-fail-count", o->kube_proxy.fail_count,
+                 "consecutive failures to leave the election")
+      ->type_name("N");
+  app.add_option("--kube-proxy-pass-count", o->kube_proxy.pass_count,
+                 "consecutive passes to return")
+      ->type_name("N");
+}
+
+// BGP over BIRD 2 (BgpOptions).
+void AddBgpFlags(cli::App& app, AgentOptions* o) {
+  app.add_option("--bird-socket", o->bgp.bird_socket,
+                 "announce kube-lb0 over BGP: drive the BIRD 2 daemon on this control socket "
+                 "(default: off; docs/bgp.md)")
+      ->type_name("PATH");
+  app.add_option("--bird-config", o->bgp.bird_config,
+                 "the configuration file BIRD reads, rendered by the agent")
+      ->type_name("PATH")
+      ->check(CLI::Validator(
+          [](const std::string& v) { return v.empty() ? std::string("must not be empty") : ""; },
+          "", "non-empty"));
+  cli::AddDuration(app, "--bgp-status-interval", &o->bgp.status_interval,
+                   "read sessions into BGPPeer status this often");
+  cli::AddDuration(app, "--bgp-drain-timeout", &o->bgp.drain_timeout,
+                   "on shutdown, wait at most this long for the routes to be withdrawn",
+                   /*allow_zero=*/true);
+  cli::AddDuration(app, "--bgp-drain-margin", &o->bgp.drain_margin,
+                   "then this long for the router to update", /*allow_zero=*/true);
+}
+
+// --heartbeat-*, applied by heartbeat::ApplyHeartbeatFlag.
+void AddHeartbeatFlags(cli::App& app, AgentOptions* o) {
+  struct HeartbeatFlag {
+    const char* name;  // without the dashes, as heartbeat::ApplyHeartbeatFlag takes it
+    const char* type;
+    const char* description;
+  };
+  static const HeartbeatFlag kHeartbeatFlags[] = {
+      {"heartbeat-key-file", "FILE",
+       "shared key(s), one per line (a mounted Secret); wins over --heartbeat-key-secret"},
+      {"heartbeat-key-secret", "NAME",
+       "the Secret (in --namespace) holding the key in its entry `key`, created with a random key "
+       "when absent; empty and no key file: heartbeats off, failover follows the leases alone"},
+      {"heartbeat-interval", "DURATION", "heartbeat period (10ms..10s)"},
+      {"heartbeat-miss-count", "N", "missed intervals before a peer is dead (2..20)"},
+      {"heartbeat-port", "PORT", "UDP port"},
+      {"heartbeat-interface", "IF", "interface to send on (default: the announcing interface)"},
+  };
+  const heartbeat::HeartbeatConfig& hb = o->heartbeat;
+  const std::string shown[] = {
+      hb.key_file,
+      hb.key_secret,
+      std::to_string(std::chrono::duration_cast<std::chrono::milliseconds>(hb.interval).count()) +
+          "ms",
+      std::to_string(hb.miss_count),
+      std::to_string(hb.port),
+      hb.interface};
+  for (std::size_t i = 0; i < std::size(kHeartbeatFlags); ++i) {
+    const std::string name = kHeartbeatFlags[i].name;
+    app.add_option_function<std::string>(
+           "--" + name,
+           [o, name](const std::string& v) {
+             auto applied = heartbeat::ApplyHeartbeatFlag(name, v, o->heartbeat);
+             if (!applied) throw CLI::ValidationError("--" + name, applied.error().message());
+           },
+           kHeartbeatFlags[i].description)
+        ->type_name(kHeartbeatFlags[i].type)
+        ->default_str(shown[i]);
+  }
+}
+
 }  // namespace
 
 Status ApplyAgentEnv(const EnvFn& env, AgentOptions* o) {
@@ -64,211 +275,12 @@ std::unique_ptr<cli::App> NewAgentCommand(AgentOptions* o) {
       "PYLON_HEARTBEAT_KEY_FILE, _KEY_SECRET, _INTERVAL, _MISS_COUNT, _PORT, _INTERFACE\n"
       "(defaults of the --heartbeat-* flags); PYLON_ON_SIGTERM, PYLON_QUIET_LEASE (defaults of\n"
       "--on-sigterm, --quiet-lease).");
-  app->add_option("--kubeconfig", o->kubeconfig,
-                  "kubeconfig (default: $KUBECONFIG, in-cluster, ~/.kube/config)")
-      ->type_name("FILE");
-  app->add_option("--node-name", o->node_name, "this node (default: $NODE_NAME)")
-      ->type_name("NAME");
-  app->add_option("--namespace", o->ns, "install namespace")->type_name("NS");
-  app->add_option_function<std::string>(
-         "--metrics-addr",
-         [o](const std::string& v) {
-           o->metrics_enabled = !v.empty();
-           if (v.empty()) return;
-           auto hp = cli::ParseListenAddress(v);
-           if (!hp) throw CLI::ValidationError("--metrics-addr", hp.error().message());
-           o->metrics_host = hp->host;
-           o->metrics_port = hp->port;
-         },
-         "/metrics, /healthz, /readyz (\":PORT\" = 0.0.0.0:PORT, \"\" = off)")
-      ->type_name("HOST:PORT")
-      ->default_str(o->metrics_host + ":" + std::to_string(o->metrics_port));
-  AddChoice(
-      *app, "--etp-local",
-      [o](const std::string& v) {
-        if (v != "reset" && v != "elect") {
-          throw CLI::ValidationError("--etp-local", "want reset or elect, got \"" + v + "\"");
-        }
-        o->etp_mode = v == "elect" ? EtpLocalMode::kElect : EtpLocalMode::kReset;
-      },
-      "reset|elect", o->etp_mode == EtpLocalMode::kElect ? "elect" : "reset",
-      "externalTrafficPolicy Local on local addresses: reset the Service to Cluster (as PureLB) "
-      "or elect among the nodes with a ready local endpoint");
-  app->add_option("--state-file", o->state_file,
-                  "record of the addresses this agent added (\"\" = IFA_PROTO only)")
-      ->type_name("PATH");
-  app->add_option_function<std::string>(
-         "--address-lifetime",
-         [o](const std::string& v) {
-           auto d = ParseGoDuration(v);
-           if (!d) throw CLI::ValidationError("--address-lifetime", d.error().message());
-           if (*d <= Duration::zero()) {
-             throw CLI::ValidationError("--address-lifetime", "must be positive");
-           }
-           o->address_lifetime = *d;
-         },
-         "valid lifetime of announced addresses (default: the lease duration)")
-      ->type_name("DURATION");
-  app->add_option_function<std::string>(
-         "--drain-timeout",
-         [o](const std::string& v) {
-           auto d = ParseGoDuration(v);
-           if (!d) throw CLI::ValidationError("--drain-timeout", d.error().message());
-           if (*d < Duration::zero()) {
-             throw CLI::ValidationError("--drain-timeout", "must not be negative");
-           }
-           o->drain_timeout = *d;
-         },
-         "after a planned move (the holder excluded from load balancing), forward the "
-         "established TCP flows to the previous holder this long (0 = off; default 2m)")
-      ->type_name("DURATION");
-  AddChoice(
-      *app, "--on-sigterm",
-      [o](const std::string& v) {
-        auto mode = ParseSigtermMode(v);
-        if (!mode) {
-          throw CLI::ValidationError("--on-sigterm",
-                                     "want auto, restart or leave, got \"" + v + "\"");
-        }
-        o->on_sigterm = *mode;
-      },
-      "auto|restart|leave", std::string(SigtermModeName(o->on_sigterm)),
-      "on SIGTERM: keep the addresses for the next agent (restart), withdraw them (leave), or "
-      "decide from the Node, the Pod ($POD_NAME) and its DaemonSet (auto; default: "
-      "$PYLON_ON_SIGTERM)");
-  AddChoice(
-      *app, "--quiet-lease",
-      [o](const std::string& v) {
-        if (v != "on" && v != "off") {
-          throw CLI::ValidationError("--quiet-lease", "want on or off, got \"" + v + "\"");
-        }
-        o->quiet_lease.enabled = v == "on";
-      },
-      "on|off", o->quiet_lease.enabled ? "on" : "off",
-      "while heartbeats carry this node's liveness, renew the node lease every 10s with a 40s "
-      "duration instead of the PURELB_* timing (default: $PYLON_QUIET_LEASE, else on)");
-  AddChoice(
-      *app, "--takeover-check",
-      [o](const std::string& v) {
-        if (v != "on" && v != "off") {
-          throw CLI::ValidationError("--takeover-check", "want on or off, got \"" + v + "\"");
-        }
-        o->takeover_check = v == "on";
-      },
-      "on|off", o->takeover_check ? "on" : "off",
-      "before taking over from a silent node, ask the wire (ARP / NS, its kube-proxy /healthz) "
-      "whether it still answers, and leave the address there until it stops");
-  app->add_option("--garp-count", o->garp.count, "gratuitous ARP / NA per takeover")
-      ->type_name("N")
-      ->check(CLI::Range(1, 20));
-  cli::AddDuration(*app, "--garp-interval", &o->garp.interval, "spacing of gratuitous ARP / NA");
-  cli::AddDuration(*app, "--reannounce-interval", &o->reannounce_interval,
-                   "re-send gratuitous ARP / NA for held local addresses this often (0 = off, "
-                   "else at least 1s)",
-                   /*allow_zero=*/true);
-  app->add_option("--probe-count", o->probe_count,
-                  "ARP probes / DAD solicitations before an address is announced for the first "
-                  "time (0 = no probing and no watching for foreign claims)")
-      ->type_name("N")
-      ->check(CLI::Range(0, 10));
-  cli::AddDuration(*app, "--probe-interval", &o->probe_interval,
-                   "spacing of the probes (10ms..2s)");
-  cli::AddDuration(*app, "--conflict-recheck", &o->conflict_recheck,
-                   "probe an address withheld for a conflict again this often (1s..24h)");
-  AddChoice(
-      *app, "--probe-ahead",
-      [o](const std::string& v) {
-        if (v != "on" && v != "off") {
-          throw CLI::ValidationError("--probe-ahead", "want on or off, got " + v);
-        }
-        o->probe_ahead = v == "on";
-      },
-      "on|off", o->probe_ahead ? "on" : "off",
-      "probe the addresses the allocator hands out next in the background, so a Service's "
-      "address is announced at once (default on)");
-  app->add_option("--probe-ahead-rate", o->probe_ahead_rate,
-                  "background probes started per second at most, per node")
-      ->type_name("N")
-      ->check(CLI::Range(0.1, 100.0));
-  cli::AddDuration(*app, "--probe-ahead-refresh", &o->probe_ahead_refresh,
-                   "probe each address kept pre-probed again this often (1s..10m)");
-  AddChoice(
-      *app, "--kube-proxy-check",
-      [o](const std::string& v) {
-        if (v != "on" && v != "off") {
-          throw CLI::ValidationError("--kube-proxy-check", "want on or off, got \"" + v + "\"");
-        }
-        o->kube_proxy.enabled = v == "on";
-      },
-      "on|off", o->kube_proxy.enabled ? "on" : "off",
-      "leave the election while this node's kube-proxy fails its health check (off when "
-      "kube-proxy is replaced, e.g. by the CNI)");
-  app->add_option("--kube-proxy-healthz", o->kube_proxy.url, "kube-proxy's health URL")
-      ->type_name("URL");
-  cli::AddDuration(*app, "--kube-proxy-check-interval", &o->kube_proxy.interval,
-                   "check kube-proxy this often");
-  cli::AddDuration(*app, "--kube-proxy-check-timeout", &o->kube_proxy.timeout,
-                   "per-request timeout of the check");
-  app->add_option("--kube-proxy-fail-count", o->kube_proxy.fail_count,
-                  "consecutive failures to leave the election")
-      ->type_name("N");
-  app->add_option("--kube-proxy-pass-count", o->kube_proxy.pass_count,
-                  "consecutive passes to return")
-      ->type_name("N");
-  app->add_option("--bird-socket", o->bgp.bird_socket,
-                  "announce kube-lb0 over BGP: drive the BIRD 2 daemon on this control socket "
-                  "(default: off; docs/bgp.md)")
-      ->type_name("PATH");
-  app->add_option("--bird-config", o->bgp.bird_config,
-                  "the configuration file BIRD reads, rendered by the agent")
-      ->type_name("PATH")
-      ->check(CLI::Validator(
-          [](const std::string& v) { return v.empty() ? std::string("must not be empty") : ""; },
-          "", "non-empty"));
-  cli::AddDuration(*app, "--bgp-status-interval", &o->bgp.status_interval,
-                   "read sessions into BGPPeer status this often");
-  cli::AddDuration(*app, "--bgp-drain-timeout", &o->bgp.drain_timeout,
-                   "on shutdown, wait at most this long for the routes to be withdrawn",
-                   /*allow_zero=*/true);
-  cli::AddDuration(*app, "--bgp-drain-margin", &o->bgp.drain_margin,
-                   "then this long for the router to update", /*allow_zero=*/true);
-  struct HeartbeatFlag {
-    const char* name;  // without the dashes, as heartbeat::ApplyHeartbeatFlag takes it
-    const char* type;
-    const char* description;
-  };
-  static const HeartbeatFlag kHeartbeatFlags[] = {
-      {"heartbeat-key-file", "FILE",
-       "shared key(s), one per line (a mounted Secret); wins over --heartbeat-key-secret"},
-      {"heartbeat-key-secret", "NAME",
-       "the Secret (in --namespace) holding the key in its entry `key`, created with a random key "
-       "when absent; empty and no key file: heartbeats off, failover follows the leases alone"},
-      {"heartbeat-interval", "DURATION", "heartbeat period (10ms..10s)"},
-      {"heartbeat-miss-count", "N", "missed intervals before a peer is dead (2..20)"},
-      {"heartbeat-port", "PORT", "UDP port"},
-      {"heartbeat-interface", "IF", "interface to send on (default: the announcing interface)"},
-  };
-  const heartbeat::HeartbeatConfig& hb = o->heartbeat;
-  const std::string shown[] = {
-      hb.key_file,
-      hb.key_secret,
-      std::to_string(std::chrono::duration_cast<std::chrono::milliseconds>(hb.interval).count()) +
-          "ms",
-      std::to_string(hb.miss_count),
-      std::to_string(hb.port),
-      hb.interface};
-  for (std::size_t i = 0; i < std::size(kHeartbeatFlags); ++i) {
-    const std::string name = kHeartbeatFlags[i].name;
-    app->add_option_function<std::string>(
-           "--" + name,
-           [o, name](const std::string& v) {
-             auto applied = heartbeat::ApplyHeartbeatFlag(name, v, o->heartbeat);
-             if (!applied) throw CLI::ValidationError("--" + name, applied.error().message());
-           },
-           kHeartbeatFlags[i].description)
-        ->type_name(kHeartbeatFlags[i].type)
-        ->default_str(shown[i]);
-  }
+  AddClusterFlags(*app, o);
+  AddLifecycleFlags(*app, o);
+  AddAnnounceFlags(*app, o);
+  AddKubeProxyFlags(*app, o);
+  AddBgpFlags(*app, o);
+  AddHeartbeatFlags(*app, o);
   cli::AddLogLevel(*app, &o->log_level);
   return app;
 }

@@ -11,6 +11,10 @@
 // sync are logged when they first appear, not on every pass.
 //
 // Threading: one thread (the agent loop). All collaborators are borrowed.
+//
+// Implementation: reconciler.cc (the pass, announcements, metrics), reconciler_probes.cc
+// (duplicate-address detection: probes, probe ahead, claims, the conflict annotation),
+// reconciler_takeover.cc (holders, the successor's wire check, moves).
 #pragma once
 
 #include <functional>
@@ -136,6 +140,20 @@ class Reconciler {
   std::optional<SteadyTime> NextWakeup(const election::Membership& membership) const;
 
  private:
+  // The steps of Run, in order.
+  // Withholds from `plan` the local addresses `yield` gives up (heartbeat split-brain
+  // resolution); logs those newly yielded. Returns them.
+  std::set<net::IpAddress> ApplyYield(Plan& plan, const YieldFn& yield);
+  // Logs what the sync added and withdrew; schedules (cancels) the announcements of local
+  // addresses and records an AnnouncingLocal event for each of their Services.
+  void ReportSyncChanges(const SyncReport& sync, SteadyTime now);
+  // Logs and records a node event for each conflict the previous pass did not report.
+  void ReportConflicts(const SyncReport& sync);
+  // Hands the plan's writes to the ClusterWriter, then ends its pass.
+  void WritePlan(const Plan& plan);
+  // Rebuilds held_local_; every --reannounce-interval schedules a burst for each held address
+  // not added in this pass.
+  void UpdateHeld(const Plan& plan, const SyncReport& sync, SteadyTime now);
   void CheckNodeSysctls(const NodeNetwork& network, PassResult& r);
   // Logs the sync's errors and deferred withdrawals that the previous pass did not report.
   void ReportSyncProblems(const SyncReport& sync);

@@ -7,6 +7,8 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <string_view>
+#include <utility>
 #include <vector>
 
 #include "common/object_key.h"
@@ -102,6 +104,11 @@ struct ServiceRef {
   std::string ns;
   std::string name;
   std::string Key() const { return ObjectKey{ns, name}.String(); }
+  // The inverse of Key().
+  static ServiceRef FromKey(std::string_view key) {
+    ObjectKey k = ObjectKey::FromString(key);
+    return ServiceRef{std::move(k.ns), std::move(k.name)};
+  }
   friend auto operator<=>(const ServiceRef&, const ServiceRef&) = default;
 };
 

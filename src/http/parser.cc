@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cctype>
 #include <charconv>
+#include <optional>
 
 #include "common/text.h"
 
@@ -62,6 +63,14 @@ std::size_t FindHeaderEnd(std::string_view buf, std::size_t pos, std::size_t* bo
     }
   }
   return std::string_view::npos;
+}
+
+// A step that parsed its part whole, up to index `consumed` of the buffer.
+ParseOutcome Complete(std::size_t consumed) {
+  ParseOutcome o;
+  o.state = ParseState::kComplete;
+  o.consumed = consumed;
+  return o;
 }
 
 // A chunk-size line (size and extensions) longer than this is refused.
@@ -198,6 +207,125 @@ std::string UrlEncode(std::string_view in) {
   return out;
 }
 
+namespace {
+
+// The steps of ParseRequest. Each returns an error outcome, or nullopt when its part is good.
+
+// "METHOD /target HTTP/1.x": the method, target, version, path and query of `req`.
+std::optional<ParseOutcome> ParseRequestLine(std::string_view line, Request* req) {
+  std::size_t sp1 = line.find(' ');
+  std::size_t sp2 = sp1 == std::string_view::npos ? sp1 : line.find(' ', sp1 + 1);
+  if (sp1 == std::string_view::npos || sp2 == std::string_view::npos ||
+      line.find(' ', sp2 + 1) != std::string_view::npos)
+    return Error(400, "malformed request line");
+  std::string_view method = line.substr(0, sp1);
+  std::string_view target = line.substr(sp1 + 1, sp2 - sp1 - 1);
+  std::string_view version = line.substr(sp2 + 1);
+  if (method.empty() || !std::all_of(method.begin(), method.end(), IsTokenChar))
+    return Error(400, "malformed method");
+  if (version != "HTTP/1.1" && version != "HTTP/1.0") {
+    if (version.substr(0, 5) == "HTTP/") return Error(505, "unsupported HTTP version");
+    return Error(400, "malformed HTTP version");
+  }
+  if (target.empty() || target.front() != '/') return Error(400, "malformed request target");
+  req->method = std::string(method);
+  req->target = std::string(target);
+  req->version = std::string(version);
+  std::size_t q = target.find('?');
+  if (!UrlDecode(target.substr(0, q), false, &req->path)) {
+    return Error(400, "malformed path escape");
+  }
+  if (q != std::string_view::npos) {
+    req->raw_query = std::string(target.substr(q + 1));
+    if (!ParseQuery(req->raw_query, &req->query)) return Error(400, "malformed query escape");
+  }
+  return std::nullopt;
+}
+
+// The header lines of buf[pos, head_end) into req->headers (names lower-cased, values trimmed).
+std::optional<ParseOutcome> ParseHeaderLines(std::string_view buf, std::size_t pos,
+                                             std::size_t head_end, Request* req) {
+  std::size_t next = 0;
+  while (pos < head_end) {
+    const std::size_t line_end = FindLineEnd(buf, pos, &next);
+    if (line_end == std::string_view::npos) break;
+    const std::string_view line = buf.substr(pos, line_end - pos);
+    pos = next;
+    if (line.empty()) break;
+    if (line.front() == ' ' || line.front() == '\t') return Error(400, "obsolete header folding");
+    std::size_t colon = line.find(':');
+    if (colon == std::string_view::npos || colon == 0) return Error(400, "malformed header line");
+    std::string_view name = line.substr(0, colon);
+    if (!std::all_of(name.begin(), name.end(), IsTokenChar))
+      return Error(400, "malformed header name");
+    req->headers.emplace_back(Lower(name),
+                              std::string(Trim(line.substr(colon + 1), " \t", " \t\r")));
+  }
+  return std::nullopt;
+}
+
+// A chunked body starting at `pos`: on kComplete, `consumed` is the index after its trailer
+// section and *body the de-chunked bytes; kNeedMore while it is incomplete.
+ParseOutcome ParseChunkedBody(std::string_view buf, std::size_t pos, const Limits& limits,
+                              std::string* body) {
+  std::size_t next = 0;
+  for (;;) {
+    std::size_t line_end = FindLineEnd(buf, pos, &next);
+    if (line_end == std::string_view::npos) {
+      // As for the header: a '\r' may still be followed by the '\n' of a line that fits.
+      if (buf.size() - pos > kMaxChunkLine + 1) return Error(400, "malformed chunk size");
+      return {};
+    }
+    if (line_end - pos > kMaxChunkLine) return Error(400, "malformed chunk size");
+    std::string_view size_text = buf.substr(pos, line_end - pos);
+    size_text = size_text.substr(0, size_text.find(';'));  // chunk extensions
+    size_text = Trim(size_text, " \t", " \t\r");
+    std::size_t size = 0;
+    auto [p, ec] = std::from_chars(size_text.data(), size_text.data() + size_text.size(), size, 16);
+    if (ec != std::errc() || p != size_text.data() + size_text.size() || size_text.empty())
+      return Error(400, "malformed chunk size");
+    if (size > limits.max_body_bytes || body->size() + size > limits.max_body_bytes)
+      return Error(413, "request body too large");
+    pos = next;
+    if (size == 0) {
+      // Trailer section: lines until an empty one.
+      for (;;) {
+        line_end = FindLineEnd(buf, pos, &next);
+        if (line_end == std::string_view::npos) return {};
+        bool empty = line_end == pos;
+        pos = next;
+        if (empty) break;
+      }
+      return Complete(pos);
+    }
+    if (buf.size() < pos + size) return {};
+    body->append(buf.substr(pos, size));
+    pos += size;
+    line_end = FindLineEnd(buf, pos, &next);
+    if (line_end == std::string_view::npos) {
+      if (buf.size() - pos >= 2) return Error(400, "malformed chunk terminator");
+      return {};
+    }
+    if (line_end != pos) return Error(400, "malformed chunk terminator");
+    pos = next;
+  }
+}
+
+// A body of Content-Length `cl` bytes starting at `pos`: as ParseChunkedBody.
+ParseOutcome ParseLengthBody(std::string_view buf, std::size_t pos, const std::string& cl,
+                             const Limits& limits, std::string* body) {
+  std::size_t len = 0;
+  auto [p, ec] = std::from_chars(cl.data(), cl.data() + cl.size(), len);
+  if (ec != std::errc() || p != cl.data() + cl.size())
+    return Error(400, "malformed Content-Length");
+  if (len > limits.max_body_bytes) return Error(413, "request body too large");
+  if (buf.size() < pos + len) return {};
+  *body = std::string(buf.substr(pos, len));
+  return Complete(pos + len);
+}
+
+}  // namespace
+
 ParseOutcome ParseRequest(std::string_view buf, const Limits& limits, Request* out) {
   // Skip empty lines before a request (RFC 9112 section 2.2 robustness).
   std::size_t pos = 0;
@@ -215,114 +343,23 @@ ParseOutcome ParseRequest(std::string_view buf, const Limits& limits, Request* o
 
   Request req;
   std::size_t next = 0;
-  std::size_t line_end = FindLineEnd(buf, pos, &next);
-  std::string_view line = buf.substr(pos, line_end - pos);
-  std::size_t sp1 = line.find(' ');
-  std::size_t sp2 = sp1 == std::string_view::npos ? sp1 : line.find(' ', sp1 + 1);
-  if (sp1 == std::string_view::npos || sp2 == std::string_view::npos ||
-      line.find(' ', sp2 + 1) != std::string_view::npos)
-    return Error(400, "malformed request line");
-  std::string_view method = line.substr(0, sp1);
-  std::string_view target = line.substr(sp1 + 1, sp2 - sp1 - 1);
-  std::string_view version = line.substr(sp2 + 1);
-  if (method.empty() || !std::all_of(method.begin(), method.end(), IsTokenChar))
-    return Error(400, "malformed method");
-  if (version != "HTTP/1.1" && version != "HTTP/1.0") {
-    if (version.substr(0, 5) == "HTTP/") return Error(505, "unsupported HTTP version");
-    return Error(400, "malformed HTTP version");
-  }
-  if (target.empty() || target.front() != '/') return Error(400, "malformed request target");
-  req.method = std::string(method);
-  req.target = std::string(target);
-  req.version = std::string(version);
-  std::size_t q = target.find('?');
-  if (!UrlDecode(target.substr(0, q), false, &req.path)) return Error(400, "malformed path escape");
-  if (q != std::string_view::npos) {
-    req.raw_query = std::string(target.substr(q + 1));
-    if (!ParseQuery(req.raw_query, &req.query)) return Error(400, "malformed query escape");
-  }
+  const std::size_t line_end = FindLineEnd(buf, pos, &next);
+  if (auto e = ParseRequestLine(buf.substr(pos, line_end - pos), &req)) return *e;
+  if (auto e = ParseHeaderLines(buf, next, head_end, &req)) return *e;
 
-  pos = next;
-  while (pos < head_end) {
-    line_end = FindLineEnd(buf, pos, &next);
-    if (line_end == std::string_view::npos) break;
-    line = buf.substr(pos, line_end - pos);
-    pos = next;
-    if (line.empty()) break;
-    if (line.front() == ' ' || line.front() == '\t') return Error(400, "obsolete header folding");
-    std::size_t colon = line.find(':');
-    if (colon == std::string_view::npos || colon == 0) return Error(400, "malformed header line");
-    std::string_view name = line.substr(0, colon);
-    if (!std::all_of(name.begin(), name.end(), IsTokenChar))
-      return Error(400, "malformed header name");
-    req.headers.emplace_back(Lower(name),
-                             std::string(Trim(line.substr(colon + 1), " \t", " \t\r")));
-  }
-
-  std::string te = Lower(req.Header("transfer-encoding"));
-  std::string cl = req.Header("content-length");
-  std::size_t body_pos = body_start;
+  const std::string te = Lower(req.Header("transfer-encoding"));
+  const std::string cl = req.Header("content-length");
+  ParseOutcome body = Complete(body_start);  // no body
   if (!te.empty()) {
     if (!cl.empty()) return Error(400, "both Content-Length and Transfer-Encoding");
     if (te != "chunked") return Error(501, "unsupported transfer encoding");
-    std::string body;
-    for (;;) {
-      line_end = FindLineEnd(buf, body_pos, &next);
-      if (line_end == std::string_view::npos) {
-        // As for the header: a '\r' may still be followed by the '\n' of a line that fits.
-        if (buf.size() - body_pos > kMaxChunkLine + 1) return Error(400, "malformed chunk size");
-        return {};
-      }
-      if (line_end - body_pos > kMaxChunkLine) return Error(400, "malformed chunk size");
-      std::string_view size_text = buf.substr(body_pos, line_end - body_pos);
-      size_text = size_text.substr(0, size_text.find(';'));  // chunk extensions
-      size_text = Trim(size_text, " \t", " \t\r");
-      std::size_t size = 0;
-      auto [p, ec] =
-          std::from_chars(size_text.data(), size_text.data() + size_text.size(), size, 16);
-      if (ec != std::errc() || p != size_text.data() + size_text.size() || size_text.empty())
-        return Error(400, "malformed chunk size");
-      if (size > limits.max_body_bytes || body.size() + size > limits.max_body_bytes)
-        return Error(413, "request body too large");
-      body_pos = next;
-      if (size == 0) {
-        // Trailer section: lines until an empty one.
-        for (;;) {
-          line_end = FindLineEnd(buf, body_pos, &next);
-          if (line_end == std::string_view::npos) return {};
-          bool empty = line_end == body_pos;
-          body_pos = next;
-          if (empty) break;
-        }
-        break;
-      }
-      if (buf.size() < body_pos + size) return {};
-      body.append(buf.substr(body_pos, size));
-      body_pos += size;
-      line_end = FindLineEnd(buf, body_pos, &next);
-      if (line_end == std::string_view::npos) {
-        if (buf.size() - body_pos >= 2) return Error(400, "malformed chunk terminator");
-        return {};
-      }
-      if (line_end != body_pos) return Error(400, "malformed chunk terminator");
-      body_pos = next;
-    }
-    req.body = std::move(body);
+    body = ParseChunkedBody(buf, body_start, limits, &req.body);
   } else if (!cl.empty()) {
-    std::size_t len = 0;
-    auto [p, ec] = std::from_chars(cl.data(), cl.data() + cl.size(), len);
-    if (ec != std::errc() || p != cl.data() + cl.size())
-      return Error(400, "malformed Content-Length");
-    if (len > limits.max_body_bytes) return Error(413, "request body too large");
-    if (buf.size() < body_pos + len) return {};
-    req.body = std::string(buf.substr(body_pos, len));
-    body_pos += len;
+    body = ParseLengthBody(buf, body_start, cl, limits, &req.body);
   }
+  if (body.state != ParseState::kComplete) return body;
   *out = std::move(req);
-  ParseOutcome o;
-  o.state = ParseState::kComplete;
-  o.consumed = body_pos;
-  return o;
+  return body;
 }
 
 }  // namespace pylon::http

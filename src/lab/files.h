@@ -1,9 +1,12 @@
 // The lab's small file helpers: configuration texts written whole, /proc and state files read
-// whole. One home for what kubelet.cc, control_plane.cc, bgp.cc and install.cc need.
+// whole. One home for what the lab's files (kubelet, control plane, BGP, install, kube-proxy)
+// need.
 #pragma once
 
 #include <sys/types.h>
 
+#include <chrono>
+#include <cstddef>
 #include <optional>
 #include <string>
 
@@ -17,5 +20,9 @@ Status WriteTextFile(const std::string& path, const std::string& text,
                      std::optional<mode_t> mode = std::nullopt);
 // The whole file; "" when it cannot be read.
 std::string ReadTextFile(const std::string& path);
+// The last `lines` lines of a log, each on its own indented line, for an error message.
+std::string LogTail(const std::string& path, size_t lines = 8);
+// Waits (polling every 20 ms) up to `timeout` for `path` to exist (a socket, say).
+bool WaitForPath(const std::string& path, std::chrono::milliseconds timeout);
 
 }  // namespace pylon::lab

@@ -7,6 +7,10 @@
 // inside its own namespace, as nodes reach a local API proxy on many clusters: a socat in the node
 // forwards to a unix socket in the lab directory (unix sockets reach across network namespaces),
 // and a socat on the host forwards that socket to the API server.
+//
+// Lab's members are implemented by concept: lab.cc (up, down, the control plane, the allocator,
+// the agents, kubectl), kube_proxy.cc (kube-proxy), pods.cc (pods and their EndpointSlices),
+// kubelet_lab.cc (the kubelet lab's containerd and kubelets).
 #pragma once
 
 #include <chrono>

@@ -5,8 +5,12 @@
 #include <algorithm>
 #include <cctype>
 #include <sstream>
+#include <thread>
 
+#include "lab/lab.h"
+#include "lab/netns.h"
 #include "lab/process.h"
+#include "lab/responder.h"
 
 namespace pylon::lab {
 namespace {
@@ -142,6 +146,123 @@ std::string EndpointSliceYaml(const std::string& ns, const std::string& service,
   }
   y += "ports:\n- name: \"\"\n  port: " + std::to_string(port) + "\n  protocol: TCP\n";
   return y;
+}
+
+// --- Lab's pod members (lab.h) ---
+
+const LabPod* Lab::FindPod(const std::string& name) const {
+  for (const auto& p : pods_) {
+    if (p.name == name) return &p;
+  }
+  return nullptr;
+}
+
+Status Lab::WriteEndpointSlices(const std::string& ns, const std::string& service) const {
+  std::vector<LabPod> of;
+  for (const auto& p : pods_) {
+    if (p.namespace_ == ns && p.service == service) of.push_back(p);
+  }
+  for (const char* family : {"IPv4", "IPv6"}) {
+    if (auto s = Apply(EndpointSliceYaml(ns, service, family, of)); !s) return s;
+  }
+  return Ok();
+}
+
+Status Lab::AddPod(const std::string& node, const std::string& name, const std::string& service,
+                   int port) {
+  if (FindPod(name) != nullptr) {
+    return Fail(ErrorCode::kAlreadyExists, "pod " + name + " exists in lab " + config_.name);
+  }
+  const int i = NodeIndex(topology_, node);
+  if (i == 0) return Fail(ErrorCode::kNotFound, "no node " + node + " in lab " + config_.name);
+  const LabNode& n = topology_.nodes()[static_cast<size_t>(i - 1)];
+  std::vector<bool> used(11, false);
+  for (const auto& p : pods_) {
+    if (p.node == node) used[static_cast<size_t>(std::stoi(p.host_veth.substr(2)))] = true;
+  }
+  int k = 1;
+  while (k <= 9 && used[static_cast<size_t>(k)]) ++k;
+  if (k > 9) return Fail(ErrorCode::kInvalidArgument, "at most 9 pods per node in the lab");
+  LabPod p;
+  p.name = name;
+  p.node = node;
+  auto slash = service.find('/');
+  if (slash != std::string::npos) {
+    p.namespace_ = service.substr(0, slash);
+    p.service = service.substr(slash + 1);
+  } else {
+    p.service = service;
+  }
+  p.netns = "pylon-" + config_.name + "-p" + std::to_string(i) + std::to_string(k);
+  p.host_veth = "vp" + std::to_string(k);
+  p.ipv4 = "10.244." + std::to_string(i) + "." + std::to_string(10 + k);
+  p.ipv6 = "fd00:10:244:" + std::to_string(i) + "::" + std::to_string(10 + k);
+  p.port = port;
+  if (!pod_routing_) {
+    if (auto s = SetUpPodRouting(topology_); !s) return s;
+    pod_routing_ = true;
+  }
+  if (auto s = CreatePodNetwork(n, p); !s) return s;
+  SpawnOptions o;
+  o.netns = p.netns;
+  o.argv = {config_.dev_binary,
+            "lab",
+            "serve",
+            "--port",
+            std::to_string(port),
+            "--text",
+            "pod=" + name + " node=" + node,
+            "--report-peer=true"};
+  if (auto s = Spawn("pod-" + name, o); !s) {
+    (void)DeletePodNetwork(p);
+    return s;
+  }
+  // Listening before its endpoints are published (from the node, as a kubelet's probe would).
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+  while (true) {
+    auto r =
+        InNetns(n.netns, [&] { return ProbeOnce(p.ipv4, port, std::chrono::milliseconds(300)); });
+    if (r && r->ok) break;
+    if (std::chrono::steady_clock::now() > deadline) {
+      procs_.erase("pod-" + name);
+      (void)DeletePodNetwork(p);
+      (void)WriteState();
+      return Fail(ErrorCode::kUnavailable, "pod " + name + " does not answer on " + p.ipv4 + ":" +
+                                               std::to_string(port) + " from " + node + " (" +
+                                               (r ? r->error : r.error().message()) + "); see " +
+                                               Path("pod-" + name + ".log"));
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  pods_.push_back(p);
+  return WriteEndpointSlices(p.namespace_, p.service);
+}
+
+Status Lab::SetPodReady(const std::string& name, bool ready) {
+  for (auto& p : pods_) {
+    if (p.name != name) continue;
+    p.ready = ready;
+    return WriteEndpointSlices(p.namespace_, p.service);
+  }
+  return Fail(ErrorCode::kNotFound, "no pod " + name + " in lab " + config_.name);
+}
+
+Status Lab::DeletePod(const std::string& name) {
+  auto it =
+      std::find_if(pods_.begin(), pods_.end(), [&](const LabPod& p) { return p.name == name; });
+  if (it == pods_.end()) return Fail(ErrorCode::kNotFound, "no pod " + name);
+  LabPod p = *it;
+  pods_.erase(it);
+  auto proc = procs_.find("pod-" + name);
+  if (proc != procs_.end()) {
+    proc->second.Stop(std::chrono::milliseconds(2000));
+    procs_.erase(proc);
+  }
+  (void)WriteState();
+  auto slices = WriteEndpointSlices(p.namespace_, p.service);
+  auto net = DeletePodNetwork(p);
+  if (!slices) return slices;
+  return net;
 }
 
 }  // namespace pylon::lab

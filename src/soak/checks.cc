@@ -214,4 +214,20 @@ std::vector<std::string> AddressBook::Observe(const std::vector<ObservedService>
   return out;
 }
 
+std::vector<std::string> StrayAddresses(const NodeAddresses& on,
+                                        const std::vector<ObservedService>& services) {
+  std::set<std::string> held;
+  for (const auto& s : services) held.insert(s.ips.begin(), s.ips.end());
+  std::vector<std::string> out;
+  for (const auto* m : {&on.eth0, &on.lb}) {
+    for (const auto& [ip, nodes] : *m) {
+      if (held.count(ip)) continue;
+      std::string ns;
+      for (const auto& n : nodes) ns += " " + n;
+      out.push_back(ip + " on" + ns + " but no Service holds it");
+    }
+  }
+  return out;
+}
+
 }  // namespace pylon::soak

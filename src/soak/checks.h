@@ -79,6 +79,17 @@ std::vector<std::string> StatusMismatches(const ApiView& view);
 // quiet phase re-created could be acted on only after the soak had cleared its asks.
 std::vector<std::string> PendingRequests(const ApiView& view);
 
+// The addresses of the soak's pools on the nodes: address -> the nodes that have it.
+struct NodeAddresses {
+  std::map<std::string, std::set<std::string>> eth0;  // and any interface but kube-lb0
+  std::map<std::string, std::set<std::string>> lb;    // kube-lb0
+};
+
+// Addresses on a node that no Service holds, one message each ("ip on node1 node2 but no Service
+// holds it"): those on eth0 first, then those on kube-lb0, each in address order.
+std::vector<std::string> StrayAddresses(const NodeAddresses& on,
+                                        const std::vector<ObservedService>& services);
+
 // What the soak remembers of each Service to tell a change it asked for from one it did not.
 struct AddressBook {
   struct Entry {

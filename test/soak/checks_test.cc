@@ -148,5 +148,18 @@ TEST(ParseTest, ServicesConfigsAndAdvertisements) {
   EXPECT_EQ(l2["192.0.2.200"], "node1");
 }
 
+TEST(StrayAddressesTest, OnANodeButHeldByNoService) {
+  NodeAddresses on;
+  on.eth0["192.0.2.64"] = {"node1"};
+  on.eth0["192.0.2.70"] = {"node1", "node2"};
+  on.lb["203.0.113.1"] = {"node3"};
+  on.lb["203.0.113.2"] = {"node1"};
+  const std::vector<ObservedService> services = {Svc("a", {"192.0.2.64", "203.0.113.2"})};
+  EXPECT_EQ(StrayAddresses(on, services),
+            (std::vector<std::string>{"192.0.2.70 on node1 node2 but no Service holds it",
+                                      "203.0.113.1 on node3 but no Service holds it"}));
+  EXPECT_TRUE(StrayAddresses(NodeAddresses{}, services).empty());
+}
+
 }  // namespace
 }  // namespace pylon::soak
