@@ -239,8 +239,9 @@ TEST_F(ConflictTest, LaceClassAddressTakenBeforeAnyServiceIsNeverHandedOut) {
   Apply(kPublicClass);
   auto cls = [&] { return GetJson({"get", "loadbalancerclasses.lace-cni.io", "public"}); };
   auto skipped = [&](const std::string& address) {
+    Json c_obj = cls();  // kept: a range-for over a part of a temporary would dangle
     try {
-      for (const auto& c : cls().at("status").at("conflicts")) {
+      for (const auto& c : c_obj.at("status").at("conflicts")) {
         if (c.at("address") == address && c.at("action") == "Skipped") return true;
       }
     } catch (const std::exception&) {
