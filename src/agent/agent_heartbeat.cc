@@ -101,9 +101,7 @@ void Agent::PublishHeartbeatEndpoints() {
 void Agent::ExportHeartbeatMetrics(bool healthy) {
   d_.metrics->Set(kMetricHeartbeatHealthy, {}, healthy ? 1 : 0);
   std::map<std::string, int> by_state;
-  for (auto st : {heartbeat::PeerState::kNeverHeard, heartbeat::PeerState::kAlive,
-                  heartbeat::PeerState::kUnhealthy, heartbeat::PeerState::kSilent,
-                  heartbeat::PeerState::kDead}) {
+  for (auto st : heartbeat::kPeerStates) {
     by_state[heartbeat::PeerStateName(st)] = 0;
   }
   for (const auto& p : hb_->Peers()) ++by_state[heartbeat::PeerStateName(p.state)];

@@ -106,13 +106,11 @@ void DescribeAgentMetrics(metrics::Registry& r) {
   // Heartbeats on only: set from the first pass when they are (a 0 without heartbeats would
   // read as "unfit to announce").
   std::vector<std::string> states;
-  for (auto st : {heartbeat::PeerState::kNeverHeard, heartbeat::PeerState::kAlive,
-                  heartbeat::PeerState::kUnhealthy, heartbeat::PeerState::kSilent,
-                  heartbeat::PeerState::kDead}) {
+  for (auto st : heartbeat::kPeerStates) {
     states.emplace_back(heartbeat::PeerStateName(st));
   }
   r.Describe(kMetricHeartbeatPeers,
-             "Heartbeat peers by detector state (never_heard|alive|unhealthy|silent|dead)",
+             "Heartbeat peers by detector state (never_heard|alive|unhealthy|starting|silent|dead)",
              Type::kGauge, {{"state", states}}, Start::kWhenSet);
   r.Describe(kMetricHeartbeatHealthy,
              "1 while this node judges itself fit to announce (heartbeat policy), else 0",

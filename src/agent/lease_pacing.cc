@@ -45,6 +45,7 @@ HeartbeatLivenessFacts LivenessFacts(std::span<const heartbeat::PeerStatus> peer
         break;
       case heartbeat::PeerState::kAlive:
       case heartbeat::PeerState::kUnhealthy:
+      case heartbeat::PeerState::kStarting:
         f.peers_settled &= heard;
         break;
       case heartbeat::PeerState::kNeverHeard:

@@ -6,15 +6,17 @@ namespace pylon::heartbeat {
 
 namespace {
 
-bool LiveIsh(PeerState s) {
-  return s == PeerState::kAlive || s == PeerState::kUnhealthy || s == PeerState::kSilent;
-}
+bool LiveIsh(PeerState s) { return Heard(s) || s == PeerState::kSilent; }
 
 std::string Ms(Duration d) {
   return std::to_string(std::chrono::duration_cast<std::chrono::milliseconds>(d).count()) + " ms";
 }
 
 }  // namespace
+
+bool Heard(PeerState s) {
+  return s == PeerState::kAlive || s == PeerState::kUnhealthy || s == PeerState::kStarting;
+}
 
 const char* PeerStateName(PeerState s) {
   switch (s) {
@@ -24,6 +26,8 @@ const char* PeerStateName(PeerState s) {
       return "alive";
     case PeerState::kUnhealthy:
       return "unhealthy";
+    case PeerState::kStarting:
+      return "starting";
     case PeerState::kSilent:
       return "silent";
     case PeerState::kDead:
@@ -40,6 +44,7 @@ std::optional<election::LivenessOverride> OverrideFor(const PeerStatus& peer) {
     case PeerState::kDead:
       return election::LivenessOverride{election::Liveness::kDead, std::nullopt};
     case PeerState::kNeverHeard:
+    case PeerState::kStarting:
     case PeerState::kSilent:
       return std::nullopt;
   }
@@ -122,6 +127,8 @@ bool Detector::OnHeartbeat(const Heartbeat& hb, SteadyTime now) {
   }
   if (!hb.link_up()) {
     SetState(p, PeerState::kUnhealthy, "reports its announcing link down");
+  } else if (hb.starting()) {
+    SetState(p, PeerState::kStarting, "starting: has not judged itself yet, its lease decides");
   } else if (!hb.eligible()) {
     SetState(p, PeerState::kUnhealthy, "reports itself not eligible to announce");
   } else {
@@ -132,7 +139,7 @@ bool Detector::OnHeartbeat(const Heartbeat& hb, SteadyTime now) {
 }
 
 void Detector::Forget(PeerStatus& p) {
-  if (p.last_heard && (p.state == PeerState::kAlive || p.state == PeerState::kUnhealthy)) {
+  if (p.last_heard && Heard(p.state)) {
     deadlines_.erase({*p.last_heard + p.bound, p.node});
   }
   if (p.grace) graces_.erase({*p.grace, p.node});
@@ -207,6 +214,7 @@ bool Detector::AllPeersSettled(SteadyTime now) const {
         break;
       case PeerState::kAlive:
       case PeerState::kUnhealthy:
+      case PeerState::kStarting:
         if (now >= *p.last_heard + p.bound) return false;
         break;
       case PeerState::kNeverHeard:

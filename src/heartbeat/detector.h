@@ -14,11 +14,16 @@
 //                (link up, not "not eligible") and not leaving.
 //   kUnhealthy   now < last(P) + bound(P), but P says its announcing link is down or that it is
 //                not eligible: P is reachable but must not win anything.
+//   kStarting    now < last(P) + bound(P), and P says its agent has just started and not judged
+//                itself yet (flags::kStarting): P is heard, but its lease decides. A starting
+//                agent is not eligible yet, and treating that as "unhealthy" would move every
+//                address it is about to adopt to a peer on its first heartbeat.
 //   kDead        P's last heartbeat carried "leaving" (at once, no waiting); or
 //                now >= last(P) + bound(P) and EITHER
 //                  (a) latest > last(P) + 1.5 x I(P): this node has heard some other peer well
 //                      after P went quiet, so it can still hear the segment: P is the one gone;
-//                  (b) no other peer is kAlive, kUnhealthy or kSilent (P was the last one this
+//                  (b) no other peer is kAlive, kUnhealthy, kStarting or kSilent (P was the last
+//                  one this
 //                      node could hear; two-node segments) and this node's own link is up.
 //                A dead peer stays dead until its next valid heartbeat, which revives it at once.
 //   kSilent      now >= last(P) + bound(P) without (a) or (b): every peer went quiet together,
@@ -35,7 +40,7 @@
 //
 // How the states map to election liveness (Membership overrides, see OverrideFor / policy.h):
 //   kAlive -> alive until last(P) + bound(P); kUnhealthy, kDead -> dead;
-//   kNeverHeard, kSilent -> no override: lease liveness.
+//   kNeverHeard, kStarting, kSilent -> no override: lease liveness.
 #pragma once
 
 #include <chrono>
@@ -63,7 +68,12 @@ struct DetectorOptions {
   int miss_count = 3;
 };
 
-enum class PeerState : std::uint8_t { kNeverHeard, kAlive, kUnhealthy, kSilent, kDead };
+enum class PeerState : std::uint8_t { kNeverHeard, kAlive, kUnhealthy, kStarting, kSilent, kDead };
+inline constexpr PeerState kPeerStates[] = {PeerState::kNeverHeard, PeerState::kAlive,
+                                            PeerState::kUnhealthy,  PeerState::kStarting,
+                                            PeerState::kSilent,     PeerState::kDead};
+// Heard within its bound: kAlive, kUnhealthy or kStarting (the states with a deadline).
+bool Heard(PeerState s);
 const char* PeerStateName(PeerState s);
 
 // What this node knows of one peer.
@@ -130,8 +140,8 @@ class Detector {
   // segment. False with no peers. Sent as the inverse of the kDeaf flag.
   bool HearsAnyPeer(SteadyTime now) const;
   // Whether every listed peer's state is settled by heartbeats at `now`: each is heard within its
-  // bound (kAlive, kUnhealthy) or kDead. A kNeverHeard or kSilent peer may be judging this node by
-  // its lease, so this node's own lease health matters again (see policy.h JudgeSelf).
+  // bound (kAlive, kUnhealthy, kStarting) or kDead. A kNeverHeard or kSilent peer may be judging
+  // this node by its lease, so this node's own lease health matters again (see policy.h JudgeSelf).
   // True with no peers.
   bool AllPeersSettled(SteadyTime now) const;
 
@@ -150,13 +160,13 @@ class Detector {
 
   DetectorOptions options_;
   std::map<election::NodeName, PeerStatus> peers_;
-  // (last(P) + bound(P), P) for peers in kAlive / kUnhealthy.
+  // (last(P) + bound(P), P) for peers heard within their bound (Heard).
   std::set<std::pair<SteadyTime, election::NodeName>> deadlines_;
   // (grace(P), P) for silent peers given a grace period.
   std::set<std::pair<SteadyTime, election::NodeName>> graces_;
   std::set<election::NodeName> silent_;
   std::optional<SteadyTime> latest_;
-  std::size_t live_ish_ = 0;  // peers in kAlive, kUnhealthy or kSilent
+  std::size_t live_ish_ = 0;  // peers Heard or kSilent
   bool self_link_up_ = true;
   std::vector<Transition> pending_;
 };

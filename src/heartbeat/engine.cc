@@ -259,6 +259,7 @@ Heartbeat Engine::MakeHeartbeat(SteadyTime now) {
   if (link_up_) hb.flags |= flags::kLinkUp;
   if (leaving_) hb.flags |= flags::kLeaving;
   if (!eligible_) hb.flags |= flags::kNotEligible;
+  if (starting_ && !leaving_) hb.flags |= flags::kStarting | flags::kNotEligible;
   if (!detector_.peers().empty() && !detector_.HearsAnyPeer(now)) hb.flags |= flags::kDeaf;
   const std::size_t n = windows_.size();
   hb.window = static_cast<std::uint8_t>(next_window_ % n);
@@ -402,7 +403,10 @@ std::vector<Transition> Engine::Evaluate(SteadyTime now) {
     if (!options_.ring || peers_->ring_capable.count(t.node) == 0) continue;
     const PeerStatus* p = detector_.Find(t.node);
     if (p == nullptr) continue;
-    const bool was_bad = t.from == PeerState::kDead || t.from == PeerState::kUnhealthy;
+    // From kStarting too: a restarted node that a report called dead is alive again only once it
+    // judged itself (one report per start).
+    const bool was_bad = t.from == PeerState::kDead || t.from == PeerState::kUnhealthy ||
+                         t.from == PeerState::kStarting;
     if (t.to == PeerState::kDead) {
       MakeReport(*p, (p->flags & flags::kLeaving) != 0 ? ReportKind::kLeaving : ReportKind::kDead);
     } else if (t.to == PeerState::kUnhealthy) {
@@ -435,7 +439,12 @@ Engine::PassResult Engine::Sync(election::Membership& membership, const PassInpu
     }
   }
   result.health = JudgeSelf(in.lease_healthy, lease_only, now);
-  SetEligible(result.health == SelfHealth::kHealthy && in.ready);
+  const bool eligible = result.health == SelfHealth::kHealthy && in.ready;
+  SetEligible(eligible);
+  if (starting_ && in.ready && (in.lease_healthy || eligible)) {
+    starting_ = false;
+    send_now_ = true;
+  }
   std::set<election::NodeName> now_set;
   auto apply = [&](const election::NodeName& name, const election::LivenessOverride& want) {
     now_set.insert(name);

@@ -159,6 +159,11 @@ class Engine {
   // Whether this node is fit to announce (Sync sets it: healthy and ready). Sent as the inverse
   // of kNotEligible; a change is sent at once. Returns whether it changed.
   bool SetEligible(bool eligible);
+  // From construction until the first Sync with the informers synced (`ready`) and either the
+  // lease renewed or this node judged healthy: heartbeats carry kStarting (its peers take no
+  // verdict from them, its lease decides), so an agent that has not judged itself yet is not
+  // read as "not eligible" and does not lose the addresses it is about to adopt.
+  bool starting() const { return starting_; }
   // This node's announcing link. Down: no heartbeats are sent and the detector's rule (b) does
   // not apply; up again: a round is sent at once. Returns whether it changed.
   bool SetLinkUp(bool up);
@@ -304,6 +309,7 @@ class Engine {
   std::size_t next_window_ = 0;
   std::uint64_t sequence_ = 0;
   bool eligible_ = true;
+  bool starting_ = true;  // see starting()
   bool link_up_ = true;
   bool leaving_ = false;
   bool send_now_ = true;

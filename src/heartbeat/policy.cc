@@ -12,6 +12,7 @@ bool CombinedLiveness(bool lease_member, bool lease_live, std::optional<PeerStat
     case PeerState::kUnhealthy:
       return false;
     case PeerState::kNeverHeard:
+    case PeerState::kStarting:
     case PeerState::kSilent:
       return lease_live;
   }

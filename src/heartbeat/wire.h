@@ -61,7 +61,12 @@ inline constexpr std::uint8_t kDeaf = 0x04;
 // The sender judged itself unfit to announce (see policy.h JudgeSelf): receivers treat it as dead
 // for elections while they keep hearing it.
 inline constexpr std::uint8_t kNotEligible = 0x08;
-inline constexpr std::uint8_t kKnown = kLinkUp | kLeaving | kDeaf | kNotEligible;
+// The sender's agent has just started and has not judged itself yet (no renewal of its lease and
+// synced informers since it started): receivers take no verdict from it, its lease decides (see
+// detector.h kStarting). Sent with kNotEligible, so that an agent that does not know this flag
+// (which Decode drops) reads what it read before this flag existed.
+inline constexpr std::uint8_t kStarting = 0x10;
+inline constexpr std::uint8_t kKnown = kLinkUp | kLeaving | kDeaf | kNotEligible | kStarting;
 }  // namespace flags
 
 struct Heartbeat {
@@ -83,6 +88,7 @@ struct Heartbeat {
   bool partial() const { return windows > 1; }
   bool deaf() const { return (flags & flags::kDeaf) != 0; }
   bool eligible() const { return link_up() && (flags & flags::kNotEligible) == 0; }
+  bool starting() const { return (flags & flags::kStarting) != 0; }
   friend bool operator==(const Heartbeat&, const Heartbeat&) = default;
 };
 

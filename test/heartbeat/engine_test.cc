@@ -25,7 +25,8 @@ const SteadyTime kStart = SteadyTime{} + std::chrono::hours(1);
 // Three engines a, b, c on 192.0.2.1..3:7934, 100 ms interval, bound 300 ms.
 class World {
  public:
-  World() {
+  // `starting`: engines left as a fresh agent's are, before its first pass.
+  explicit World(const std::set<std::string>& starting = {}) {
     const KeyRing keys = *KeyRing::Create({"engine-test-key-0123456789"});
     const std::vector<std::string> names = {"a", "b", "c"};
     for (std::size_t i = 0; i < names.size(); ++i) {
@@ -36,6 +37,10 @@ class World {
       o.boot_id = 1000 + i;
       auto e = Engine::Create(o, keys);
       EXPECT_TRUE(e) << e.error().message();
+      // Judged once (lease renewed, informers synced): past kStarting, as the agent's first pass
+      // makes it. Engine.StartingAgentIsJudgedByItsLease covers the start itself.
+      election::Membership judged;
+      if (starting.count(names[i]) == 0) e->Sync(judged, {true, false, true}, kStart);
       engines_.emplace(names[i], std::move(*e));
       addr_[names[i]] = "192.0.2." + std::to_string(i + 1);
     }
@@ -190,6 +195,59 @@ TEST(Engine, LeavingAndLinkDownAndNotEligible) {
           });
   EXPECT_GT(w.at("c").leaving_rounds(), 0u);
   EXPECT_EQ(w.at("c").JudgeSelf(true, false, w.now()), SelfHealth::kLeaving);
+}
+
+// A fresh agent (lease not renewed yet, informers not synced) is not eligible yet, but says
+// kStarting: its peers take no verdict from its heartbeats and judge it by its lease, instead of
+// reading "not eligible" and taking over what it is about to adopt.
+TEST(Engine, StartingAgentIsJudgedByItsLease) {
+  World w({"c"});
+  election::Membership m;
+  auto observe = [&](const char* n, int lease_seconds) {
+    election::LeaseObservation o;
+    o.node = NodeName(n);
+    o.holder_identity = n;
+    o.lease_duration_seconds = lease_seconds;
+    o.renew_time = "t";
+    m.Observe(o, w.now());
+  };
+  for (const char* n : {"a", "b", "c"}) observe(n, 10);
+  w.Run(milliseconds(500));
+  EXPECT_TRUE(w.at("c").starting());
+  EXPECT_EQ(w.Sees("a", "c"), PeerState::kStarting);
+  w.at("a").Sync(m, {true, false, true}, w.now());
+  EXPECT_TRUE(m.IsLive(NodeName("c"), w.now()));  // its fresh lease decides
+  // Its first pass, informers not synced yet: still starting, still not eligible.
+  election::Membership mc;
+  auto r = w.at("c").Sync(mc, {true, false, false}, w.now());
+  EXPECT_EQ(r.health, SelfHealth::kHealthy);
+  EXPECT_TRUE(w.at("c").starting());
+  w.Run(milliseconds(400));
+  EXPECT_EQ(w.Sees("a", "c"), PeerState::kStarting);
+  // Judged: heard as what it says from now on.
+  w.at("c").Sync(mc, {true, false, true}, w.now());
+  EXPECT_FALSE(w.at("c").starting());
+  w.Run(milliseconds(400));
+  EXPECT_EQ(w.Sees("a", "c"), PeerState::kAlive);
+  EXPECT_EQ(w.Sees("b", "c"), PeerState::kAlive);
+}
+
+TEST(Engine, StartingAgentWithoutALeaseIsNeverLive) {
+  World w({"c"});
+  election::Membership m;  // c has no lease (a restarted agent whose API server is unreachable)
+  w.Run(milliseconds(500));
+  EXPECT_EQ(w.Sees("a", "c"), PeerState::kStarting);
+  w.at("a").Sync(m, {true, false, true}, w.now());
+  EXPECT_FALSE(m.IsLive(NodeName("c"), w.now()));
+  // Its lease cannot be renewed, but every peer hears it: it judges itself healthy (policy.h
+  // JudgeSelf) and stops starting. Heard alive, it is still no member anywhere without a lease.
+  election::Membership mc;
+  EXPECT_EQ(w.at("c").Sync(mc, {false, false, true}, w.now()).health, SelfHealth::kHealthy);
+  EXPECT_FALSE(w.at("c").starting());
+  w.Run(milliseconds(400));
+  EXPECT_EQ(w.Sees("a", "c"), PeerState::kAlive);
+  w.at("a").Sync(m, {true, false, true}, w.now());
+  EXPECT_FALSE(m.IsLive(NodeName("c"), w.now()));
 }
 
 TEST(Engine, SyncSetsOverridesFromTheDetector) {

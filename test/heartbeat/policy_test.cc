@@ -30,6 +30,8 @@ TEST(CombinedLiveness, Table) {
       {true, true, PeerState::kUnhealthy, false},  // its link is down
       {true, true, PeerState::kNeverHeard, true},  // old agent: lease decides
       {true, false, PeerState::kNeverHeard, false},
+      {true, true, PeerState::kStarting, true},  // a fresh agent: its lease decides
+      {true, false, PeerState::kStarting, false},
       {true, true, PeerState::kSilent, true},  // cut off: lease decides
       {true, false, PeerState::kSilent, false},
       {true, true, std::nullopt, true},         // heartbeats off

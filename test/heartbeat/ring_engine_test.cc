@@ -192,6 +192,8 @@ class RingWorld {
     o.ring = legacy_.count(names_[i]) == 0;
     auto e = Engine::Create(o, keys);
     EXPECT_TRUE(e) << e.error().message();
+    election::Membership judged;  // past kStarting, as the agent's first pass makes it
+    e->Sync(judged, {true, false, true}, now_);
     return std::move(*e);
   }
 

@@ -44,6 +44,8 @@ std::unique_ptr<HeartbeatService> Make(const char* name, const KeyRing& key,
   EXPECT_TRUE(s) << s.error().message();
   auto st = (*s)->Start();
   EXPECT_TRUE(st) << st.error().message();
+  election::Membership judged;  // the agent's first pass: past kStarting (engine_test covers it)
+  (*s)->Sync(judged, {true, false, true});
   return std::move(*s);
 }
 

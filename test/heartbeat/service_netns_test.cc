@@ -89,6 +89,8 @@ class NetnsHeartbeat : public ::testing::Test {
         error = st.error().message();
         return nullptr;
       }
+      election::Membership judged;  // the agent's first pass: past kStarting
+      (*s)->Sync(judged, {true, false, true});
       return std::move(*s);
     });
     ASSERT_TRUE(made) << made.error().message();

@@ -93,18 +93,20 @@ TEST(Wire, RoundTripPutsIpv4First) {
 
 TEST(Wire, FlagsRoundTripAndUnknownBitsDropped) {
   Heartbeat hb = Sample();
-  hb.flags = flags::kLeaving | flags::kDeaf | flags::kNotEligible | 0xf0;
+  hb.flags = flags::kLeaving | flags::kDeaf | flags::kNotEligible | flags::kStarting | 0xe0;
   hb.window = 2;
   hb.windows = 3;
   auto decoded = Decode(*Encode(hb, TestKey()), TestKey());
   ASSERT_TRUE(decoded);
-  EXPECT_EQ(decoded->flags, flags::kLeaving | flags::kDeaf | flags::kNotEligible);
+  EXPECT_EQ(decoded->flags,
+            flags::kLeaving | flags::kDeaf | flags::kNotEligible | flags::kStarting);
   EXPECT_EQ(decoded->window, 2);
   EXPECT_EQ(decoded->windows, 3);
   EXPECT_TRUE(decoded->leaving());
   EXPECT_FALSE(decoded->link_up());
   EXPECT_FALSE(decoded->eligible());
   EXPECT_TRUE(decoded->deaf());
+  EXPECT_TRUE(decoded->starting());
   EXPECT_TRUE(decoded->partial());
 }
 
