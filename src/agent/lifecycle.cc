@@ -1,6 +1,6 @@
 #include "agent/lifecycle.h"
 
-#include <charconv>
+#include "common/text.h"
 
 namespace pylon::agent {
 
@@ -73,9 +73,7 @@ PodFacts ParsePodFacts(const Json* pod) {
   f.found = true;
   f.deleting = HasDeletionTimestamp(*pod);
   if (auto gen = FindString(*pod, {"metadata", "labels", "pod-template-generation"})) {
-    long long v = 0;
-    auto [p, ec] = std::from_chars(gen->data(), gen->data() + gen->size(), v);
-    if (ec == std::errc() && p == gen->data() + gen->size()) f.template_generation = v;
+    if (auto v = ParseInteger<long long>(*gen)) f.template_generation = *v;
   }
   if (const Json* owners = Find(*pod, {"metadata", "ownerReferences"});
       owners && owners->is_array()) {

@@ -1,7 +1,8 @@
 #include "agent/node_sysctls.h"
 
 #include <algorithm>
-#include <charconv>
+
+#include "common/text.h"
 
 namespace pylon::agent {
 
@@ -26,13 +27,6 @@ std::vector<Need> NeedsOf(const NodeSysctlNeeds& needs) {
         Need{needs.virtual_interface, netlink::PromoteSecondaries, "promote_secondaries", 1});
   }
   return out;
-}
-
-std::optional<int> ParseInt(const std::string& s) {
-  int v = 0;
-  auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
-  if (ec != std::errc() || end != s.data() + s.size()) return std::nullopt;
-  return v;
 }
 
 }  // namespace
@@ -100,7 +94,7 @@ NodeSysctlVerdict EvaluateNodeSysctls(const NodeSysctlNeeds& needs, const Sysctl
     for (const std::string& where : {std::string("all"), n.interface}) {
       std::string error;
       std::optional<std::string> text = read(n.key(where), &error);
-      std::optional<int> value = text ? ParseInt(*text) : std::nullopt;
+      std::optional<int> value = text ? ParseInteger<int>(*text) : std::nullopt;
       if (!value) {
         if (unreadable.empty()) unreadable = text ? "'" + *text + "'" : error;
         continue;

@@ -26,8 +26,6 @@ const k8s::Resource& LoadBalancerClasses() {
 
 namespace {
 
-constexpr char kConfigKey[] = "config";
-
 // True when an update of a config object changed something other than its status.
 bool ConfigSpecChanged(const Json& a, const Json& b) {
   auto spec = [](const Json& o) -> Json {
@@ -39,11 +37,6 @@ bool ConfigSpecChanged(const Json& a, const Json& b) {
 }
 
 }  // namespace
-
-std::string ConfigStatusKey(const config::ConfigKey& k) {
-  return std::string("cs/") + std::string(config::KindName(k.kind)) + "/" + k.namespace_ + "/" +
-         k.name;
-}
 
 void TrimServiceForCache(Json& service) {
   static const k8s::FieldMask mask = k8s::FieldMask::Of(
@@ -92,16 +85,16 @@ Controller::Controller(k8s::Client& client, k8s::EventRecorder& recorder, Alloca
   // taken as the last word (the soak saw a status left stale after a leader change).
   auto config_handlers = [this](config::ObjectKind kind) {
     return k8s::EventHandlers{
-        [this](const Json&) { Enqueue(kConfigKey); },
+        [this](const Json&) { Enqueue(WorkItem::Config()); },
         [this, kind](const Json& a, const Json& b) {
           if (ConfigSpecChanged(a, b)) {
-            Enqueue(kConfigKey);
+            Enqueue(WorkItem::Config());
           } else {
             const ObjectKey k = k8s::KeyOf(b);
-            Enqueue(ConfigStatusKey({kind, k.ns, k.name}));
+            Enqueue(WorkItem::ConfigStatus({kind, k.ns, k.name}));
           }
         },
-        [this](const Json&) { Enqueue(kConfigKey); },
+        [this](const Json&) { Enqueue(WorkItem::Config()); },
     };
   };
   groups_->AddHandlers(config_handlers(config::ObjectKind::kServiceGroup));
@@ -136,12 +129,12 @@ bool Controller::WaitForSync(Duration timeout) const {
   return true;
 }
 
-void Controller::Enqueue(const std::string& key) {
+void Controller::Enqueue(const WorkItem& item) {
   if (!leading_.load()) return;  // Lead() enqueues everything it finds
-  queue_.Add(key);
+  queue_.Add(item);
 }
 
-void Controller::EnqueueService(const Json& obj) { Enqueue("s/" + k8s::KeyOf(obj).String()); }
+void Controller::EnqueueService(const Json& obj) { Enqueue(WorkItem::Service(k8s::KeyOf(obj))); }
 
 void Controller::Lead() {
   MutexLock life(life_mu_);
@@ -155,12 +148,12 @@ void Controller::Lead() {
   std::vector<model::Service> views = ServiceViews();
   std::vector<const model::Service*> ptrs;
   for (const auto& v : views) ptrs.push_back(&v);
-  for (const model::Service* s : StartupOrder(ptrs)) queue_.Add("s/" + s->Key());
+  for (const model::Service* s : StartupOrder(ptrs)) queue_.Add(WorkItem::ServiceNamed(s->Key()));
   {
     MutexLock lock(mu_);
-    for (const auto& [k, st] : statuses_) queue_.Add(ConfigStatusKey(k));
+    for (const auto& [k, st] : statuses_) queue_.Add(WorkItem::ConfigStatus(k));
   }
-  queue_.Add(kConfigKey);
+  queue_.Add(WorkItem::Config());
   for (int i = 0; i < std::max(1, opts_.workers); ++i) {
     workers_.emplace_back([this] { WorkerLoop(); });
   }
@@ -259,8 +252,8 @@ void Controller::WorkerLoop() {
       queue_.Done(*key);
       continue;
     }
-    Result_ r = Process(*key);
-    if (r == Result_::kRetry && !stopping_.load()) {
+    const SyncState r = Process(*key);
+    if (r == SyncState::kRetry && !stopping_.load()) {
       queue_.AddRateLimited(*key);
     } else {
       queue_.Forget(*key);
@@ -270,16 +263,16 @@ void Controller::WorkerLoop() {
   }
 }
 
-Controller::Result_ Controller::Process(const std::string& key) {
-  if (key == kConfigKey) return ProcessConfig();
-  if (key.rfind("cs/", 0) == 0) return ProcessConfigStatus(key);
-  if (key.rfind("s/", 0) == 0) {
-    const std::string rest = key.substr(2);
-    auto slash = rest.find('/');
-    if (slash == std::string::npos) return Result_::kDone;
-    return ProcessService(rest.substr(0, slash), rest.substr(slash + 1));
+Controller::SyncState Controller::Process(const WorkItem& item) {
+  switch (item.kind) {
+    case WorkItem::Kind::kConfig:
+      return ProcessConfig();
+    case WorkItem::Kind::kConfigStatus:
+      return ProcessConfigStatus(item.config);
+    case WorkItem::Kind::kService:
+      return ProcessService(item.service);
   }
-  return Result_::kDone;
+  return SyncState::kDone;
 }
 
 std::string Controller::Now() const { return FormatTime(clock_.WallNow()); }
@@ -357,7 +350,7 @@ void Controller::PoolChangedLocked(const std::string& pool_key, bool freed,
   UpdatePoolMetricsLocked(pool_key);
   auto it = pool_objects_.find(pool_key);
   if (it != pool_objects_.end()) {
-    queue_.AddAfter(ConfigStatusKey(it->second), opts_.config_status_delay);
+    queue_.AddAfter(WorkItem::ConfigStatus(it->second), opts_.config_status_delay);
   }
   if (!freed) return;
   auto r = refused_.find(pool_key);
@@ -381,11 +374,11 @@ void Controller::NoteOutcomeLocked(const std::string& key, const Decision& d) {
   }
 }
 
-Controller::Result_ Controller::ProcessService(const std::string& ns, const std::string& name) {
-  const std::string key = ObjectKey{ns, name}.String();
+Controller::SyncState Controller::ProcessService(const ObjectKey& service) {
+  const std::string key = service.String();
   std::optional<Json> obj = ServiceObject(key);
-  auto skey = pool::ServiceKey::Make(ns, name);
-  if (!skey) return Result_::kDone;
+  auto skey = pool::ServiceKey::Make(service.ns, service.name);
+  if (!skey) return SyncState::kDone;
 
   std::vector<std::string> retry;  // refused Services to retry after a release
   Decision d;
@@ -403,7 +396,7 @@ Controller::Result_ Controller::ProcessService(const std::string& ns, const std:
       if (!parsed) {
         log::Warn("skipping malformed Service",
                   {{"service", key}, {"error", parsed.error().message()}});
-        return Result_::kDone;
+        return SyncState::kDone;
       }
       view = std::move(*parsed);
       const WallTime now = clock_.WallNow();
@@ -428,9 +421,9 @@ Controller::Result_ Controller::ProcessService(const std::string& ns, const std:
   if (!d.acquired.empty()) metrics_.Allocation();
   if (!d.released.empty()) metrics_.Release();
   if (d.outcome == Outcome::kRefused) metrics_.Rejection(ReasonName(d.reason));
-  if (d.recheck_after) queue_.AddAfter("s/" + key, *d.recheck_after);
+  if (d.recheck_after) queue_.AddAfter(WorkItem::Service(service), *d.recheck_after);
   for (const auto& k : retry) {
-    if (k != key) queue_.Add("s/" + k);
+    if (k != key) queue_.Add(WorkItem::ServiceNamed(k));
   }
   retry.clear();
   if (d.outcome != Outcome::kIgnored) {
@@ -439,8 +432,8 @@ Controller::Result_ Controller::ProcessService(const std::string& ns, const std:
                               {"reason", std::string(ReasonName(d.reason))},
                               {"message", d.message}});
   }
-  if (!obj) return Result_::kDone;
-  if (!Writing()) return Result_::kDone;
+  if (!obj) return SyncState::kDone;
+  if (!Writing()) return SyncState::kDone;
 
   ServiceWrites w = PlanServiceWrites(*obj, d, Now());
   Json current = *obj;
@@ -451,7 +444,7 @@ Controller::Result_ Controller::ProcessService(const std::string& ns, const std:
     if (!r) {
       CountApiError("update_status", r.error());
       log::Debug("status write failed", {{"service", key}, {"error", r.error().message()}});
-      return Result_::kRetry;
+      return SyncState::kRetry;
     }
     current = std::move(*r);
     RememberWrite(key, rv_before, current);
@@ -466,7 +459,7 @@ Controller::Result_ Controller::ProcessService(const std::string& ns, const std:
     for (const auto& p : pools) PoolChangedLocked(p, true, &retry);
   }
   for (const auto& k : retry) {
-    if (k != key) queue_.Add("s/" + k);
+    if (k != key) queue_.Add(WorkItem::ServiceNamed(k));
   }
   if (w.status) {
     for (const auto& e : d.events) {
@@ -476,16 +469,16 @@ Controller::Result_ Controller::ProcessService(const std::string& ns, const std:
   }
   if (w.annotations && Writing()) {
     const std::string rv_before = k8s::ResourceVersion(current);
-    auto r = client_.Patch(k8s::resources::Services(), ns, name, k8s::PatchType::kMerge,
-                           *w.annotations, "");
+    auto r = client_.Patch(k8s::resources::Services(), service.ns, service.name,
+                           k8s::PatchType::kMerge, *w.annotations, "");
     if (!r) {
       CountApiError("patch", r.error());
       log::Debug("annotation write failed", {{"service", key}, {"error", r.error().message()}});
-      return Result_::kRetry;
+      return SyncState::kRetry;
     }
     RememberWrite(key, rv_before, *r);
   }
-  return Result_::kDone;
+  return SyncState::kDone;
 }
 
 }  // namespace pylon::allocator

@@ -4,8 +4,8 @@
 // (reconcile.h) under one lock and do the API writes outside it. Only the leader processes
 // (Lead()); a follower keeps its caches warm.
 //
-// Work keys: "s/<ns>/<name>" (a Service), "config" (re-validate every config object), and
-// "cs/<kind>/<ns>/<name>" (write one config object's status; delayed to batch usage changes).
+// Work (work_item.h): a Service, the config (re-validate every config object), and one config
+// object's status write (delayed to batch usage changes).
 //
 // Restart safety: Lead() processes the config, then rebuilds the pool state from the status of
 // every Pylon Service in the synced cache (already-allocated first, oldest first), and only then
@@ -39,6 +39,7 @@
 #include "allocator/allocator_metrics.h"
 #include "allocator/decision.h"
 #include "allocator/reconcile.h"
+#include "allocator/work_item.h"
 #include "common/clock.h"
 #include "common/mutex.h"
 #include "config/validate.h"
@@ -60,9 +61,6 @@ const k8s::Resource& LoadBalancerClasses();  // lace-cni.io/v1alpha1, cluster-sc
 // and ports[].{port,protocol}; metadata.managedFields. Keeps apiVersion, kind, the rest of
 // metadata and status. A field ParseService starts reading must be added here.
 void TrimServiceForCache(Json& service);
-
-// The work key of a config object's status write: "cs/<kind>/<ns>/<name>".
-std::string ConfigStatusKey(const config::ConfigKey& k);
 
 struct ControllerOptions {
   std::string install_namespace = "purelb-system";
@@ -104,14 +102,15 @@ class Controller {
   Snapshot snapshot() const;
 
  private:
-  enum class Result_ { kDone, kRetry };
-  void Enqueue(const std::string& key);
+  // What processing one WorkItem left: done (forget its failures) or retry (rate-limited).
+  enum class SyncState { kDone, kRetry };
+  void Enqueue(const WorkItem& item);
   void EnqueueService(const Json& obj);
   void WorkerLoop();
-  Result_ Process(const std::string& key);
-  Result_ ProcessService(const std::string& ns, const std::string& name);
-  Result_ ProcessConfig();
-  Result_ ProcessConfigStatus(const std::string& key);
+  SyncState Process(const WorkItem& item);
+  SyncState ProcessService(const ObjectKey& service);
+  SyncState ProcessConfig();
+  SyncState ProcessConfigStatus(const config::ConfigKey& key);
   void Rebuild();
   // A node lease was added, updated or deleted: re-reads it; when a subnet newly went live,
   // requeues the multi-pool Services.
@@ -157,7 +156,7 @@ class Controller {
   const Clock& clock_;
   const ReconcileContext ctx_;
 
-  k8s::WorkQueue queue_;
+  k8s::BasicWorkQueue<WorkItem> queue_;
   std::unique_ptr<k8s::Informer> services_;
   std::unique_ptr<k8s::Informer> groups_;
   std::unique_ptr<k8s::Informer> classes_;

@@ -74,7 +74,7 @@ void Controller::LeaseChanged(const Json& lease, bool deleted) {
     }
   }
   if (leading_.load()) {
-    for (const auto& k : retry) queue_.Add("s/" + k);
+    for (const auto& k : retry) queue_.Add(WorkItem::ServiceNamed(k));
   }
   if (!grew || !leading_.load()) return;
   // A range may have become active: the multi-pool Services get their address from it.
@@ -90,7 +90,7 @@ void Controller::LeaseChanged(const Json& lease, bool deleted) {
                             HeldServiceGroup(*skey, pool_, config_, opts_.install_namespace));
     const config::Group* g = config_.FindServiceGroup(opts_.install_namespace, res.name);
     if (g == nullptr || !MultiPoolInEffect(v, *g)) continue;
-    queue_.Add("s/" + v.Key());
+    queue_.Add(WorkItem::ServiceNamed(v.Key()));
     ++n;
   }
   log::Info("node subnets went live; multi-pool Services requeued",
@@ -118,7 +118,7 @@ const NodeSubnets& Controller::NodeSubnetsLocked(WallTime now) {
 // ---------------------------------------------------------------------------------------------
 // Config
 
-Controller::Result_ Controller::ProcessConfig() {
+Controller::SyncState Controller::ProcessConfig() {
   std::vector<Json> candidates = groups_->store().List();
   for (auto& c : classes_->store().List()) candidates.push_back(std::move(c));
   for (auto& c : candidates) {
@@ -129,7 +129,7 @@ Controller::Result_ Controller::ProcessConfig() {
   }
   std::set<std::string> changed_pools;
   std::set<std::string> new_pools;  // not in force before
-  std::vector<std::string> status_keys;
+  std::vector<WorkItem> status_keys;
   std::vector<pool::Eviction> evictions;
   std::vector<std::string> retry;
   // For the adoption of what Services show in a pool that comes (back) into force. At Lead() the
@@ -155,7 +155,7 @@ Controller::Result_ Controller::ProcessConfig() {
       if (!st.valid) {
         log::Warn("config rejected", {{"object", st.key.ToString()}, {"message", st.message}});
       }
-      status_keys.push_back(ConfigStatusKey(st.key));
+      status_keys.push_back(WorkItem::ConfigStatus(st.key));
       statuses[st.key] = std::move(st);
     }
     statuses_ = std::move(statuses);
@@ -187,9 +187,9 @@ Controller::Result_ Controller::ProcessConfig() {
                                           {"evicted", std::to_string(evictions.size())}});
   }
   for (const auto& k : status_keys) queue_.Add(k);
-  if (!leading_.load()) return Result_::kDone;
-  for (const auto& e : evictions) queue_.Add("s/" + e.service.ToString());
-  for (const auto& k : retry) queue_.Add("s/" + k);
+  if (!leading_.load()) return SyncState::kDone;
+  for (const auto& e : evictions) queue_.Add(WorkItem::ServiceNamed(e.service.ToString()));
+  for (const auto& k : retry) queue_.Add(WorkItem::ServiceNamed(k));
   if (!changed_pools.empty()) {
     // Services selecting a changed (or new, or removed) group or class. A config change is rare;
     // per-Service events never come here.
@@ -203,7 +203,7 @@ Controller::Result_ Controller::ProcessConfig() {
       auto skey = pool::ServiceKey::Make(v.ns, v.name);
       if (!skey) continue;
       if (auto held = pool_.PoolOf(*skey); held && changed_pools.count(*held)) {
-        queue_.Add("s/" + v.Key());
+        queue_.Add(WorkItem::ServiceNamed(v.Key()));
         continue;
       }
       config::ConfigKey k;
@@ -215,36 +215,25 @@ Controller::Result_ Controller::ProcessConfig() {
       } else {
         k = {config::ObjectKind::kLoadBalancerClass, "", sel.name};
       }
-      if (changed_pools.count(PoolKey(k))) queue_.Add("s/" + v.Key());
+      if (changed_pools.count(PoolKey(k))) queue_.Add(WorkItem::ServiceNamed(v.Key()));
     }
   }
-  return Result_::kDone;
+  return SyncState::kDone;
 }
 
-Controller::Result_ Controller::ProcessConfigStatus(const std::string& key) {
-  // "cs/<Kind>/<ns>/<name>"
-  const std::string rest = key.substr(3);
-  const auto s1 = rest.find('/');
-  const auto s2 = rest.find('/', s1 + 1);
-  if (s1 == std::string::npos || s2 == std::string::npos) return Result_::kDone;
-  const std::string kind = rest.substr(0, s1);
-  const std::string ns = rest.substr(s1 + 1, s2 - s1 - 1);
-  const std::string name = rest.substr(s2 + 1);
-  const bool is_group = kind == "ServiceGroup";
+Controller::SyncState Controller::ProcessConfigStatus(const config::ConfigKey& okey) {
+  const bool is_group = okey.kind == config::ObjectKind::kServiceGroup;
   const k8s::Resource& res =
       is_group ? resources::ServiceGroups() : resources::LoadBalancerClasses();
-  std::optional<Json> obj =
-      is_group ? groups_->store().Get(ns, name) : classes_->store().Get("", name);
-  if (!obj) return Result_::kDone;
-  config::ConfigKey okey{
-      is_group ? config::ObjectKind::kServiceGroup : config::ObjectKind::kLoadBalancerClass, ns,
-      name};
+  std::optional<Json> obj = is_group ? groups_->store().Get(okey.namespace_, okey.name)
+                                     : classes_->store().Get("", okey.name);
+  if (!obj) return SyncState::kDone;
   config::ObjectStatus st;
   PoolUsage usage;
   {
     MutexLock lock(mu_);
     auto it = statuses_.find(okey);
-    if (it == statuses_.end()) return Result_::kDone;
+    if (it == statuses_.end()) return SyncState::kDone;
     st = it->second;
     if (st.in_force_generation) {
       const std::string pk = PoolKey(okey);
@@ -264,9 +253,9 @@ Controller::Result_ Controller::ProcessConfigStatus(const std::string& key) {
   }
   // The status describes the version it was computed from; a newer one is re-validated first.
   if (FindInt(*obj, {"metadata", "generation"}).value_or(0) != st.observed_generation) {
-    return Result_::kDone;
+    return SyncState::kDone;
   }
-  if (!Writing()) return Result_::kDone;
+  if (!Writing()) return SyncState::kDone;
   // Planned against the cached object first; on 409 (the cache is behind the server, e.g. our
   // previous status write has not come back through a cut or relisting watch yet) against the
   // object read from the server, so a stale cache can never hold the status back. The informer
@@ -287,7 +276,7 @@ Controller::Result_ Controller::ProcessConfigStatus(const std::string& key) {
     log::Debug("config status write failed",
                {{"object", okey.ToString()}, {"error", r.error().message()}});
     if (r.error().code() != ErrorCode::kConflict) return Fail(r.error());
-    auto fresh = client_.Get(res, ns, name);
+    auto fresh = client_.Get(res, okey.namespace_, okey.name);
     if (!fresh) {
       CountApiError("get_config", fresh.error());
       log::Debug("config object read failed",
@@ -301,13 +290,13 @@ Controller::Result_ Controller::ProcessConfigStatus(const std::string& key) {
     current = std::move(*fresh);
     return Fail(r.error());
   });
-  if (stale_generation) return Result_::kDone;
-  if (!written) return Result_::kRetry;
+  if (stale_generation) return SyncState::kDone;
+  if (!written) return SyncState::kRetry;
   if (w.event) {
     recorder_.Event(k8s::ObjectReference::For(res, current), k8s::EventLevel::kWarning,
                     w.event->reason, w.event->message);
   }
-  return Result_::kDone;
+  return SyncState::kDone;
 }
 
 }  // namespace pylon::allocator

@@ -1,10 +1,10 @@
 #include "bgp/config.h"
 
 #include <algorithm>
-#include <charconv>
 #include <limits>
 
 #include "common/duration.h"
+#include "common/text.h"
 #include "config/json_util.h"
 #include "config/object_meta.h"
 #include "k8s/selector.h"
@@ -106,11 +106,9 @@ Result<T> WithMeta(const Json& object, config::ObjectKind kind, F&& body) {
 }
 
 bool ParseUint(std::string_view s, std::uint32_t max, std::uint32_t* out) {
-  std::uint64_t v = 0;
-  auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
-  if (ec != std::errc() || p != s.data() + s.size() || s.empty() || v > max) return false;
-  *out = static_cast<std::uint32_t>(v);
-  return true;
+  auto v = ParseInteger<std::uint32_t>(s, 0, max);
+  if (v) *out = *v;
+  return v.has_value();
 }
 
 }  // namespace

@@ -1,11 +1,11 @@
 #include "common/cli.h"
 
 #include <algorithm>
-#include <charconv>
 #include <cstdio>
 #include <vector>
 
 #include "common/duration.h"
+#include "common/text.h"
 
 namespace pylon::cli {
 
@@ -82,12 +82,9 @@ Result<HostPort> ParseHostPort(std::string_view text) {
   if (host.size() >= 2 && host.front() == '[' && host.back() == ']') {
     host = host.substr(1, host.size() - 2);
   }
-  unsigned value = 0;
-  auto [end, ec] = std::from_chars(port.data(), port.data() + port.size(), value);
-  if (port.empty() || ec != std::errc() || end != port.data() + port.size() || value > 65535) {
-    return Fail(ErrorCode::kInvalidArgument, "\"" + std::string(text) + "\": bad port");
-  }
-  return HostPort{std::string(host), static_cast<std::uint16_t>(value)};
+  auto value = ParseInteger<std::uint16_t>(port);  // 0: an ephemeral port
+  if (!value) return Fail(ErrorCode::kInvalidArgument, "\"" + std::string(text) + "\": bad port");
+  return HostPort{std::string(host), *value};
 }
 
 Result<HostPort> ParseListenAddress(std::string_view text) {

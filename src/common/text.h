@@ -1,6 +1,11 @@
 // Small text helpers shared by every parser of the project. Pure, no allocation.
 #pragma once
 
+#include <charconv>
+#include <concepts>
+#include <cstdint>
+#include <limits>
+#include <optional>
 #include <string_view>
 
 namespace pylon {
@@ -22,6 +27,24 @@ constexpr std::string_view Trim(std::string_view s, std::string_view front, std:
   s.remove_prefix(first);
   const auto last = s.find_last_not_of(back);
   return last == std::string_view::npos ? std::string_view{} : s.substr(0, last + 1);
+}
+
+// The one integer parser: `text` whole as a decimal integer in [lo, hi], else nullopt. No sign
+// but a leading '-' (signed types), no blanks, no base prefix, no trailing text; leading zeros are
+// the caller's to refuse where a form forbids them (a prefix length).
+template <std::integral T>
+inline std::optional<T> ParseInteger(std::string_view text, T lo = std::numeric_limits<T>::min(),
+                                     T hi = std::numeric_limits<T>::max()) {
+  T value{};
+  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+  if (text.empty() || ec != std::errc() || end != text.data() + text.size()) return std::nullopt;
+  if (value < lo || value > hi) return std::nullopt;
+  return value;
+}
+
+// A TCP/UDP port: 1..65535.
+inline std::optional<std::uint16_t> ParsePort(std::string_view text) {
+  return ParseInteger<std::uint16_t>(text, 1, 65535);
 }
 
 }  // namespace pylon

@@ -1,7 +1,6 @@
 #include "config/group.h"
 
 #include <algorithm>
-#include <charconv>
 
 #include "common/text.h"
 #include "config/json_util.h"
@@ -177,11 +176,9 @@ Result<std::optional<int>> ParseAggregation(std::string_view text, Family family
   if (text.size() < 2 || text.size() > 4 || text[0] != '/') return bad();
   std::string_view digits = text.substr(1);
   if (digits.size() > 1 && digits[0] == '0') return bad();
-  int n = -1;
-  auto [ptr, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), n);
-  if (ec != std::errc() || ptr != digits.data() + digits.size()) return bad();
-  if (n < 8 || n > max) return bad();
-  return std::optional<int>(n);
+  auto n = ParseInteger<int>(digits, 8, max);
+  if (!n) return bad();
+  return std::optional<int>(*n);
 }
 
 Result<PoolEntry> BuildPoolEntry(const PoolSpec& spec, std::vector<std::string>* warnings) {

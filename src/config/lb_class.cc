@@ -9,7 +9,6 @@ namespace pylon::config {
 using detail::AddEntry;
 using detail::Child;
 using detail::FieldError;
-using detail::Guard;
 using detail::Index;
 using detail::ReadVersion;
 using net::Family;
@@ -62,41 +61,33 @@ Status ParseClassList(const Json& spec, Family family, Group* g) {
   return Ok();
 }
 
-Result<Group> ParseLoadBalancerClassUnguarded(const Json& object) {
-  auto meta = ParseObjectMeta(object, ObjectKind::kLoadBalancerClass);
-  if (!meta) return Fail(meta.error());
-  Group g;
-  g.meta = std::move(*meta);
+Status ParseLoadBalancerClassSpec(const Json& object, Group& g) {
   g.mode = AnnounceMode::kL2;
-  auto body = [&]() -> Status {
-    auto spec = detail::RequiredObject(object, "spec", "spec");
-    if (!spec) return Fail(spec.error());
-    auto mode = detail::OptionalString(**spec, "mode", "spec.mode");
-    if (!mode) return Fail(mode.error());
-    if (mode->has_value()) {
-      if (**mode == "l3") {
-        g.mode = AnnounceMode::kL3;
-      } else if (**mode != "l2") {
-        return FieldError("spec.mode",
-                          "unknown mode \"" + (*mode)->substr(0, 100) + "\" (want l2 or l3)");
-      }
+  auto spec = detail::RequiredObject(object, "spec", "spec");
+  if (!spec) return Fail(spec.error());
+  auto mode = detail::OptionalString(**spec, "mode", "spec.mode");
+  if (!mode) return Fail(mode.error());
+  if (mode->has_value()) {
+    if (**mode == "l3") {
+      g.mode = AnnounceMode::kL3;
+    } else if (**mode != "l2") {
+      return FieldError("spec.mode",
+                        "unknown mode \"" + (*mode)->substr(0, 100) + "\" (want l2 or l3)");
     }
-    if (auto s = ParseClassList(**spec, Family::kV4, &g); !s) return s;
-    if (auto s = ParseClassList(**spec, Family::kV6, &g); !s) return s;
-    if (g.v4.empty() && g.v6.empty()) {
-      return FieldError("spec", "at least one of ipv4Pools and ipv6Pools must be non-empty");
-    }
-    return detail::CheckNoInternalOverlap(g);
-  };
-  if (auto s = body(); !s) return Fail(InObject(g.meta.key, s.error()));
-  return g;
+  }
+  if (auto s = ParseClassList(**spec, Family::kV4, &g); !s) return s;
+  if (auto s = ParseClassList(**spec, Family::kV6, &g); !s) return s;
+  if (g.v4.empty() && g.v6.empty()) {
+    return FieldError("spec", "at least one of ipv4Pools and ipv6Pools must be non-empty");
+  }
+  return detail::CheckNoInternalOverlap(g);
 }
 
 }  // namespace
 
 Result<Group> ParseLoadBalancerClass(const Json& object) {
-  return Guard<Group>(ObjectKind::kLoadBalancerClass,
-                      [&] { return ParseLoadBalancerClassUnguarded(object); });
+  return detail::ParseKind<Group>(object, ObjectKind::kLoadBalancerClass,
+                                  [&](Group& g) { return ParseLoadBalancerClassSpec(object, g); });
 }
 
 }  // namespace pylon::config

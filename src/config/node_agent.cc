@@ -13,7 +13,6 @@ namespace pylon::config {
 using detail::AddEntry;
 using detail::Child;
 using detail::FieldError;
-using detail::Guard;
 using detail::Index;
 using detail::ReadVersion;
 using net::Family;
@@ -225,39 +224,32 @@ Status ParseNodeAgentV2Local(const Json& l, NodeAgentConfig& c) {
   return Ok();
 }
 
-Result<NodeAgentConfig> ParseNodeAgentUnguarded(const Json& object) {
-  auto meta = ParseObjectMeta(object, ObjectKind::kLBNodeAgent);
-  if (!meta) return Fail(meta.error());
-  NodeAgentConfig c;
-  c.meta = std::move(*meta);
-  auto body = [&]() -> Status {
-    auto spec = detail::OptionalObject(object, "spec", "spec");
-    if (!spec) return Fail(spec.error());
-    auto version = ReadVersion(object, *spec);
-    if (!version) return Fail(version.error());
-    c.version = *version;
-    if (*spec == nullptr) return Ok();
-    const bool v2 = c.version == PurelbVersion::kV2;
-    if (v2) {
-      auto sel = detail::OptionalObject(**spec, "nodeSelector", "spec.nodeSelector");
-      if (!sel) return Fail(sel.error());
-      if (*sel != nullptr && !(*sel)->empty()) c.node_selector = **sel;
-    }
-    auto local = detail::OptionalObject(**spec, "local", "spec.local");
-    if (!local) return Fail(local.error());
-    if (*local == nullptr) return Ok();
-    c.has_local = true;
-    return v2 ? ParseNodeAgentV2Local(**local, c) : ParseNodeAgentV1Local(**local, c);
-  };
-  if (auto s = body(); !s) return Fail(InObject(c.meta.key, s.error()));
-  return c;
+Status ParseNodeAgentSpec(const Json& object, NodeAgentConfig& c) {
+  auto spec = detail::OptionalObject(object, "spec", "spec");
+  if (!spec) return Fail(spec.error());
+  auto version = ReadVersion(object, *spec);
+  if (!version) return Fail(version.error());
+  c.version = *version;
+  if (*spec == nullptr) return Ok();
+  const bool v2 = c.version == PurelbVersion::kV2;
+  if (v2) {
+    auto sel = detail::OptionalObject(**spec, "nodeSelector", "spec.nodeSelector");
+    if (!sel) return Fail(sel.error());
+    if (*sel != nullptr && !(*sel)->empty()) c.node_selector = **sel;
+  }
+  auto local = detail::OptionalObject(**spec, "local", "spec.local");
+  if (!local) return Fail(local.error());
+  if (*local == nullptr) return Ok();
+  c.has_local = true;
+  return v2 ? ParseNodeAgentV2Local(**local, c) : ParseNodeAgentV1Local(**local, c);
 }
 
 }  // namespace
 
 Result<NodeAgentConfig> ParseNodeAgent(const Json& object) {
-  return Guard<NodeAgentConfig>(ObjectKind::kLBNodeAgent,
-                                [&] { return ParseNodeAgentUnguarded(object); });
+  return detail::ParseKind<NodeAgentConfig>(
+      object, ObjectKind::kLBNodeAgent,
+      [&](NodeAgentConfig& c) { return ParseNodeAgentSpec(object, c); });
 }
 
 Result<InterfacePattern> InterfacePattern::Compile(std::string_view text) {

@@ -4,6 +4,7 @@
 
 #include <exception>
 #include <string>
+#include <utility>
 
 #include "common/json.h"
 #include "common/result.h"
@@ -23,6 +24,21 @@ Result<T> Guard(ObjectKind kind, F&& body) {
   } catch (...) {
     return Fail(ErrorCode::kInternal, std::string(KindName(kind)) + ": internal error");
   }
+}
+
+// The skeleton of every kind's parser: metadata first (ParseObjectMeta), then `body(out)` on a T
+// that holds it (T has a `meta`), an error of the body prefixed with the object's key (InObject),
+// and nothing thrown escaping (Guard).
+template <typename T, typename F>
+Result<T> ParseKind(const Json& object, ObjectKind kind, F&& body) {
+  return Guard<T>(kind, [&]() -> Result<T> {
+    auto meta = ParseObjectMeta(object, kind);
+    if (!meta) return Fail(meta.error());
+    T out;
+    out.meta = std::move(*meta);
+    if (Status s = body(out); !s) return Fail(InObject(out.meta.key, s.error()));
+    return out;
+  });
 }
 
 // spec.writtenAs ("v1" | "v2"), else the object's apiVersion.

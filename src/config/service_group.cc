@@ -9,7 +9,6 @@ namespace pylon::config {
 using detail::AddEntry;
 using detail::Child;
 using detail::FieldError;
-using detail::Guard;
 using detail::Index;
 using detail::ReadVersion;
 using net::Family;
@@ -224,31 +223,23 @@ Status ParseServiceGroupV2Spec(const Json& spec, Group& g) {
   return Ok();
 }
 
-Result<Group> ParseServiceGroupUnguarded(const Json& object) {
-  auto meta = ParseObjectMeta(object, ObjectKind::kServiceGroup);
-  if (!meta) return Fail(meta.error());
-  Group g;
-  g.meta = std::move(*meta);
-  auto body = [&]() -> Status {
-    auto spec = detail::RequiredObject(object, "spec", "spec");
-    if (!spec) return Fail(spec.error());
-    auto version = ReadVersion(object, *spec);
-    if (!version) return Fail(version.error());
-    g.version = *version;
-    Status s = g.version == PurelbVersion::kV1 ? ParseServiceGroupV1Spec(**spec, g)
-                                               : ParseServiceGroupV2Spec(**spec, g);
-    if (!s) return s;
-    return detail::CheckNoInternalOverlap(g);
-  };
-  if (auto s = body(); !s) return Fail(InObject(g.meta.key, s.error()));
-  return g;
+Status ParseServiceGroupSpec(const Json& object, Group& g) {
+  auto spec = detail::RequiredObject(object, "spec", "spec");
+  if (!spec) return Fail(spec.error());
+  auto version = ReadVersion(object, *spec);
+  if (!version) return Fail(version.error());
+  g.version = *version;
+  Status s = g.version == PurelbVersion::kV1 ? ParseServiceGroupV1Spec(**spec, g)
+                                             : ParseServiceGroupV2Spec(**spec, g);
+  if (!s) return s;
+  return detail::CheckNoInternalOverlap(g);
 }
 
 }  // namespace
 
 Result<Group> ParseServiceGroup(const Json& object) {
-  return Guard<Group>(ObjectKind::kServiceGroup,
-                      [&] { return ParseServiceGroupUnguarded(object); });
+  return detail::ParseKind<Group>(object, ObjectKind::kServiceGroup,
+                                  [&](Group& g) { return ParseServiceGroupSpec(object, g); });
 }
 
 }  // namespace pylon::config

@@ -1,8 +1,7 @@
 #include "heartbeat/config.h"
 
-#include <charconv>
-
 #include "common/duration.h"
+#include "common/text.h"
 
 namespace pylon::heartbeat {
 
@@ -22,14 +21,13 @@ constexpr Var kVars[] = {
 };
 
 Result<long> ParseInt(std::string_view text, long lo, long hi, std::string_view what) {
-  long v = 0;
-  auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
-  if (text.empty() || ec != std::errc() || end != text.data() + text.size() || v < lo || v > hi) {
+  auto v = ParseInteger<long>(text, lo, hi);
+  if (!v) {
     return Fail(ErrorCode::kInvalidArgument, std::string(what) + " \"" + std::string(text) +
                                                  "\": expected an integer in " +
                                                  std::to_string(lo) + ".." + std::to_string(hi));
   }
-  return v;
+  return *v;
 }
 
 }  // namespace

@@ -1,23 +1,12 @@
 #include "heartbeat/endpoints.h"
 
 #include <algorithm>
-#include <charconv>
 
 #include "common/text.h"
 
 namespace pylon::heartbeat {
 
 namespace {
-
-bool ParsePort(std::string_view text, std::uint16_t& port) {
-  if (text.empty() || text.size() > 5) return false;
-  unsigned value = 0;
-  auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
-  if (ec != std::errc() || end != text.data() + text.size()) return false;
-  if (value == 0 || value > 65535) return false;
-  port = static_cast<std::uint16_t>(value);
-  return true;
-}
 
 // Returns the reason the entry is bad, or an empty string.
 std::string ParseEntry(std::string_view entry, Endpoint& out) {
@@ -42,7 +31,9 @@ std::string ParseEntry(std::string_view entry, Endpoint& out) {
     if (!a || !a->is_v4()) return "not an IPv4 address";
     out.address = *a;
   }
-  if (!ParsePort(port, out.port)) return "port must be 1..65535";
+  auto parsed = ParsePort(port);
+  if (!parsed) return "port must be 1..65535";
+  out.port = *parsed;
   return {};
 }
 

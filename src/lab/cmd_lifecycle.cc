@@ -189,6 +189,32 @@ std::vector<Event> Events() {
        [](Lab& lab, const std::string& node) {
          (void)lab.Kubectl({"taint", "node", node, "ToBeDeletedByClusterAutoscaler-"});
        }},
+      {"out-of-service",
+       "the announcer tainted node.kubernetes.io/out-of-service (NoSchedule: its pods stay)",
+       [sleep](Lab& lab, const std::string& node) -> Status {
+         auto r = lab.Kubectl(
+             {"taint", "node", node, "node.kubernetes.io/out-of-service=nodeshutdown:NoSchedule"});
+         if (!r) return Fail(r.error());
+         sleep(5000);
+         return Ok();
+       },
+       [](Lab& lab, const std::string& node) {
+         (void)lab.Kubectl({"taint", "node", node, "node.kubernetes.io/out-of-service-"});
+       }},
+      {"out-of-service-evict",
+       "the announcer tainted node.kubernetes.io/out-of-service (NoExecute: Kubernetes evicts "
+       "its web pod; the agent tolerates every taint)",
+       [sleep](Lab& lab, const std::string& node) -> Status {
+         auto r = lab.Kubectl(
+             {"taint", "node", node, "node.kubernetes.io/out-of-service=nodeshutdown:NoExecute"});
+         if (!r) return Fail(r.error());
+         sleep(10000);
+         return Ok();
+       },
+       [](Lab& lab, const std::string& node) {
+         (void)lab.Kubectl({"taint", "node", node, "node.kubernetes.io/out-of-service-"});
+         (void)lab.Kubectl({"rollout", "status", "deployment/web", "--timeout=180s"});
+       }},
       {"cordon", "the announcer cordoned",
        [sleep](Lab& lab, const std::string& node) -> Status {
          auto r = lab.Kubectl({"cordon", node});
@@ -274,11 +300,9 @@ Subcommand AddLifecycle(cli::App& lab) {
   sub->add_option("--nodes", f->nodes, "how many nodes")->check(CLI::Range(2, 8));
   sub->add_option("--flows", f->flows, "long-lived flows through the address")
       ->check(CLI::Range(0, 200));
-  sub->add_option("--events", f->events,
-                  "the events to run, of "
-                  "rollout,kill-restart,kill-forever,freeze,exclude,autoscaler-taint,cordon,"
-                  "kube-proxy "
-                  "(default: all)")
+  std::string names;
+  for (const Event& e : Events()) names += (names.empty() ? "" : ",") + e.name;
+  sub->add_option("--events", f->events, "the events to run, of " + names + " (default: all)")
       ->type_name("LIST");
   return {sub, [f] { return RunLifecycle(*f); }};
 }

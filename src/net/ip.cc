@@ -3,7 +3,6 @@
 #include <arpa/inet.h>
 
 #include <algorithm>
-#include <charconv>
 
 #include "common/text.h"
 
@@ -110,14 +109,12 @@ Result<Prefix> Prefix::Parse(std::string_view text) {
     return Fail(ErrorCode::kInvalidArgument, "\"" + std::string(text) + "\" is not a CIDR");
   }
   auto len_text = text.substr(slash + 1);
-  int len = -1;
-  auto [ptr, ec] = std::from_chars(len_text.data(), len_text.data() + len_text.size(), len);
-  if (ec != std::errc() || ptr != len_text.data() + len_text.size() || len_text.empty() ||
-      (len_text.size() > 1 && len_text[0] == '0')) {
+  auto len = ParseInteger<int>(len_text);
+  if (!len || (len_text.size() > 1 && len_text[0] == '0')) {
     return Fail(ErrorCode::kInvalidArgument,
                 "\"" + std::string(text) + "\" has an invalid prefix length");
   }
-  return Make(*addr, len);
+  return Make(*addr, *len);
 }
 
 Result<Prefix> Prefix::Make(IpAddress address, int length) {

@@ -2,7 +2,8 @@
 
 #include <algorithm>
 #include <cctype>
-#include <charconv>
+
+#include "common/text.h"
 
 namespace pylon::pool {
 
@@ -58,14 +59,12 @@ Result<PortKey> ParsePortKey(std::string_view text) {
   auto proto = ParseProtocol(text.substr(0, slash));
   if (!proto) return Fail(proto.error());
   auto digits = text.substr(slash + 1);
-  unsigned value = 0;
-  auto [end, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), value);
-  if (digits.empty() || ec != std::errc() || end != digits.data() + digits.size() || value == 0 ||
-      value > 65535) {
+  auto value = ParsePort(digits);
+  if (!value) {
     return Fail(ErrorCode::kInvalidArgument,
                 "port \"" + std::string(text) + "\" needs a number in 1..65535");
   }
-  return PortKey{*proto, static_cast<std::uint16_t>(value)};
+  return PortKey{*proto, *value};
 }
 
 std::vector<PortKey> NormalizePorts(std::vector<PortKey> ports) {

@@ -2,6 +2,9 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdint>
+#include <optional>
+
 namespace pylon {
 namespace {
 
@@ -27,6 +30,37 @@ TEST(Text, TrimTable) {
   EXPECT_EQ(Trim("\t5 \r", " \t", " \t\r"), "5");
   EXPECT_EQ(Trim(" \t\r", " \t", " \t\r"), "");
   EXPECT_EQ(Trim("", " \t", " \t\r"), "");
+}
+
+TEST(ParseInteger, Table) {
+  struct Row {
+    const char* in;
+    long lo, hi;
+    std::optional<long> want;
+  };
+  const Row rows[] = {
+      {"0", 0, 10, 0},
+      {"10", 0, 10, 10},
+      {"11", 0, 10, std::nullopt},
+      {"-1", -5, 5, -1},
+      {"-1", 0, 5, std::nullopt},
+      {"", 0, 10, std::nullopt},  // empty
+      {" 1", 0, 10, std::nullopt},
+      {"1 ", 0, 10, std::nullopt},  // no blanks
+      {"+1", 0, 10, std::nullopt},
+      {"0x1", 0, 10, std::nullopt},
+      {"1s", 0, 10, std::nullopt},
+      {"99999999999999999999999", 0, 10, std::nullopt},  // out of range of the type
+      {"007", 0, 10, 7},  // leading zeros: the caller's to refuse where a form forbids them
+  };
+  for (const auto& r : rows) {
+    EXPECT_EQ(ParseInteger<long>(r.in, r.lo, r.hi), r.want) << '"' << r.in << '"';
+  }
+  EXPECT_EQ(ParseInteger<int>("42"), 42);
+  EXPECT_EQ(ParseInteger<std::uint8_t>("256"), std::nullopt);
+  EXPECT_EQ(ParsePort("65535"), 65535);
+  EXPECT_EQ(ParsePort("0"), std::nullopt);
+  EXPECT_EQ(ParsePort("65536"), std::nullopt);
 }
 
 }  // namespace
