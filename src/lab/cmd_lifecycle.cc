@@ -30,6 +30,7 @@ struct LifecycleFlags {
   int nodes = 3;
   int flows = 20;
   std::string events;
+  bool keep = false;  // leave the lab up at the end (to read its logs)
 };
 
 struct Row {
@@ -115,6 +116,29 @@ struct Event {
   std::function<void(Lab&, const std::string& node)> undo;
 };
 
+// An event that is one kubectl command on the announcer's Node (`set`, "{node}" standing for its
+// name), held for `hold_ms`; `unset` puts it back, then the web Deployment is waited for.
+Event NodeChange(std::string name, std::string what, std::vector<std::string> set,
+                 std::vector<std::string> unset, int hold_ms) {
+  auto with_node = [](std::vector<std::string> args, const std::string& node) {
+    for (auto& a : args) {
+      if (a == "{node}") a = node;
+    }
+    return args;
+  };
+  return {std::move(name), std::move(what),
+          [set, hold_ms, with_node](Lab& lab, const std::string& node) -> Status {
+            auto r = lab.Kubectl(with_node(set, node));
+            if (!r) return Fail(r.error());
+            std::this_thread::sleep_for(Ms(hold_ms));
+            return Ok();
+          },
+          [unset, with_node](Lab& lab, const std::string& node) {
+            (void)lab.Kubectl(with_node(unset, node));
+            (void)lab.Kubectl({"rollout", "status", "deployment/web", "--timeout=180s"});
+          }};
+}
+
 std::vector<Event> Events() {
   auto sleep = [](int ms) { std::this_thread::sleep_for(Ms(ms)); };
   return {
@@ -164,67 +188,31 @@ std::vector<Event> Events() {
          return lab.FreezeNode(node, false);
        },
        [](Lab& lab, const std::string&) { (void)WaitAgentsReady(lab, Ms(60000)); }},
-      {"exclude", "the announcer labelled node.kubernetes.io/exclude-from-external-load-balancers",
-       [sleep](Lab& lab, const std::string& node) -> Status {
-         auto r = lab.Kubectl({"label", "node", node,
-                               "node.kubernetes.io/exclude-from-external-load-balancers=true"});
-         if (!r) return Fail(r.error());
-         sleep(5000);
-         return Ok();
-       },
-       [](Lab& lab, const std::string& node) {
-         (void)lab.Kubectl(
-             {"label", "node", node, "node.kubernetes.io/exclude-from-external-load-balancers-"});
-       }},
-      {"autoscaler-taint",
-       "the announcer tainted ToBeDeletedByClusterAutoscaler (NoSchedule, as the cluster "
-       "autoscaler does before it drains a node)",
-       [sleep](Lab& lab, const std::string& node) -> Status {
-         auto r =
-             lab.Kubectl({"taint", "node", node, "ToBeDeletedByClusterAutoscaler=1:NoSchedule"});
-         if (!r) return Fail(r.error());
-         sleep(5000);
-         return Ok();
-       },
-       [](Lab& lab, const std::string& node) {
-         (void)lab.Kubectl({"taint", "node", node, "ToBeDeletedByClusterAutoscaler-"});
-       }},
-      {"out-of-service",
-       "the announcer tainted node.kubernetes.io/out-of-service (NoSchedule: its pods stay)",
-       [sleep](Lab& lab, const std::string& node) -> Status {
-         auto r = lab.Kubectl(
-             {"taint", "node", node, "node.kubernetes.io/out-of-service=nodeshutdown:NoSchedule"});
-         if (!r) return Fail(r.error());
-         sleep(5000);
-         return Ok();
-       },
-       [](Lab& lab, const std::string& node) {
-         (void)lab.Kubectl({"taint", "node", node, "node.kubernetes.io/out-of-service-"});
-       }},
-      {"out-of-service-evict",
-       "the announcer tainted node.kubernetes.io/out-of-service (NoExecute: Kubernetes evicts "
-       "its web pod; the agent tolerates every taint)",
-       [sleep](Lab& lab, const std::string& node) -> Status {
-         auto r = lab.Kubectl(
-             {"taint", "node", node, "node.kubernetes.io/out-of-service=nodeshutdown:NoExecute"});
-         if (!r) return Fail(r.error());
-         sleep(10000);
-         return Ok();
-       },
-       [](Lab& lab, const std::string& node) {
-         (void)lab.Kubectl({"taint", "node", node, "node.kubernetes.io/out-of-service-"});
-         (void)lab.Kubectl({"rollout", "status", "deployment/web", "--timeout=180s"});
-       }},
-      {"cordon", "the announcer cordoned",
-       [sleep](Lab& lab, const std::string& node) -> Status {
-         auto r = lab.Kubectl({"cordon", node});
-         if (!r) return Fail(r.error());
-         sleep(5000);
-         return Ok();
-       },
-       [](Lab& lab, const std::string& node) {
-         (void)lab.Kubectl({"uncordon", node});
-       }},
+      NodeChange(
+          "exclude",
+          "the announcer labelled node.kubernetes.io/exclude-from-external-load-balancers",
+          {"label", "node", "{node}",
+           "node.kubernetes.io/exclude-from-external-load-balancers=true"},
+          {"label", "node", "{node}", "node.kubernetes.io/exclude-from-external-load-balancers-"},
+          5000),
+      NodeChange("autoscaler-taint",
+                 "the announcer tainted ToBeDeletedByClusterAutoscaler (NoSchedule, as the "
+                 "cluster autoscaler does before it drains a node)",
+                 {"taint", "node", "{node}", "ToBeDeletedByClusterAutoscaler=1:NoSchedule"},
+                 {"taint", "node", "{node}", "ToBeDeletedByClusterAutoscaler-"}, 5000),
+      NodeChange(
+          "out-of-service",
+          "the announcer tainted node.kubernetes.io/out-of-service (NoSchedule: its pods stay)",
+          {"taint", "node", "{node}", "node.kubernetes.io/out-of-service=nodeshutdown:NoSchedule"},
+          {"taint", "node", "{node}", "node.kubernetes.io/out-of-service-"}, 5000),
+      NodeChange(
+          "out-of-service-evict",
+          "the announcer tainted node.kubernetes.io/out-of-service (NoExecute: Kubernetes evicts "
+          "its web pod; the agent tolerates every taint)",
+          {"taint", "node", "{node}", "node.kubernetes.io/out-of-service=nodeshutdown:NoExecute"},
+          {"taint", "node", "{node}", "node.kubernetes.io/out-of-service-"}, 10000),
+      NodeChange("cordon", "the announcer cordoned", {"cordon", "{node}"}, {"uncordon", "{node}"},
+                 5000),
       {"kube-proxy", "the announcer's kube-proxy killed (SIGKILL), restarted after 5 s",
        [sleep](Lab& lab, const std::string& node) -> Status {
          if (auto s = lab.SignalKubeProxy(node, SIGKILL); !s) return s;
@@ -283,6 +271,10 @@ int RunLifecycle(const LifecycleFlags& f) {
                   c.streams.opened);
     Say(buf);
   }
+  if (f.keep) {
+    Say("lab kept: " + lab.Path("") + " (pylon-dev lab down --name " + cfg.name + ")");
+    return cli::kExitOk;
+  }
   if (auto down = lab.Down(); !down) Say(down.error().message());
   return cli::kExitOk;
 }
@@ -304,6 +296,7 @@ Subcommand AddLifecycle(cli::App& lab) {
   for (const Event& e : Events()) names += (names.empty() ? "" : ",") + e.name;
   sub->add_option("--events", f->events, "the events to run, of " + names + " (default: all)")
       ->type_name("LIST");
+  sub->add_flag("--keep", f->keep, "leave the lab up at the end, to read its logs");
   return {sub, [f] { return RunLifecycle(*f); }};
 }
 
