@@ -6,11 +6,7 @@
 
 namespace pylon::config {
 
-using detail::AddEntry;
-using detail::Child;
-using detail::FieldError;
-using detail::Index;
-using detail::ReadVersion;
+using namespace detail;  // this module's internal helpers (parse_util.h)
 using net::Family;
 
 namespace {

@@ -10,11 +10,7 @@
 
 namespace pylon::config {
 
-using detail::AddEntry;
-using detail::Child;
-using detail::FieldError;
-using detail::Index;
-using detail::ReadVersion;
+using namespace detail;  // this module's internal helpers (parse_util.h)
 using net::Family;
 
 constexpr std::size_t kMaxPatternLength = 256;

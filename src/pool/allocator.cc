@@ -8,10 +8,7 @@
 
 namespace pylon::pool {
 
-using detail::FamilyText;
-using detail::InRanges;
-using detail::Minus;
-using detail::Quote;
+using namespace detail;  // this module's internal helpers (allocator_util.h)
 using net::Family;
 using net::IpAddress;
 
