@@ -1,3 +1,4 @@
+#include "agent/ownership_file.h"
 #include "agent/command.h"
 
 #include <signal.h>

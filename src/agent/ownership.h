@@ -4,10 +4,10 @@
 //  - an entry "<interface> <address>/<len>" in a state file (default /run/pylon/agent-addresses),
 //    written BEFORE the address is added and rewritten AFTER it is removed, so a crash between the
 //    two steps leaves at worst a record of an address that does not exist (harmless).
-// The file is replaced atomically (write temp, fsync, rename).
+// The file (ownership_file.h) is replaced atomically (write temp, fsync, rename). Pure here: the
+// record's text form and the store interface.
 #pragma once
 
-#include <filesystem>
 #include <set>
 #include <string>
 #include <utility>
@@ -51,18 +51,6 @@ class MemoryOwnershipStore final : public OwnershipStore {
  private:
   std::set<OwnedAddress> owned_;
   int saves_ = 0;
-};
-
-class FileOwnershipStore final : public OwnershipStore {
- public:
-  explicit FileOwnershipStore(std::filesystem::path path) : path_(std::move(path)) {}
-  // A missing file is an empty record. Malformed lines are skipped (and logged).
-  Result<std::set<OwnedAddress>> Load() override;
-  // Creates the parent directory if needed.
-  Status Save(const std::set<OwnedAddress>& owned) override;
-
- private:
-  std::filesystem::path path_;
 };
 
 // The text form, one entry per line; exposed for tests.

@@ -11,6 +11,7 @@
 #include "../netlink/netns_helper.h"
 #include "agent/address_sync.h"
 #include "agent/ownership.h"
+#include "agent/ownership_file.h"
 #include "netlink/netlink_impl.h"
 #include "netlink/ops.h"
 

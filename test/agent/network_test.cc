@@ -15,6 +15,7 @@
 
 #include "agent/options.h"
 #include "agent/ownership.h"
+#include "agent/ownership_file.h"
 #include "netlink/message.h"
 #include "netlink/select.h"
 #include "support/netlink/fake_netlink.h"
