@@ -13,6 +13,7 @@
 #include "agent/ownership.h"
 #include "netlink/netlink_impl.h"
 #include "netlink/ops.h"
+#include "support/test_dir.h"
 
 namespace pylon::agent {
 namespace {
@@ -74,8 +75,7 @@ class AddressSyncNetnsTest : public ::testing::Test {
     std::filesystem::create_directories(dir_);
   }
   void TearDown() override {
-    std::error_code ec;
-    if (!dir_.empty()) std::filesystem::remove_all(dir_, ec);
+    test_support::RemoveTestDir(dir_);
     ns_.reset();  // deletes the namespace and every link in it, also after a failure
   }
 

@@ -27,8 +27,10 @@
 #include "lab/lab.h"
 #include "lab/process.h"
 #include "lab/topology.h"
+#include "support/apiserver.h"
 #include "support/binaries.h"
 #include "support/eventually.h"
+#include "support/test_dir.h"
 
 namespace pylon::agent {
 namespace {
@@ -41,10 +43,8 @@ using Clock = std::chrono::steady_clock;
 constexpr const char* kV4 = "192.0.2.100";
 constexpr const char* kV6 = "2001:db8:1::100";
 
-// Polls `pred` every 100 ms until it holds or `timeout` passes.
-bool Eventually(const std::function<bool()>& pred, std::chrono::milliseconds timeout) {
-  return test_support::Eventually(pred, timeout, milliseconds(100));
-}
+// Every wait below names its deadline; polled every 100 ms.
+constexpr test_support::Poll Eventually{.timeout = seconds(10), .every = milliseconds(100)};
 
 std::string Output(const std::vector<std::string>& argv, const std::string& netns = "") {
   std::string out;
@@ -56,6 +56,7 @@ class AgentNetnsTest : public ::testing::Test {
  protected:
   void SetUp() override {
     if (geteuid() != 0) GTEST_SKIP() << "needs root";
+    PYLON_NEED_APISERVER();
     if (!std::filesystem::exists(test_support::ProductBinary())) {
       GTEST_SKIP() << "pylon binary not built";
     }
@@ -80,7 +81,7 @@ class AgentNetnsTest : public ::testing::Test {
   void TearDown() override {
     agents_.clear();
     if (lab_) (void)lab_->Down();
-    if (!HasFailure() && !std::getenv("PYLON_KEEP_TEST_DIR")) std::filesystem::remove_all(dir_);
+    if (!HasFailure()) test_support::RemoveTestDir(dir_);
   }
 
   std::string AgentKubeconfig() const { return lab_->Path("kubeconfig-agent"); }

@@ -19,6 +19,7 @@
 #include "k8s/resource.h"
 #include "netlink/message.h"
 #include "packet/announcer.h"
+#include "support/eventually.h"
 #include "support/k8s/fake_client.h"
 #include "support/k8s/fake_event_recorder.h"
 #include "support/netlink/fake_netlink.h"
@@ -30,15 +31,7 @@ using nlohmann::json;
 using std::chrono::milliseconds;
 using std::chrono::seconds;
 
-template <typename F>
-bool Eventually(F pred, Duration timeout = seconds(10)) {
-  const auto deadline = std::chrono::steady_clock::now() + timeout;
-  while (std::chrono::steady_clock::now() < deadline) {
-    if (pred()) return true;
-    std::this_thread::sleep_for(milliseconds(20));
-  }
-  return pred();
-}
+constexpr test_support::Poll Eventually{.timeout = seconds(10)};
 
 // FakeNetlink is single-threaded; the agent loop and the test thread share it through this.
 class LockedNetlink final : public netlink::Netlink {

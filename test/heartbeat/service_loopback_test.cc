@@ -1,6 +1,7 @@
 // HeartbeatService end to end over loopback (no root): real sockets and threads, short intervals.
 // Waits poll the observed state with a deadline; no timing assertions.
 #include "heartbeat/service.h"
+#include "support/eventually.h"
 
 #include <gtest/gtest.h>
 
@@ -20,15 +21,8 @@ net::IpAddress Ip(const char* s) { return *net::IpAddress::Parse(s); }
 
 KeyRing Key(const char* k) { return *KeyRing::Create({k}); }
 
-// Polls `cond` every millisecond until it holds or `deadline` passes.
-bool WaitFor(const std::function<bool()>& cond, Duration deadline = seconds(5)) {
-  const auto end = std::chrono::steady_clock::now() + deadline;
-  while (std::chrono::steady_clock::now() < end) {
-    if (cond()) return true;
-    std::this_thread::sleep_for(milliseconds(1));
-  }
-  return cond();
-}
+// Polls every millisecond, for 5 s unless told.
+constexpr test_support::Poll WaitFor{.timeout = seconds(5), .every = milliseconds(1)};
 
 std::unique_ptr<HeartbeatService> Make(const char* name, const KeyRing& key,
                                        std::uint64_t boot = 0) {

@@ -15,12 +15,13 @@
 
 #include <gtest/gtest.h>
 
-#include "apiserver_process.h"
 #include "k8s/event_recorder.h"
 #include "k8s/informer.h"
 #include "k8s/leader_election.h"
 #include "k8s/retry.h"
+#include "lab/process.h"
 #include "support/eventually.h"
+#include "support/k8s/real_apiserver.h"
 
 namespace pylon::k8s {
 namespace {
@@ -28,10 +29,7 @@ namespace {
 using std::chrono::milliseconds;
 using std::chrono::seconds;
 
-bool Eventually(const std::function<bool()>& cond, Duration timeout = seconds(30)) {
-  return test_support::Eventually(
-      cond, std::chrono::duration_cast<std::chrono::milliseconds>(timeout), milliseconds(5));
-}
+constexpr test_support::Poll Eventually{.timeout = seconds(30), .every = milliseconds(5)};
 
 Json Service(const std::string& ns, const std::string& name, const std::string& app,
              const std::string& type = "ClusterIP") {
@@ -47,23 +45,12 @@ Json Service(const std::string& ns, const std::string& name, const std::string& 
 class ApiServerTest : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
-    if (server_ != nullptr || skip_reason_ != nullptr || start_error_ != nullptr) return;
-    std::string why;
-    if (!RealApiServer::Available(&why)) {
-      skip_reason_ = new std::string(why);
-      return;
-    }
-    auto s = RealApiServer::Start();
-    if (!s) {
-      start_error_ = new std::string(s.error().message());
-      return;
-    }
-    server_ = s->release();
+    if (start_error_.empty()) start_error_ = StartSuiteApiServer(&server_);
   }
   static void TearDownTestSuite() {}  // the server lives until the binary exits (see Env)
   void SetUp() override {
-    if (skip_reason_ != nullptr) GTEST_SKIP() << *skip_reason_;
-    ASSERT_EQ(start_error_, nullptr) << *start_error_;
+    PYLON_NEED_APISERVER();
+    ASSERT_EQ(start_error_, "");
     ASSERT_TRUE(server_->SetFaults("{}"));
     auto client = NewClient(server_->config(), "pylon-k8s-test/0.1.0");
     ASSERT_TRUE(client) << client.error().message();
@@ -84,8 +71,7 @@ class ApiServerTest : public ::testing::Test {
 
  public:
   static RealApiServer* server_;
-  static std::string* skip_reason_;
-  static std::string* start_error_;
+  static inline std::string start_error_;  // why the server did not start
   static int counter_;
 
  protected:
@@ -94,8 +80,6 @@ class ApiServerTest : public ::testing::Test {
   std::string ns_;
 };
 RealApiServer* ApiServerTest::server_ = nullptr;
-std::string* ApiServerTest::skip_reason_ = nullptr;
-std::string* ApiServerTest::start_error_ = nullptr;
 int ApiServerTest::counter_ = 0;
 
 // Stops the control plane after the last test.
@@ -310,9 +294,12 @@ TEST_F(ApiServerTest, TlsVerifiesWithTheControlPlaneCa) {
   // Another CA (made here, self-signed) must fail too.
   const std::string other = server_->dir() + "/other-ca";
   std::filesystem::create_directories(other);
-  std::string cmd = "openssl req -x509 -newkey rsa:2048 -nodes -keyout " + other + "/ca.key -out " +
-                    other + "/ca.crt -days 1 -subj /CN=not-the-lab-ca >/dev/null 2>&1";
-  ASSERT_EQ(std::system(cmd.c_str()), 0);
+  std::string out;
+  auto made = lab::RunCommand(
+      {"openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", other + "/ca.key",
+       "-out", other + "/ca.crt", "-days", "1", "-subj", "/CN=not-the-lab-ca"},
+      &out);
+  ASSERT_TRUE(made && *made == 0) << out;
   auto other_pem = ReadFile(other + "/ca.crt");
   ASSERT_TRUE(other_pem);
   RestConfig wrong_ca = cfg;
