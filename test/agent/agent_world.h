@@ -34,12 +34,24 @@
 #include "support/netlink/fake_netlink.h"
 #include "support/packet/fake_announcer.h"
 
+// Scenario rows name only the fields they care about (designated initializers: SvcOpts{.ips =
+// ...}); the other members keep their defaults. For every file that includes this one.
+#pragma GCC diagnostic ignored "-Wmissing-field-initializers"
+
 namespace pylon::agent::testing {
 
 using nlohmann::json;
+using std::chrono::milliseconds;
+using std::chrono::seconds;
+
+// The nodes of the world's Membership.
+inline const std::vector<std::string> kNodes = {"node1", "node2", "node3"};
+// A MAC of a host that is not a node (a foreign answer to a probe).
+inline const std::string kForeign = "02:aa:bb:cc:dd:ee";
 
 inline net::IpAddress Ip(const std::string& s) { return *net::IpAddress::Parse(s); }
 inline net::Prefix Pfx(const std::string& s) { return *net::Prefix::Parse(s); }
+inline net::MacAddress Mac(const std::string& s) { return *net::MacAddress::Parse(s); }
 
 struct SvcOpts {
   std::vector<std::string> ips;
@@ -380,7 +392,7 @@ class AgentWorld {
   }
 
   std::string self_;
-  std::vector<std::string> nodes_ = {"node1", "node2", "node3"};
+  std::vector<std::string> nodes_ = kNodes;
   FakeClock clock_;
   netlink::FakeNetlink nl_;
   int eth0_ = 0;

@@ -10,17 +10,8 @@
 #include "model/conflicts.h"
 #include "support/packet/fake_announcer.h"
 
-#pragma GCC diagnostic ignored "-Wmissing-field-initializers"
-
 namespace pylon::agent::testing {
 namespace {
-
-using std::chrono::milliseconds;
-using std::chrono::seconds;
-
-net::MacAddress Mac(const std::string& s) { return *net::MacAddress::Parse(s); }
-
-const std::string kForeign = "02:aa:bb:cc:dd:ee";
 
 // --- ProbeGate ----------------------------------------------------------------------------
 

@@ -13,6 +13,7 @@
 #include "common/time.h"
 #include "config/validate.h"
 #include "model/conflicts.h"
+#include "reconcile_world.h"
 #include "test_objects.h"
 
 namespace pylon::allocator {
@@ -21,6 +22,8 @@ namespace {
 using json = nlohmann::json;
 using std::chrono::minutes;
 using std::chrono::seconds;
+using testing::EventReasons;
+using testing::Ips;
 using testing::SvcSpec;
 
 net::IpAddress Ip(const std::string& s) { return *net::IpAddress::Parse(s); }
@@ -73,18 +76,6 @@ class World {
   std::map<std::string, json> shown_;
 };
 
-std::vector<std::string> Ips(const Decision& d) {
-  std::vector<std::string> out;
-  for (const auto& ip : d.ingress) out.push_back(ip.ToString());
-  return out;
-}
-
-std::vector<std::string> Reasons(const Decision& d) {
-  std::vector<std::string> out;
-  for (const auto& e : d.events) out.push_back(e.reason);
-  return out;
-}
-
 SvcSpec Web(std::map<std::string, std::string> annotations = {}) {
   SvcSpec s;
   s.name = "web";
@@ -102,7 +93,7 @@ TEST(ConflictReconcileTest, UnrequestedAddressIsReplacedAndKeptOutOfThePool) {
   d = w.Run(Web(ann), kT0 + seconds(2));
   ASSERT_EQ(d.outcome, Outcome::kAllocated) << d.message;
   EXPECT_EQ(Ips(d), std::vector<std::string>{"192.0.2.11"});
-  EXPECT_EQ(Reasons(d),
+  EXPECT_EQ(EventReasons(d),
             (std::vector<std::string>{"AddressConflict", "AddressReleased", "AddressAssigned"}));
   EXPECT_TRUE(d.events[0].warning);
   EXPECT_NE(
@@ -153,7 +144,7 @@ TEST(ConflictReconcileTest, RequestedAddressIsRefusedUntilTheHoldEnds) {
                            kMac + ", answered the probe of node node2 on eth0"),
             std::string::npos)
       << d.message;
-  EXPECT_EQ(Reasons(d), std::vector<std::string>{"AllocationFailed"});
+  EXPECT_EQ(EventReasons(d), std::vector<std::string>{"AllocationFailed"});
   EXPECT_TRUE(w.pool_.AddressesOf(*pool::ServiceKey::Make("default", "web")).empty());
   EXPECT_FALSE(w.pool_.Lookup(Ip("192.0.2.10")).has_value());  // nothing else taken, nothing kept
   auto reports = w.book_.ForPool(kPool);

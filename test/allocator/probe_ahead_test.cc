@@ -16,6 +16,7 @@
 #include "common/time.h"
 #include "config/validate.h"
 #include "model/probe_ahead.h"
+#include "reconcile_world.h"
 #include "test_objects.h"
 
 namespace pylon::allocator {
@@ -24,6 +25,7 @@ namespace {
 using json = nlohmann::json;
 using std::chrono::minutes;
 using std::chrono::seconds;
+using testing::Ips;
 using testing::SvcSpec;
 
 net::IpAddress Ip(const std::string& s) { return *net::IpAddress::Parse(s); }
@@ -102,12 +104,6 @@ class World {
   ReconcileContext ctx_;
   std::set<std::string> changed_, freed_;
 };
-
-std::vector<std::string> Ips(const Decision& d) {
-  std::vector<std::string> out;
-  for (const auto& ip : d.ingress) out.push_back(ip.ToString());
-  return out;
-}
 
 TEST(ProbeAheadAllocatorTest, ATakenAddressIsNeverHandedOutWhileListed) {
   World w;

@@ -13,13 +13,9 @@ namespace {
 
 using json = nlohmann::json;
 using testing::Dual;
-using testing::EventReasons;
 using testing::Ips;
 using testing::Lace;
-using testing::R;
-using testing::Row;
 using testing::SvcSpec;
-using testing::Walk;
 using testing::World;
 
 TEST(RebuildTest, RebuildOrderAndRecords) {
