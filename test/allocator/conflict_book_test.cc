@@ -16,21 +16,11 @@
 #include "reconcile_world.h"
 #include "test_objects.h"
 
-namespace pylon::allocator {
+namespace pylon::allocator::testing {
 namespace {
 
-using json = nlohmann::json;
 using std::chrono::minutes;
 using std::chrono::seconds;
-using testing::EventReasons;
-using testing::Ips;
-using testing::SvcSpec;
-
-net::IpAddress Ip(const std::string& s) { return *net::IpAddress::Parse(s); }
-
-const WallTime kT0 = ParseWholeSecondsTime("2025-03-01T10:00:00Z").value();
-const std::string kMac = "02:aa:bb:cc:dd:ee";
-const std::string kPool = "ServiceGroup purelb-system/default";
 
 std::string Entry(const std::string& ip, WallTime at) {
   return ip + " " + kMac + " node2 eth0 " + FormatTime(at);
@@ -234,9 +224,9 @@ TEST(ConflictStatusTest, GroupStatusListsConflictsOnlyWhileThereAreSome) {
 }
 
 }  // namespace
-}  // namespace pylon::allocator
+}  // namespace pylon::allocator::testing
 
-namespace pylon::allocator {
+namespace pylon::allocator::testing {
 namespace {
 
 TEST(ConflictReconcileTest, RequestingAnAddressAnotherServiceFoundInConflictIsRefusedClearly) {
@@ -261,4 +251,4 @@ TEST(ConflictReconcileTest, RequestingAnAddressAnotherServiceFoundInConflictIsRe
 }
 
 }  // namespace
-}  // namespace pylon::allocator
+}  // namespace pylon::allocator::testing

@@ -19,20 +19,11 @@
 #include "reconcile_world.h"
 #include "test_objects.h"
 
-namespace pylon::allocator {
+namespace pylon::allocator::testing {
 namespace {
 
-using json = nlohmann::json;
 using std::chrono::minutes;
 using std::chrono::seconds;
-using testing::Ips;
-using testing::SvcSpec;
-
-net::IpAddress Ip(const std::string& s) { return *net::IpAddress::Parse(s); }
-
-const WallTime kT0 = ParseWholeSecondsTime("2025-03-01T10:00:00Z").value();
-const std::string kMac = "02:aa:bb:cc:dd:ee";
-const std::string kPool = "ServiceGroup purelb-system/default";
 
 NodeLease Lease(const std::string& node, const std::string& probe_ahead, WallTime renewed) {
   NodeLease l = ReadNodeLease(node, node, 10, renewed, "192.0.2.0/24");
@@ -184,4 +175,4 @@ TEST(ProbeAheadAllocatorTest, StatusShowsTheNextAddressesAndTheSkippedOnes) {
 }
 
 }  // namespace
-}  // namespace pylon::allocator
+}  // namespace pylon::allocator::testing

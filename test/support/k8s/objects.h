@@ -1,0 +1,32 @@
+// Kubernetes objects as the API server returns them, for tests that build them as JSON: the
+// common frame (apiVersion, kind, metadata) that each module's builders fill with a spec.
+#pragma once
+
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+namespace pylon::test_support {
+
+struct ObjectMetaSpec {
+  std::string ns;  // "" for a cluster-scoped object
+  std::string uid;
+  std::string created = "2024-01-01T00:00:00Z";  // metadata.creationTimestamp
+  int generation = 1;
+  std::string resource_version = "1";
+};
+
+// {"apiVersion", "kind", "metadata": {name, namespace, uid, resourceVersion, generation,
+// creationTimestamp}}; the caller adds spec and status.
+inline nlohmann::json ApiObject(const std::string& api_version, const std::string& kind,
+                               const std::string& name, const ObjectMetaSpec& m) {
+  nlohmann::json meta = {{"name", name},
+                         {"uid", m.uid},
+                         {"resourceVersion", m.resource_version},
+                         {"generation", m.generation},
+                         {"creationTimestamp", m.created}};
+  if (!m.ns.empty()) meta["namespace"] = m.ns;
+  return {{"apiVersion", api_version}, {"kind", kind}, {"metadata", std::move(meta)}};
+}
+
+}  // namespace pylon::test_support
