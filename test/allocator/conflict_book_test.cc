@@ -30,23 +30,14 @@ std::pair<const std::string, std::string> Conflict(const std::string& ip, WallTi
   return {model::ConflictAnnotationKey(*net::IpAddress::Parse(ip)), Entry(ip, at)};
 }
 
-class World {
+class World : public ConflictWorld {
  public:
-  World() {
-    std::vector<json> objects = {testing::SmallDefaultGroup()};
-    config_ = config::ValidateConfig(objects, config_).config;
-    EXPECT_TRUE(pool_.SetPools(PoolDefinitions(config_)).has_value());
-  }
-
   // Reconciles at wall time `now` with the status the previous writes left.
   Decision Run(SvcSpec s, WallTime now) {
     const std::string key = s.ns + "/" + s.name;
     json obj = testing::ServiceJson(s);
     if (s.ingress.empty() && shown_.count(key)) obj["status"] = shown_[key];
-    auto view = model::ParseService(obj);
-    EXPECT_TRUE(view.has_value());
-    ServiceInput in{&*view, CurrentCondition(obj), &book_, now};
-    Decision d = Reconcile(in, config_, pool_, ctx_);
+    Decision d = ReconcileAt(obj, now);
     ServiceWrites w = PlanServiceWrites(obj, d, "2025-03-01T10:00:00Z");
     if (w.status) shown_[key] = (*w.status)["status"];
     return d;
@@ -59,10 +50,6 @@ class World {
     return pool_.AddressesOf(ReservationKey(Ip(ip))) == std::vector<net::IpAddress>{Ip(ip)};
   }
 
-  config::InForceConfig config_;
-  pool::Allocator pool_;
-  ConflictBook book_;
-  ReconcileContext ctx_;  // hold: 5 minutes
   std::map<std::string, json> shown_;
 };
 

@@ -62,20 +62,9 @@ TEST(ProbeAheadAllocatorTest, TakenEntriesComeFromLiveLeasesOnly) {
   EXPECT_EQ(t[0], (TakenAhead{Ip("192.0.2.10"), kMac, "node1", kT0}));
 }
 
-class World {
+class World : public ConflictWorld {
  public:
-  World() {
-    std::vector<json> objects = {testing::SmallDefaultGroup()};
-    config_ = config::ValidateConfig(objects, config_).config;
-    EXPECT_TRUE(pool_.SetPools(PoolDefinitions(config_)).has_value());
-  }
-  Decision Run(SvcSpec s, WallTime now) {
-    json obj = testing::ServiceJson(s);
-    auto view = model::ParseService(obj);
-    EXPECT_TRUE(view.has_value());
-    ServiceInput in{&*view, CurrentCondition(obj), &book_, now};
-    return Reconcile(in, config_, pool_, ctx_);
-  }
+  Decision Run(SvcSpec s, WallTime now) { return ReconcileAt(testing::ServiceJson(s), now); }
   void Apply(const std::vector<TakenAhead>& taken) {
     changed_.clear();
     freed_.clear();
@@ -89,10 +78,6 @@ class World {
     for (const auto& ip : *next) out.push_back(ip.ToString());
     return out;
   }
-  config::InForceConfig config_;
-  pool::Allocator pool_;
-  ConflictBook book_;
-  ReconcileContext ctx_;
   std::set<std::string> changed_, freed_;
 };
 
