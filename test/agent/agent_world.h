@@ -33,6 +33,7 @@
 #include "packet/announcer.h"
 #include "support/netlink/fake_netlink.h"
 #include "support/packet/fake_announcer.h"
+#include "support/election.h"
 
 // Scenario rows name only the fields they care about (designated initializers: SvcOpts{.ips =
 // ...}); the other members keep their defaults. For every file that includes this one.
@@ -327,20 +328,12 @@ class AgentWorld {
 
   // A lease observation for `node` (a renewal, or a subnet change).
   void Renew(const std::string& node, std::string subnets = "192.0.2.0/24,2001:db8:1::/64") {
-    election::LeaseObservation o;
-    o.node = NodeName(node);
-    o.holder_identity = node;
-    o.lease_duration_seconds = 10;
-    o.renew_time = std::to_string(++renewals_);
-    o.subnets_annotation = std::move(subnets);
+    auto o = test_support::HeldLease(node, std::to_string(++renewals_), subnets);
     if (auto m = macs_.find(node); m != macs_.end()) o.macs_annotation = m->second;
     membership_.Observe(o, clock_.Now());
   }
   void DeleteLease(const std::string& node) {
-    election::LeaseObservation o;
-    o.node = NodeName(node);
-    o.deleted = true;
-    membership_.Observe(o, clock_.Now());
+    membership_.Observe(test_support::DeletedLease(node), clock_.Now());
   }
   // Keeps every node in `live` renewed while time passes.
   void Advance(Duration d, const std::vector<std::string>& live) {

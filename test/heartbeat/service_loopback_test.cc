@@ -2,6 +2,7 @@
 // Waits poll the observed state with a deadline; no timing assertions.
 #include "heartbeat/service.h"
 #include "support/eventually.h"
+#include "support/election.h"
 
 #include <gtest/gtest.h>
 
@@ -217,13 +218,8 @@ TEST_F(Loopback, SyncDrivesMembershipAndSelfHealth) {
   election::Membership m;
   // Leases seen long ago: every lease looks expired now (an API outage).
   for (const char* n : {"a", "b", "c"}) {
-    election::LeaseObservation o;
-    o.node = NodeName(n);
-    o.holder_identity = n;
-    o.lease_duration_seconds = 10;
-    o.renew_time = "t";
-    o.subnets_annotation = "192.0.2.0/24";
-    m.Observe(o, SystemClock::Instance().Now() - seconds(60));
+    m.Observe(test_support::HeldLease(n, "t", "192.0.2.0/24"),
+              SystemClock::Instance().Now() - seconds(60));
   }
   EXPECT_EQ(m.LiveCount(SystemClock::Instance().Now()), 0u);
   HeartbeatService::PassResult r;
