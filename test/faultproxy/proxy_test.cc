@@ -14,7 +14,7 @@
 #include "lab/process.h"
 #include "support/binaries.h"
 #include "support/eventually.h"
-#include "support/k8s/real_apiserver.h"
+#include "support/k8s/real_apiserver_test.h"
 
 namespace pylon::k8s {
 namespace {
@@ -31,23 +31,9 @@ Json Service(const std::string& ns, const std::string& name) {
           {"spec", {{"ports", Json::array({{{"name", "http"}, {"port", 80}}})}}}};
 }
 
-class FaultProxyTest : public ::testing::Test {
+class FaultProxyTest : public RealApiServerTest {
  protected:
-  static void SetUpTestSuite() { start_error_ = StartSuiteApiServer(&server_); }
-  static void TearDownTestSuite() {
-    delete server_;
-    server_ = nullptr;
-  }
-  void SetUp() override {
-    PYLON_NEED_APISERVER();
-    ASSERT_EQ(start_error_, "");
-    ASSERT_TRUE(server_->SetFaults("{}"));
-    auto c = NewClient(server_->config(), "fault-proxy-test/0.1.0");
-    ASSERT_TRUE(c) << c.error().message();
-    client_ = std::move(*c);
-    ns_ = "fp-" + std::to_string(++counter_);
-    ASSERT_TRUE(client_->Create(resources::Namespaces(), Json{{"metadata", {{"name", ns_}}}}));
-  }
+  FaultProxyTest() : RealApiServerTest("fault-proxy-test/0.1.0", "fp") {}
   // A raw request through the proxy with `token` ("" = none).
   Result<HttpResponse> Raw(const std::string& method, const std::string& path,
                            const std::string& token, const std::string& body = "",
@@ -64,15 +50,7 @@ class FaultProxyTest : public ::testing::Test {
     return (*t)->Do(req);
   }
   const std::string& admin() const { return server_->plane().admin_token(); }
-
-  static RealApiServer* server_;
-  static inline std::string start_error_;  // why the server did not start
-  static int counter_;
-  std::unique_ptr<Client> client_;
-  std::string ns_;
 };
-RealApiServer* FaultProxyTest::server_ = nullptr;
-int FaultProxyTest::counter_ = 0;
 
 TEST_F(FaultProxyTest, ForwardsWithTheCallersTokenSoRbacApplies) {
   auto ok = Raw("GET", "/api/v1/namespaces/" + ns_, admin());

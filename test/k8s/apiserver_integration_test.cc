@@ -21,7 +21,7 @@
 #include "k8s/retry.h"
 #include "lab/process.h"
 #include "support/eventually.h"
-#include "support/k8s/real_apiserver.h"
+#include "support/k8s/real_apiserver_test.h"
 
 namespace pylon::k8s {
 namespace {
@@ -42,25 +42,15 @@ Json Service(const std::string& ns, const std::string& name, const std::string& 
 }
 
 // One real control plane (+ fault proxy) for every test of this binary.
-class ApiServerTest : public ::testing::Test {
+class ApiServerTest : public RealApiServerTest {
  protected:
-  static void SetUpTestSuite() {
-    if (start_error_.empty()) start_error_ = StartSuiteApiServer(&server_);
-  }
-  static void TearDownTestSuite() {}  // the server lives until the binary exits (see Env)
+  ApiServerTest() : RealApiServerTest("pylon-k8s-test/0.1.0", "k8s-it") {}
   void SetUp() override {
-    PYLON_NEED_APISERVER();
-    ASSERT_EQ(start_error_, "");
-    ASSERT_TRUE(server_->SetFaults("{}"));
-    auto client = NewClient(server_->config(), "pylon-k8s-test/0.1.0");
-    ASSERT_TRUE(client) << client.error().message();
-    client_ = std::move(*client);
-    auto direct = NewClient(server_->direct_config(), "pylon-k8s-test/0.1.0");
+    RealApiServerTest::SetUp();
+    if (IsSkipped() || HasFatalFailure()) return;
+    auto direct = NewClient(server_->direct_config(), user_agent_);
     ASSERT_TRUE(direct) << direct.error().message();
     direct_ = std::move(*direct);
-    ns_ = "k8s-it-" + std::to_string(++counter_);
-    auto ns = client_->Create(resources::Namespaces(), Json{{"metadata", {{"name", ns_}}}});
-    ASSERT_TRUE(ns) << ns.error().message();
   }
   void TearDown() override {
     if (server_ != nullptr) {
@@ -69,28 +59,8 @@ class ApiServerTest : public ::testing::Test {
     }
   }
 
- public:
-  static RealApiServer* server_;
-  static inline std::string start_error_;  // why the server did not start
-  static int counter_;
-
- protected:
-  std::unique_ptr<Client> client_;  // through the fault proxy
   std::unique_ptr<Client> direct_;  // straight to kube-apiserver over TLS
-  std::string ns_;
 };
-RealApiServer* ApiServerTest::server_ = nullptr;
-int ApiServerTest::counter_ = 0;
-
-// Stops the control plane after the last test.
-class Env : public ::testing::Environment {
- public:
-  void TearDown() override {
-    delete ApiServerTest::server_;
-    ApiServerTest::server_ = nullptr;
-  }
-};
-const auto* const kEnv = ::testing::AddGlobalTestEnvironment(new Env);
 
 TEST_F(ApiServerTest, CrudStatusAndConflicts) {
   const auto& svcs = resources::Services();
