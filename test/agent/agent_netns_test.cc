@@ -31,6 +31,7 @@
 #include "support/binaries.h"
 #include "support/eventually.h"
 #include "support/test_dir.h"
+#include "support/k8s/objects.h"
 
 namespace pylon::agent {
 namespace {
@@ -205,17 +206,10 @@ class AgentNetnsTest : public ::testing::Test {
   // A ServiceGroup and the dual-stack Service `web` with its status ingress kV4 / kV6 (the
   // allocator's part, written by the test). The lab installed the namespace, CRDs and RBAC.
   void SetUpCluster() {
-    KubectlApply({{"apiVersion", "purelb.io/v1"},
-                  {"kind", "ServiceGroup"},
-                  {"metadata", {{"name", "default"}, {"namespace", "purelb-system"}}},
-                  {"spec",
-                   {{"local",
-                     {{"v4pools", json::array({{{"pool", "192.0.2.100-192.0.2.120"},
-                                                {"subnet", "192.0.2.0/24"},
-                                                {"aggregation", "default"}}})},
-                      {"v6pools", json::array({{{"pool", "2001:db8:1::100-2001:db8:1::1ff"},
-                                                {"subnet", "2001:db8:1::/64"},
-                                                {"aggregation", "default"}}})}}}}}});
+    KubectlApply(test_support::LocalServiceGroup(
+        "default", json::array({test_support::LocalPool("192.0.2.100-192.0.2.120", "192.0.2.0/24")}),
+        json::array(
+            {test_support::LocalPool("2001:db8:1::100-2001:db8:1::1ff", "2001:db8:1::/64")})));
     KubectlApply({{"apiVersion", "v1"},
                   {"kind", "Service"},
                   {"metadata", {{"name", "web"}, {"namespace", "default"}}},

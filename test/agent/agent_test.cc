@@ -23,6 +23,7 @@
 #include "support/k8s/fake_client.h"
 #include "support/k8s/fake_event_recorder.h"
 #include "support/netlink/fake_netlink.h"
+#include "support/k8s/objects.h"
 
 namespace pylon::agent {
 namespace {
@@ -145,14 +146,8 @@ class AgentRuntimeTest : public ::testing::Test {
 
     ASSERT_TRUE(
         client_.Create(k8s::resources::Namespaces(), {{"metadata", {{"name", "purelb-system"}}}}));
-    json sg = {{"apiVersion", "purelb.io/v1"},
-               {"kind", "ServiceGroup"},
-               {"metadata", {{"name", "default"}, {"namespace", "purelb-system"}}},
-               {"spec",
-                {{"local",
-                  {{"v4pools", json::array({{{"pool", "192.0.2.100-192.0.2.120"},
-                                             {"subnet", "192.0.2.0/24"},
-                                             {"aggregation", "default"}}})}}}}}};
+    json sg = test_support::LocalServiceGroup(
+        "default", json::array({test_support::LocalPool("192.0.2.100-192.0.2.120", "192.0.2.0/24")}));
     ASSERT_TRUE(client_.Create(crd::ServiceGroups(), sg));
     json svc = {{"apiVersion", "v1"},
                 {"kind", "Service"},

@@ -135,25 +135,19 @@ inline config::InForceConfig TestConfig() {
                                           {{"pool", "2001:db8:beef::/120"},
                                            {"subnet", "2001:db8:beef::/64"},
                                            {"aggregation", "/120"}}})}}}}}};
-  json cls = {
-      {"apiVersion", "lace-cni.io/v1alpha1"},
-      {"kind", "LoadBalancerClass"},
-      {"metadata",
-       {{"name", "public"}, {"generation", 1}, {"creationTimestamp", "2026-01-01T00:00:01Z"}}},
-      {"spec",
-       {{"mode", "l2"},
-        {"ipv4Pools", json::array({{{"start", "192.0.2.200"}, {"end", "192.0.2.210"}},
-                                   {{"cidr", "198.51.100.0/24"}}})}}}};
+  auto lace = [](const char* name, const char* mode, const char* created, json v4_pools) {
+    return json{{"apiVersion", "lace-cni.io/v1alpha1"},
+                {"kind", "LoadBalancerClass"},
+                {"metadata", {{"name", name}, {"generation", 1}, {"creationTimestamp", created}}},
+                {"spec", {{"mode", mode}, {"ipv4Pools", std::move(v4_pools)}}}};
+  };
+  json cls = lace("public", "l2", "2026-01-01T00:00:01Z",
+                  json::array({{{"start", "192.0.2.200"}, {"end", "192.0.2.210"}},
+                               {{"cidr", "198.51.100.0/24"}}}));
   // mode l3: always virtual, even for an address on a node subnet (192.0.2.0/24).
-  json routed = {
-      {"apiVersion", "lace-cni.io/v1alpha1"},
-      {"kind", "LoadBalancerClass"},
-      {"metadata",
-       {{"name", "routed"}, {"generation", 1}, {"creationTimestamp", "2026-01-01T00:00:02Z"}}},
-      {"spec",
-       {{"mode", "l3"},
-        {"ipv4Pools", json::array({{{"start", "192.0.2.220"}, {"end", "192.0.2.230"}},
-                                   {{"cidr", "203.0.113.128/28"}}})}}}};
+  json routed = lace("routed", "l3", "2026-01-01T00:00:02Z",
+                     json::array({{{"start", "192.0.2.220"}, {"end", "192.0.2.230"}},
+                                  {{"cidr", "203.0.113.128/28"}}}));
   // purelb.io/v2: `remote` is always virtual (even on a node subnet), `local` never is.
   auto v2 = [](const char* name, const char* kind, const char* pool, const char* subnet) {
     return json{

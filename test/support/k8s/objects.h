@@ -29,4 +29,22 @@ inline nlohmann::json ApiObject(const std::string& api_version, const std::strin
   return {{"apiVersion", api_version}, {"kind", kind}, {"metadata", std::move(meta)}};
 }
 
+// One pool of a ServiceGroup's spec.local (v4pools / v6pools entry).
+inline nlohmann::json LocalPool(const std::string& range, const std::string& subnet,
+                                const std::string& aggregation = "default") {
+  return {{"pool", range}, {"subnet", subnet}, {"aggregation", aggregation}};
+}
+
+// A purelb.io/v1 ServiceGroup in purelb-system as a user writes it (no uid, no status), its
+// spec.local of `v4` pools and, when given, `v6` pools.
+inline nlohmann::json LocalServiceGroup(const std::string& name, nlohmann::json v4,
+                                        nlohmann::json v6 = nullptr) {
+  nlohmann::json local = {{"v4pools", std::move(v4)}};
+  if (!v6.is_null()) local["v6pools"] = std::move(v6);
+  return {{"apiVersion", "purelb.io/v1"},
+          {"kind", "ServiceGroup"},
+          {"metadata", {{"name", name}, {"namespace", "purelb-system"}}},
+          {"spec", {{"local", std::move(local)}}}};
+}
+
 }  // namespace pylon::test_support
