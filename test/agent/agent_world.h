@@ -174,6 +174,12 @@ inline config::InForceConfig TestConfig() {
 
 // The node with the lowest SHA-256(node#address) among `nodes`: the election rule, computed
 // independently of the elector.
+// How many events with `reason` the writer recorded.
+inline std::size_t EventsWith(const RecordingWriter& w, const std::string& reason) {
+  return static_cast<std::size_t>(std::count_if(w.events.begin(), w.events.end(),
+                                                [&](const auto& e) { return e.reason == reason; }));
+}
+
 inline std::string HashWinner(const std::vector<std::string>& nodes, const net::IpAddress& a) {
   std::string best;
   election::Digest best_digest{};

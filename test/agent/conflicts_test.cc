@@ -297,11 +297,6 @@ const AnnotationPatch* PatchOf(const RecordingWriter& w, const std::string& key)
   return nullptr;
 }
 
-std::size_t EventsWith(const RecordingWriter& w, const std::string& reason) {
-  return static_cast<std::size_t>(std::count_if(w.events.begin(), w.events.end(),
-                                                [&](const auto& e) { return e.reason == reason; }));
-}
-
 TEST(ProbingReconcilerTest, FirstAnnouncementWaitsForAFreeProbe) {
   AgentWorld w(Winner());
   w.EnableProbing();

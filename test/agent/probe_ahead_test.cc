@@ -181,11 +181,6 @@ TEST(ProbeGatePreprobedTest, AnnouncedAtOnceAndWithdrawnIfTheShortProbeIsAnswere
 const std::string kIp = "192.0.2.100";
 std::string Winner() { return HashWinner({"node1", "node2", "node3"}, Ip(kIp)); }
 
-std::size_t EventsWith(const RecordingWriter& w, const std::string& reason) {
-  return static_cast<std::size_t>(std::count_if(w.events.begin(), w.events.end(),
-                                                [&](const auto& e) { return e.reason == reason; }));
-}
-
 TEST(ProbeAheadReconcilerTest, ACandidateProbedAheadIsAnnouncedInTheFirstPass) {
   AgentWorld w(Winner());
   w.EnableProbeAhead();

@@ -180,10 +180,7 @@ TEST(ConflictReconcileTest, ExhaustedByConflictsSaysSo) {
 
 TEST(ConflictStatusTest, GroupStatusListsConflictsOnlyWhileThereAreSome) {
   json obj = testing::SmallDefaultGroup();
-  config::ObjectStatus st;
-  st.valid = true;
-  st.message = "ok";
-  st.observed_generation = 1;
+  const config::ObjectStatus st = ValidStatus();
   PoolUsage usage;
   usage.conflicts.push_back(ConflictReport{Ip("192.0.2.10"), kMac, "node2", "eth0", "default/web",
                                            kT0, kT0 + minutes(5), false});

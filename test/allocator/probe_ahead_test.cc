@@ -133,10 +133,7 @@ TEST(ProbeAheadAllocatorTest, ATakenAddressAServiceHoldsAlreadyIsLeftToTheAgents
 
 TEST(ProbeAheadAllocatorTest, StatusShowsTheNextAddressesAndTheSkippedOnes) {
   json obj = testing::SmallDefaultGroup();
-  config::ObjectStatus st;
-  st.valid = true;
-  st.message = "ok";
-  st.observed_generation = 1;
+  const config::ObjectStatus st = ValidStatus();
   PoolUsage usage;
   usage.probe_ahead = true;
   usage.next_v4 = {Ip("192.0.2.11"), Ip("192.0.2.12")};

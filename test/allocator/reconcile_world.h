@@ -113,6 +113,15 @@ class ConflictWorld {
   ReconcileContext ctx_;
 };
 
+// The status of a valid object at generation 1, message "ok".
+inline config::ObjectStatus ValidStatus() {
+  config::ObjectStatus st;
+  st.valid = true;
+  st.message = "ok";
+  st.observed_generation = 1;
+  return st;
+}
+
 inline std::vector<std::string> Ips(const Decision& d) {
   std::vector<std::string> out;
   for (const auto& ip : d.ingress) out.push_back(ip.ToString());
