@@ -14,6 +14,7 @@
 #include "netlink/netlink_impl.h"
 #include "netlink/ops.h"
 #include "support/test_dir.h"
+#include "support/net.h"
 
 namespace pylon::agent {
 namespace {
@@ -22,7 +23,7 @@ using pylon::testing::InNetns;
 using pylon::testing::Netns;
 using std::chrono::seconds;
 
-net::Prefix P(const std::string& s) { return *net::Prefix::Parse(s); }
+using test_support::Pfx;
 
 // NetlinkImpl as a non-privileged container sees it: every sysctl write fails with EROFS.
 class ReadOnlySysctls final : public netlink::Netlink {
@@ -107,7 +108,7 @@ class AddressSyncNetnsTest : public ::testing::Test {
     DesiredAddress d;
     d.interface = "kube-lb0";
     d.ifindex = lb0;
-    d.address = P(prefix);
+    d.address = Pfx(prefix);
     d.kind = AddressKind::kVirtual;
     return d;
   }

@@ -34,6 +34,7 @@
 #include "support/netlink/fake_netlink.h"
 #include "support/packet/fake_announcer.h"
 #include "support/election.h"
+#include "support/net.h"
 
 // Scenario rows name only the fields they care about (designated initializers: SvcOpts{.ips =
 // ...}); the other members keep their defaults. For every file that includes this one.
@@ -50,9 +51,9 @@ inline const std::vector<std::string> kNodes = {"node1", "node2", "node3"};
 // A MAC of a host that is not a node (a foreign answer to a probe).
 inline const std::string kForeign = "02:aa:bb:cc:dd:ee";
 
-inline net::IpAddress Ip(const std::string& s) { return *net::IpAddress::Parse(s); }
-inline net::Prefix Pfx(const std::string& s) { return *net::Prefix::Parse(s); }
-inline net::MacAddress Mac(const std::string& s) { return *net::MacAddress::Parse(s); }
+using test_support::Ip;
+using test_support::Mac;
+using test_support::Pfx;
 
 struct SvcOpts {
   std::vector<std::string> ips;

@@ -23,6 +23,7 @@
 #include "common/fd.h"
 #include "nftables/nftables.h"
 #include "support/shell.h"
+#include "support/net.h"
 
 namespace pylon::agent {
 namespace {
@@ -31,7 +32,7 @@ using pylon::testing::InNetns;
 using pylon::testing::Netns;
 using pylon::testing::Sh;
 
-net::IpAddress Ip(const std::string& s) { return *net::IpAddress::Parse(s); }
+using test_support::Ip;
 
 // A TCP client connection, opened and used from a thread inside the client's namespace.
 class Conn {

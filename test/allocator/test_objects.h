@@ -12,12 +12,13 @@
 #include "common/time.h"
 #include "net/ip.h"
 #include "support/k8s/objects.h"
+#include "support/net.h"
 
 namespace pylon::allocator::testing {
 
 using nlohmann::json;
 
-inline net::IpAddress Ip(const std::string& s) { return *net::IpAddress::Parse(s); }
+using test_support::Ip;
 
 // For the conflict scenarios: when they start, the MAC of the foreign host that answers a probe,
 // and the pool of SmallDefaultGroup as the pool allocator names it.

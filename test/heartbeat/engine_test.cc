@@ -3,6 +3,7 @@
 // through rows (an action at a time, then the states each node sees).
 #include "heartbeat/engine.h"
 #include "support/election.h"
+#include "support/net.h"
 
 #include <gtest/gtest.h>
 
@@ -19,7 +20,7 @@ namespace {
 using election::NodeName;
 using std::chrono::milliseconds;
 
-net::IpAddress Ip(const char* s) { return *net::IpAddress::Parse(s); }
+using test_support::Ip;
 
 const SteadyTime kStart = SteadyTime{} + std::chrono::hours(1);
 

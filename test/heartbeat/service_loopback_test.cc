@@ -3,6 +3,7 @@
 #include "heartbeat/service.h"
 #include "support/eventually.h"
 #include "support/election.h"
+#include "support/net.h"
 
 #include <gtest/gtest.h>
 
@@ -18,7 +19,7 @@ using election::NodeName;
 using std::chrono::milliseconds;
 using std::chrono::seconds;
 
-net::IpAddress Ip(const char* s) { return *net::IpAddress::Parse(s); }
+using test_support::Ip;
 
 KeyRing Key(const char* k) { return *KeyRing::Create({k}); }
 
