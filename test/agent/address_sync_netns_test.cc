@@ -13,8 +13,8 @@
 #include "agent/ownership.h"
 #include "netlink/netlink_impl.h"
 #include "netlink/ops.h"
-#include "support/test_dir.h"
 #include "support/net.h"
+#include "support/test_dir.h"
 
 namespace pylon::agent {
 namespace {

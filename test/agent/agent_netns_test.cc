@@ -30,8 +30,8 @@
 #include "support/apiserver.h"
 #include "support/binaries.h"
 #include "support/eventually.h"
-#include "support/test_dir.h"
 #include "support/k8s/objects.h"
+#include "support/test_dir.h"
 
 namespace pylon::agent {
 namespace {
@@ -207,7 +207,8 @@ class AgentNetnsTest : public ::testing::Test {
   // allocator's part, written by the test). The lab installed the namespace, CRDs and RBAC.
   void SetUpCluster() {
     KubectlApply(test_support::LocalServiceGroup(
-        "default", json::array({test_support::LocalPool("192.0.2.100-192.0.2.120", "192.0.2.0/24")}),
+        "default",
+        json::array({test_support::LocalPool("192.0.2.100-192.0.2.120", "192.0.2.0/24")}),
         json::array(
             {test_support::LocalPool("2001:db8:1::100-2001:db8:1::1ff", "2001:db8:1::/64")})));
     KubectlApply({{"apiVersion", "v1"},

@@ -22,8 +22,8 @@
 #include "support/eventually.h"
 #include "support/k8s/fake_client.h"
 #include "support/k8s/fake_event_recorder.h"
-#include "support/netlink/fake_netlink.h"
 #include "support/k8s/objects.h"
+#include "support/netlink/fake_netlink.h"
 
 namespace pylon::agent {
 namespace {
@@ -147,7 +147,8 @@ class AgentRuntimeTest : public ::testing::Test {
     ASSERT_TRUE(
         client_.Create(k8s::resources::Namespaces(), {{"metadata", {{"name", "purelb-system"}}}}));
     json sg = test_support::LocalServiceGroup(
-        "default", json::array({test_support::LocalPool("192.0.2.100-192.0.2.120", "192.0.2.0/24")}));
+        "default",
+        json::array({test_support::LocalPool("192.0.2.100-192.0.2.120", "192.0.2.0/24")}));
     ASSERT_TRUE(client_.Create(crd::ServiceGroups(), sg));
     json svc = {{"apiVersion", "v1"},
                 {"kind", "Service"},

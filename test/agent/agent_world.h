@@ -31,10 +31,10 @@
 #include "metrics/registry.h"
 #include "netlink/message.h"
 #include "packet/announcer.h"
-#include "support/netlink/fake_netlink.h"
-#include "support/packet/fake_announcer.h"
 #include "support/election.h"
 #include "support/net.h"
+#include "support/netlink/fake_netlink.h"
+#include "support/packet/fake_announcer.h"
 
 // Scenario rows name only the fields they care about (designated initializers: SvcOpts{.ips =
 // ...}); the other members keep their defaults. For every file that includes this one.

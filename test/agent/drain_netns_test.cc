@@ -22,8 +22,8 @@
 #include "agent/drain.h"
 #include "common/fd.h"
 #include "nftables/nftables.h"
-#include "support/shell.h"
 #include "support/net.h"
+#include "support/shell.h"
 
 namespace pylon::agent {
 namespace {

@@ -17,8 +17,8 @@
 #include "agent/ownership.h"
 #include "netlink/message.h"
 #include "netlink/select.h"
-#include "support/netlink/fake_netlink.h"
 #include "support/net.h"
+#include "support/netlink/fake_netlink.h"
 
 namespace pylon::agent {
 namespace {
@@ -159,8 +159,8 @@ TEST(DiscoverNetworkTest, OurOwnAddressesNeverCountAsSubnets) {
   FakeClock clock;
   netlink::FakeNetlink nl(clock);
   int eth0 = nl.AddTestLink("eth0");
-  ASSERT_TRUE(nl.AddAddress(netlink::VipAddressSpec(eth0, Pfx("203.0.113.5/24"), netlink::Seconds{30},
-                                                    netlink::kPylonAddressProto)));
+  ASSERT_TRUE(nl.AddAddress(netlink::VipAddressSpec(
+      eth0, Pfx("203.0.113.5/24"), netlink::Seconds{30}, netlink::kPylonAddressProto)));
   netlink::RouteInfo r;
   r.family = net::Family::kV4;
   r.dst = Pfx("0.0.0.0/0");

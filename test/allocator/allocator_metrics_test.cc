@@ -3,8 +3,8 @@
 #include "allocator/allocator_metrics.h"
 
 #include <set>
-#include <vector>
 #include <string>
+#include <vector>
 
 #include <gtest/gtest.h>
 

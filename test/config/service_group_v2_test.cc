@@ -40,7 +40,8 @@ TEST(ServiceGroupV2, AcceptedSpecsTable) {
   };
   const Row rows[] = {
       {.name = "local, one list",
-       .spec = R"({"local":{"v4pools":[{"pool":"192.0.2.10-192.0.2.19","subnet":"192.0.2.0/24"}]}})",
+       .spec =
+           R"({"local":{"v4pools":[{"pool":"192.0.2.10-192.0.2.19","subnet":"192.0.2.0/24"}]}})",
        .mode = AnnounceMode::kLocal,
        .v4_paths = {"spec.local.v4pools[0].pool"}},
       {.name = "remote, dual stack, aggregation",

@@ -1,8 +1,8 @@
 // HeartbeatService end to end over loopback (no root): real sockets and threads, short intervals.
 // Waits poll the observed state with a deadline; no timing assertions.
 #include "heartbeat/service.h"
-#include "support/eventually.h"
 #include "support/election.h"
+#include "support/eventually.h"
 #include "support/net.h"
 
 #include <gtest/gtest.h>

@@ -141,8 +141,8 @@ TEST_F(FakeNetlinkTest, DadFailureUnlessNodad) {
 TEST_F(FakeNetlinkTest, ProtoDroppedWithoutKernelSupport) {
   nl_.SetSupportsAddressProto(false);
   EXPECT_FALSE(nl_.SupportsAddressProto());
-  ASSERT_TRUE(
-      nl_.AddAddress(VipAddressSpec(eth0_, Pfx("192.0.2.50/24"), seconds(300), kPylonAddressProto)));
+  ASSERT_TRUE(nl_.AddAddress(
+      VipAddressSpec(eth0_, Pfx("192.0.2.50/24"), seconds(300), kPylonAddressProto)));
   EXPECT_FALSE(On(eth0_)[0].proto.has_value());
 }
 

@@ -84,7 +84,8 @@ TEST_F(NetlinkNetnsTest, AddRenewRemoveAddresses) {
     ASSERT_TRUE(nl->AddAddress(primary));
     const auto proto =
         nl->SupportsAddressProto() ? std::optional(kPylonAddressProto) : std::nullopt;
-    ASSERT_TRUE(nl->AddAddress(VipAddressSpec(a0->index, Pfx("192.0.2.10/24"), seconds(300), proto)));
+    ASSERT_TRUE(
+        nl->AddAddress(VipAddressSpec(a0->index, Pfx("192.0.2.10/24"), seconds(300), proto)));
     ASSERT_TRUE(
         nl->AddAddress(VipAddressSpec(a0->index, Pfx("2001:db8::10/64"), seconds(300), proto)));
 

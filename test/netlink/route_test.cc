@@ -292,7 +292,8 @@ TEST(InterfaceSubnets, Ipv6HostAddressMatchedToOnLinkPrefix) {
     if (r.dst.length() != 32) without_wide.push_back(r);
   }
   subnets = InterfaceSubnets(addrs, without_wide, 2, net::Family::kV6, std::nullopt);
-  EXPECT_EQ(subnets, (std::vector<net::Prefix>{Pfx("2001:db8:154::/64"), Pfx("2001:db8:777::/48")}));
+  EXPECT_EQ(subnets,
+            (std::vector<net::Prefix>{Pfx("2001:db8:154::/64"), Pfx("2001:db8:777::/48")}));
   // The same route on another interface does not count.
   std::vector<AddressInfo> elsewhere = {Addr(5, "2001:db8:154::1:f2dc/128")};
   EXPECT_TRUE(InterfaceSubnets(elsewhere, routes, 5, net::Family::kV6, std::nullopt).empty());

@@ -12,8 +12,8 @@
 #include "packet/claims.h"
 #include "packet/mac.h"
 #include "packet/ndp.h"
-#include "support/packet/fake_announcer.h"
 #include "support/net.h"
+#include "support/packet/fake_announcer.h"
 
 namespace pylon::packet {
 namespace {

@@ -19,7 +19,7 @@ struct ObjectMetaSpec {
 // {"apiVersion", "kind", "metadata": {name, namespace, uid, resourceVersion, generation,
 // creationTimestamp}}; the caller adds spec and status.
 inline nlohmann::json ApiObject(const std::string& api_version, const std::string& kind,
-                               const std::string& name, const ObjectMetaSpec& m) {
+                                const std::string& name, const ObjectMetaSpec& m) {
   nlohmann::json meta = {{"name", name},
                          {"uid", m.uid},
                          {"resourceVersion", m.resource_version},
