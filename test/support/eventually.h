@@ -35,6 +35,10 @@ struct Poll {
   bool operator()(const std::function<bool()>& pred, std::chrono::nanoseconds within) const {
     return Eventually(pred, within, every);
   }
+  bool operator()(const std::function<bool()>& pred, std::chrono::nanoseconds within,
+                  std::chrono::nanoseconds poll) const {
+    return Eventually(pred, within, poll);
+  }
 };
 
 }  // namespace pylon::test_support
