@@ -1,6 +1,6 @@
 // pylon_k8s_bench: end-to-end figures of the Kubernetes client against the real etcd +
 // kube-apiserver (lab::ControlPlane on loopback, the release scripts/k8s-components.sh builds; see
-// test/k8s/apiserver_process.h), real HTTPS with the control plane's CA:
+// test/support/k8s/real_apiserver.h), real HTTPS with the control plane's CA:
 //   1. list+watch start-up of an informer over N Services (paginated LIST limit=500, then WATCH);
 //   2. watch-event throughput: a raw watch replaying the server's history, and a live informer
 //      fed by concurrent writers (events/s as seen by the informer's handler).
@@ -16,9 +16,9 @@
 #include <thread>
 #include <vector>
 
-#include "apiserver_process.h"
 #include "common/cli.h"
 #include "k8s/informer.h"
+#include "support/k8s/real_apiserver.h"
 
 namespace pylon::k8s {
 namespace {
@@ -68,9 +68,8 @@ int Main(int argc, char** argv) {
       ->capture_default_str();
   app->add_flag("--proxy", proxy, "go through pylon-dev fault-proxy (no faults)");
   if (auto code = cli::Parse(*app, argc, argv)) return *code;
-  std::string why;
-  if (!RealApiServer::Available(&why)) {
-    std::fprintf(stderr, "pylon_k8s_bench: %s\n", why.c_str());
+  if (const auto why = test_support::ApiServerMissing()) {
+    std::fprintf(stderr, "pylon_k8s_bench: %s\n", why->c_str());
     return 2;
   }
   auto server = RealApiServer::Start();

@@ -14,6 +14,8 @@
 #include "agent/ownership_file.h"
 #include "netlink/netlink_impl.h"
 #include "netlink/ops.h"
+#include "support/net.h"
+#include "support/test_dir.h"
 
 namespace pylon::agent {
 namespace {
@@ -22,7 +24,7 @@ using pylon::testing::InNetns;
 using pylon::testing::Netns;
 using std::chrono::seconds;
 
-net::Prefix P(const std::string& s) { return *net::Prefix::Parse(s); }
+using test_support::Pfx;
 
 // NetlinkImpl as a non-privileged container sees it: every sysctl write fails with EROFS.
 class ReadOnlySysctls final : public netlink::Netlink {
@@ -75,8 +77,7 @@ class AddressSyncNetnsTest : public ::testing::Test {
     std::filesystem::create_directories(dir_);
   }
   void TearDown() override {
-    std::error_code ec;
-    if (!dir_.empty()) std::filesystem::remove_all(dir_, ec);
+    test_support::RemoveTestDir(dir_);
     ns_.reset();  // deletes the namespace and every link in it, also after a failure
   }
 
@@ -108,7 +109,7 @@ class AddressSyncNetnsTest : public ::testing::Test {
     DesiredAddress d;
     d.interface = "kube-lb0";
     d.ifindex = lb0;
-    d.address = P(prefix);
+    d.address = Pfx(prefix);
     d.kind = AddressKind::kVirtual;
     return d;
   }

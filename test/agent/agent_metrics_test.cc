@@ -2,38 +2,21 @@
 // 0, so a dashboard or an alert sees it from the start (docs/operate.md, Metrics).
 #include "agent/agent_metrics.h"
 
-#include <map>
-#include <set>
-#include <sstream>
 #include <string>
+#include <vector>
 
 #include <gtest/gtest.h>
 
 #include "agent_world.h"
+#include "support/metrics.h"
 
 namespace pylon::agent {
 namespace {
 
-// The sample lines of an exposition, by family: name → {"{labels} value", ...}.
-std::map<std::string, std::set<std::string>> Samples(const std::string& text) {
-  std::map<std::string, std::set<std::string>> out;
-  std::istringstream in(text);
-  for (std::string line; std::getline(in, line);) {
-    if (line.empty() || line[0] == '#') continue;
-    const auto end = line.find_first_of("{ ");
-    out[line.substr(0, end)].insert(line.substr(end));
-  }
-  return out;
-}
-
-struct Family {
-  const char* name;
-  const char* type;                // as in "# TYPE"
-  std::set<std::string> at_start;  // "{labels} 0" lines; empty: no series yet
-};
+using test_support::MetricFamily;
 
 // Every family the agent exports, and its series before the first pass.
-const Family kFamilies[] = {
+const std::vector<MetricFamily> kFamilies = {
     {kMetricLeaseHealthy, "gauge", {" 0"}},
     {kMetricMemberCount, "gauge", {" 0"}},
     {kMetricWinnerChanges, "counter", {" 0"}},
@@ -69,17 +52,7 @@ const Family kFamilies[] = {
 };
 
 void ExpectAtStart(const std::string& text) {
-  const auto samples = Samples(text);
-  std::set<std::string> names;
-  for (const Family& f : kFamilies) {
-    SCOPED_TRACE(f.name);
-    names.insert(f.name);
-    EXPECT_NE(text.find(std::string("# TYPE ") + f.name + " " + f.type + "\n"), std::string::npos)
-        << text;
-    auto it = samples.find(f.name);
-    EXPECT_EQ(it == samples.end() ? std::set<std::string>{} : it->second, f.at_start) << text;
-  }
-  for (const auto& [name, lines] : samples) EXPECT_TRUE(names.count(name)) << "unlisted " << name;
+  test_support::ExpectFamiliesAtStart(text, kFamilies);
 }
 
 TEST(AgentMetrics, EverySeriesKnownUpFrontStartsAtZero) {

@@ -27,8 +27,11 @@
 #include "lab/lab.h"
 #include "lab/process.h"
 #include "lab/topology.h"
+#include "support/apiserver.h"
 #include "support/binaries.h"
 #include "support/eventually.h"
+#include "support/k8s/objects.h"
+#include "support/test_dir.h"
 
 namespace pylon::agent {
 namespace {
@@ -41,10 +44,8 @@ using Clock = std::chrono::steady_clock;
 constexpr const char* kV4 = "192.0.2.100";
 constexpr const char* kV6 = "2001:db8:1::100";
 
-// Polls `pred` every 100 ms until it holds or `timeout` passes.
-bool Eventually(const std::function<bool()>& pred, std::chrono::milliseconds timeout) {
-  return test_support::Eventually(pred, timeout, milliseconds(100));
-}
+// Every wait below names its deadline; polled every 100 ms.
+constexpr test_support::Poll Eventually{.timeout = seconds(10), .every = milliseconds(100)};
 
 std::string Output(const std::vector<std::string>& argv, const std::string& netns = "") {
   std::string out;
@@ -56,6 +57,7 @@ class AgentNetnsTest : public ::testing::Test {
  protected:
   void SetUp() override {
     if (geteuid() != 0) GTEST_SKIP() << "needs root";
+    PYLON_NEED_APISERVER();
     if (!std::filesystem::exists(test_support::ProductBinary())) {
       GTEST_SKIP() << "pylon binary not built";
     }
@@ -80,7 +82,7 @@ class AgentNetnsTest : public ::testing::Test {
   void TearDown() override {
     agents_.clear();
     if (lab_) (void)lab_->Down();
-    if (!HasFailure() && !std::getenv("PYLON_KEEP_TEST_DIR")) std::filesystem::remove_all(dir_);
+    if (!HasFailure()) test_support::RemoveTestDir(dir_);
   }
 
   std::string AgentKubeconfig() const { return lab_->Path("kubeconfig-agent"); }
@@ -204,17 +206,11 @@ class AgentNetnsTest : public ::testing::Test {
   // A ServiceGroup and the dual-stack Service `web` with its status ingress kV4 / kV6 (the
   // allocator's part, written by the test). The lab installed the namespace, CRDs and RBAC.
   void SetUpCluster() {
-    KubectlApply({{"apiVersion", "purelb.io/v1"},
-                  {"kind", "ServiceGroup"},
-                  {"metadata", {{"name", "default"}, {"namespace", "purelb-system"}}},
-                  {"spec",
-                   {{"local",
-                     {{"v4pools", json::array({{{"pool", "192.0.2.100-192.0.2.120"},
-                                                {"subnet", "192.0.2.0/24"},
-                                                {"aggregation", "default"}}})},
-                      {"v6pools", json::array({{{"pool", "2001:db8:1::100-2001:db8:1::1ff"},
-                                                {"subnet", "2001:db8:1::/64"},
-                                                {"aggregation", "default"}}})}}}}}});
+    KubectlApply(test_support::LocalServiceGroup(
+        "default",
+        json::array({test_support::LocalPool("192.0.2.100-192.0.2.120", "192.0.2.0/24")}),
+        json::array(
+            {test_support::LocalPool("2001:db8:1::100-2001:db8:1::1ff", "2001:db8:1::/64")})));
     KubectlApply({{"apiVersion", "v1"},
                   {"kind", "Service"},
                   {"metadata", {{"name", "web"}, {"namespace", "default"}}},

@@ -19,8 +19,10 @@
 #include "k8s/resource.h"
 #include "netlink/message.h"
 #include "packet/announcer.h"
+#include "support/eventually.h"
 #include "support/k8s/fake_client.h"
 #include "support/k8s/fake_event_recorder.h"
+#include "support/k8s/objects.h"
 #include "support/netlink/fake_netlink.h"
 
 namespace pylon::agent {
@@ -30,15 +32,7 @@ using nlohmann::json;
 using std::chrono::milliseconds;
 using std::chrono::seconds;
 
-template <typename F>
-bool Eventually(F pred, Duration timeout = seconds(10)) {
-  const auto deadline = std::chrono::steady_clock::now() + timeout;
-  while (std::chrono::steady_clock::now() < deadline) {
-    if (pred()) return true;
-    std::this_thread::sleep_for(milliseconds(20));
-  }
-  return pred();
-}
+constexpr test_support::Poll Eventually{.timeout = seconds(10)};
 
 // FakeNetlink is single-threaded; the agent loop and the test thread share it through this.
 class LockedNetlink final : public netlink::Netlink {
@@ -152,14 +146,9 @@ class AgentRuntimeTest : public ::testing::Test {
 
     ASSERT_TRUE(
         client_.Create(k8s::resources::Namespaces(), {{"metadata", {{"name", "purelb-system"}}}}));
-    json sg = {{"apiVersion", "purelb.io/v1"},
-               {"kind", "ServiceGroup"},
-               {"metadata", {{"name", "default"}, {"namespace", "purelb-system"}}},
-               {"spec",
-                {{"local",
-                  {{"v4pools", json::array({{{"pool", "192.0.2.100-192.0.2.120"},
-                                             {"subnet", "192.0.2.0/24"},
-                                             {"aggregation", "default"}}})}}}}}};
+    json sg = test_support::LocalServiceGroup(
+        "default",
+        json::array({test_support::LocalPool("192.0.2.100-192.0.2.120", "192.0.2.0/24")}));
     ASSERT_TRUE(client_.Create(crd::ServiceGroups(), sg));
     json svc = {{"apiVersion", "v1"},
                 {"kind", "Service"},

@@ -31,15 +31,29 @@
 #include "metrics/registry.h"
 #include "netlink/message.h"
 #include "packet/announcer.h"
+#include "support/election.h"
+#include "support/net.h"
 #include "support/netlink/fake_netlink.h"
 #include "support/packet/fake_announcer.h"
+
+// Scenario rows name only the fields they care about (designated initializers: SvcOpts{.ips =
+// ...}); the other members keep their defaults. For every file that includes this one.
+#pragma GCC diagnostic ignored "-Wmissing-field-initializers"
 
 namespace pylon::agent::testing {
 
 using nlohmann::json;
+using std::chrono::milliseconds;
+using std::chrono::seconds;
 
-inline net::IpAddress Ip(const std::string& s) { return *net::IpAddress::Parse(s); }
-inline net::Prefix Pfx(const std::string& s) { return *net::Prefix::Parse(s); }
+// The nodes of the world's Membership.
+inline const std::vector<std::string> kNodes = {"node1", "node2", "node3"};
+// A MAC of a host that is not a node (a foreign answer to a probe).
+inline const std::string kForeign = "02:aa:bb:cc:dd:ee";
+
+using test_support::Ip;
+using test_support::Mac;
+using test_support::Pfx;
 
 struct SvcOpts {
   std::vector<std::string> ips;
@@ -122,25 +136,19 @@ inline config::InForceConfig TestConfig() {
                                           {{"pool", "2001:db8:beef::/120"},
                                            {"subnet", "2001:db8:beef::/64"},
                                            {"aggregation", "/120"}}})}}}}}};
-  json cls = {
-      {"apiVersion", "lace-cni.io/v1alpha1"},
-      {"kind", "LoadBalancerClass"},
-      {"metadata",
-       {{"name", "public"}, {"generation", 1}, {"creationTimestamp", "2026-01-01T00:00:01Z"}}},
-      {"spec",
-       {{"mode", "l2"},
-        {"ipv4Pools", json::array({{{"start", "192.0.2.200"}, {"end", "192.0.2.210"}},
-                                   {{"cidr", "198.51.100.0/24"}}})}}}};
+  auto lace = [](const char* name, const char* mode, const char* created, json v4_pools) {
+    return json{{"apiVersion", "lace-cni.io/v1alpha1"},
+                {"kind", "LoadBalancerClass"},
+                {"metadata", {{"name", name}, {"generation", 1}, {"creationTimestamp", created}}},
+                {"spec", {{"mode", mode}, {"ipv4Pools", std::move(v4_pools)}}}};
+  };
+  json cls = lace("public", "l2", "2026-01-01T00:00:01Z",
+                  json::array({{{"start", "192.0.2.200"}, {"end", "192.0.2.210"}},
+                               {{"cidr", "198.51.100.0/24"}}}));
   // mode l3: always virtual, even for an address on a node subnet (192.0.2.0/24).
-  json routed = {
-      {"apiVersion", "lace-cni.io/v1alpha1"},
-      {"kind", "LoadBalancerClass"},
-      {"metadata",
-       {{"name", "routed"}, {"generation", 1}, {"creationTimestamp", "2026-01-01T00:00:02Z"}}},
-      {"spec",
-       {{"mode", "l3"},
-        {"ipv4Pools", json::array({{{"start", "192.0.2.220"}, {"end", "192.0.2.230"}},
-                                   {{"cidr", "203.0.113.128/28"}}})}}}};
+  json routed = lace("routed", "l3", "2026-01-01T00:00:02Z",
+                     json::array({{{"start", "192.0.2.220"}, {"end", "192.0.2.230"}},
+                                  {{"cidr", "203.0.113.128/28"}}}));
   // purelb.io/v2: `remote` is always virtual (even on a node subnet), `local` never is.
   auto v2 = [](const char* name, const char* kind, const char* pool, const char* subnet) {
     return json{
@@ -167,6 +175,12 @@ inline config::InForceConfig TestConfig() {
 
 // The node with the lowest SHA-256(node#address) among `nodes`: the election rule, computed
 // independently of the elector.
+// How many events with `reason` the writer recorded.
+inline std::size_t EventsWith(const RecordingWriter& w, const std::string& reason) {
+  return static_cast<std::size_t>(std::count_if(w.events.begin(), w.events.end(),
+                                                [&](const auto& e) { return e.reason == reason; }));
+}
+
 inline std::string HashWinner(const std::vector<std::string>& nodes, const net::IpAddress& a) {
   std::string best;
   election::Digest best_digest{};
@@ -315,20 +329,12 @@ class AgentWorld {
 
   // A lease observation for `node` (a renewal, or a subnet change).
   void Renew(const std::string& node, std::string subnets = "192.0.2.0/24,2001:db8:1::/64") {
-    election::LeaseObservation o;
-    o.node = NodeName(node);
-    o.holder_identity = node;
-    o.lease_duration_seconds = 10;
-    o.renew_time = std::to_string(++renewals_);
-    o.subnets_annotation = std::move(subnets);
+    auto o = test_support::HeldLease(node, std::to_string(++renewals_), subnets);
     if (auto m = macs_.find(node); m != macs_.end()) o.macs_annotation = m->second;
     membership_.Observe(o, clock_.Now());
   }
   void DeleteLease(const std::string& node) {
-    election::LeaseObservation o;
-    o.node = NodeName(node);
-    o.deleted = true;
-    membership_.Observe(o, clock_.Now());
+    membership_.Observe(test_support::DeletedLease(node), clock_.Now());
   }
   // Keeps every node in `live` renewed while time passes.
   void Advance(Duration d, const std::vector<std::string>& live) {
@@ -380,7 +386,7 @@ class AgentWorld {
   }
 
   std::string self_;
-  std::vector<std::string> nodes_ = {"node1", "node2", "node3"};
+  std::vector<std::string> nodes_ = kNodes;
   FakeClock clock_;
   netlink::FakeNetlink nl_;
   int eth0_ = 0;

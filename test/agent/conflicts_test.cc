@@ -10,17 +10,8 @@
 #include "model/conflicts.h"
 #include "support/packet/fake_announcer.h"
 
-#pragma GCC diagnostic ignored "-Wmissing-field-initializers"
-
 namespace pylon::agent::testing {
 namespace {
-
-using std::chrono::milliseconds;
-using std::chrono::seconds;
-
-net::MacAddress Mac(const std::string& s) { return *net::MacAddress::Parse(s); }
-
-const std::string kForeign = "02:aa:bb:cc:dd:ee";
 
 // --- ProbeGate ----------------------------------------------------------------------------
 
@@ -304,11 +295,6 @@ const AnnotationPatch* PatchOf(const RecordingWriter& w, const std::string& key)
     if (p.annotations.count(key)) return &p;
   }
   return nullptr;
-}
-
-std::size_t EventsWith(const RecordingWriter& w, const std::string& reason) {
-  return static_cast<std::size_t>(std::count_if(w.events.begin(), w.events.end(),
-                                                [&](const auto& e) { return e.reason == reason; }));
 }
 
 TEST(ProbingReconcilerTest, FirstAnnouncementWaitsForAFreeProbe) {

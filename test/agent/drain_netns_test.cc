@@ -22,6 +22,7 @@
 #include "agent/drain.h"
 #include "common/fd.h"
 #include "nftables/nftables.h"
+#include "support/net.h"
 #include "support/shell.h"
 
 namespace pylon::agent {
@@ -31,7 +32,7 @@ using pylon::testing::InNetns;
 using pylon::testing::Netns;
 using pylon::testing::Sh;
 
-net::IpAddress Ip(const std::string& s) { return *net::IpAddress::Parse(s); }
+using test_support::Ip;
 
 // A TCP client connection, opened and used from a thread inside the client's namespace.
 class Conn {

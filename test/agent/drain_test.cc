@@ -1,6 +1,7 @@
 // The drain of a planned move (agent/drain.h): the forwards' life (scenario rows), the holder's
 // address picked on the subnet, and the nft ruleset text.
 #include "agent/drain.h"
+#include "support/net.h"
 
 #include <gtest/gtest.h>
 
@@ -12,8 +13,8 @@ namespace {
 
 using std::chrono::seconds;
 
-net::IpAddress Ip(const std::string& s) { return *net::IpAddress::Parse(s); }
-net::Prefix Pfx(const std::string& s) { return *net::Prefix::Parse(s); }
+using test_support::Ip;
+using test_support::Pfx;
 const SteadyTime kT0{std::chrono::hours(1)};
 
 DrainForward Fwd(const std::string& address, const std::string& via,

@@ -12,15 +12,8 @@
 #include "agent_world.h"
 #include "common/cli.h"
 
-#pragma GCC diagnostic ignored "-Wmissing-field-initializers"
-
 namespace pylon::agent::testing {
 namespace {
-
-using std::chrono::milliseconds;
-using std::chrono::seconds;
-
-const std::vector<std::string> kNodes = {"node1", "node2", "node3"};
 
 EnvFn MapEnv(std::map<std::string, std::string> m) {
   return [m](const std::string& k) -> std::optional<std::string> {

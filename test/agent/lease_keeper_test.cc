@@ -13,6 +13,7 @@
 
 #include "k8s/object.h"
 #include "k8s/resource.h"
+#include "support/eventually.h"
 #include "support/k8s/fake_client.h"
 
 namespace pylon::agent {
@@ -179,14 +180,7 @@ TEST(LeaseKeeperPacing, TheWorkerRenewsAtOnceWhenThePaceChanges) {
     return lease ? FindInt(*lease, {"spec", "leaseDurationSeconds"}).value_or(0) : 0;
   };
   // Waits for a condition (the worker thread writes); never for a time.
-  auto until = [](const std::function<bool()>& pred) {
-    const auto deadline = std::chrono::steady_clock::now() + std::chrono::minutes(1);
-    while (!pred()) {
-      if (std::chrono::steady_clock::now() > deadline) return false;
-      std::this_thread::sleep_for(milliseconds(5));
-    }
-    return true;
-  };
+  const test_support::Poll until{.timeout = std::chrono::minutes(1), .every = milliseconds(5)};
   keeper.Start();
   ASSERT_TRUE(until([&] { return keeper.renewals() == 1; }));
   EXPECT_EQ(written(), 600);

@@ -18,13 +18,14 @@
 #include "agent/ownership_file.h"
 #include "netlink/message.h"
 #include "netlink/select.h"
+#include "support/net.h"
 #include "support/netlink/fake_netlink.h"
 
 namespace pylon::agent {
 namespace {
 
-net::Prefix P(const std::string& s) { return *net::Prefix::Parse(s); }
-net::IpAddress Ip(const std::string& s) { return *net::IpAddress::Parse(s); }
+using test_support::Ip;
+using test_support::Pfx;
 
 struct Hop {
   std::string dev;
@@ -58,14 +59,14 @@ TEST_P(DiscoverNetworkTest, FindsInterfacesAndSubnets) {
   for (const auto& [dev, prefix] : c.addresses) {
     netlink::AddressSpec s;
     s.ifindex = idx[dev];
-    s.address = P(prefix);
+    s.address = Pfx(prefix);
     if (s.address.family() == net::Family::kV6) s.dad = netlink::Dad::kSkip;
     ASSERT_TRUE(nl.AddAddress(s)) << prefix;
   }
   for (const auto& d : c.defaults) {
     netlink::RouteInfo r;
     r.family = d.family;
-    r.dst = P(d.family == net::Family::kV4 ? "0.0.0.0/0" : "::/0");
+    r.dst = Pfx(d.family == net::Family::kV4 ? "0.0.0.0/0" : "::/0");
     r.table = netlink::kMainTable;
     r.type = 1;
     r.priority = d.metric;
@@ -75,7 +76,7 @@ TEST_P(DiscoverNetworkTest, FindsInterfacesAndSubnets) {
   for (const auto& [dev, prefix] : c.onlink) {
     netlink::RouteInfo r;
     r.family = net::Family::kV6;
-    r.dst = P(prefix);
+    r.dst = Pfx(prefix);
     r.table = netlink::kMainTable;
     r.type = 1;
     r.protocol = netlink::kProtoRa;
@@ -159,11 +160,11 @@ TEST(DiscoverNetworkTest, OurOwnAddressesNeverCountAsSubnets) {
   FakeClock clock;
   netlink::FakeNetlink nl(clock);
   int eth0 = nl.AddTestLink("eth0");
-  ASSERT_TRUE(nl.AddAddress(netlink::VipAddressSpec(eth0, P("203.0.113.5/24"), netlink::Seconds{30},
-                                                    netlink::kPylonAddressProto)));
+  ASSERT_TRUE(nl.AddAddress(netlink::VipAddressSpec(
+      eth0, Pfx("203.0.113.5/24"), netlink::Seconds{30}, netlink::kPylonAddressProto)));
   netlink::RouteInfo r;
   r.family = net::Family::kV4;
-  r.dst = P("0.0.0.0/0");
+  r.dst = Pfx("0.0.0.0/0");
   r.table = netlink::kMainTable;
   r.type = 1;
   r.nexthops.push_back({eth0, Ip("192.0.2.1"), 0, 1});
@@ -284,8 +285,8 @@ TEST(OwnershipTest, FileRoundTripAndBadLines) {
   auto empty = store.Load();
   ASSERT_TRUE(empty);
   EXPECT_TRUE(empty->empty());
-  std::set<OwnedAddress> owned = {{"eth0", P("192.0.2.100/24")},
-                                  {"kube-lb0", P("2001:db8:beef::5/120")}};
+  std::set<OwnedAddress> owned = {{"eth0", Pfx("192.0.2.100/24")},
+                                  {"kube-lb0", Pfx("2001:db8:beef::5/120")}};
   ASSERT_TRUE(store.Save(owned));
   auto back = store.Load();
   ASSERT_TRUE(back);

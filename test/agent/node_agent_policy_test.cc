@@ -13,21 +13,8 @@
 #include "agent_world.h"
 #include "config/parse.h"
 
-// SvcOpts{.ips = ...}: the other members keep their defaults.
-#pragma GCC diagnostic ignored "-Wmissing-field-initializers"
-
-namespace pylon::agent {
+namespace pylon::agent::testing {
 namespace {
-
-using std::chrono::milliseconds;
-using std::chrono::seconds;
-using testing::AgentWorld;
-using testing::HashWinner;
-using testing::Ip;
-using testing::Pfx;
-using testing::Svc;
-
-const std::vector<std::string> kNodes = {"node1", "node2", "node3"};
 
 config::NodeAgentConfig Parsed(const char* api_version, const char* spec) {
   nlohmann::json o = {{"apiVersion", api_version},
@@ -184,4 +171,4 @@ TEST(NodeAgentAddresses, ChangedPolicyAppliesToHeldAddresses) {
 }
 
 }  // namespace
-}  // namespace pylon::agent
+}  // namespace pylon::agent::testing

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include "agent_world.h"
+#include "support/election.h"
 
 namespace pylon::agent::testing {
 namespace {
@@ -19,13 +20,7 @@ const SteadyTime kNow = SteadyTime{} + seconds(1000);
 election::Membership Members(const std::map<std::string, std::pair<std::string, int>>& leases) {
   election::Membership m;
   for (const auto& [node, lease] : leases) {
-    election::LeaseObservation o;
-    o.node = NodeName(node);
-    o.holder_identity = node;
-    o.lease_duration_seconds = 10;
-    o.renew_time = "1";
-    o.subnets_annotation = lease.first;
-    m.Observe(o, kNow - seconds(lease.second));
+    m.Observe(test_support::HeldLease(node, "1", lease.first), kNow - seconds(lease.second));
   }
   return m;
 }

@@ -13,16 +13,8 @@
 #include "model/probe_ahead.h"
 #include "support/packet/fake_announcer.h"
 
-#pragma GCC diagnostic ignored "-Wmissing-field-initializers"
-
 namespace pylon::agent::testing {
 namespace {
-
-using std::chrono::milliseconds;
-using std::chrono::seconds;
-
-net::MacAddress Mac(const std::string& s) { return *net::MacAddress::Parse(s); }
-const std::string kForeign = "02:aa:bb:cc:dd:ee";
 
 std::vector<std::string> Texts(const std::vector<ProbeTarget>& v) {
   std::vector<std::string> out;
@@ -188,11 +180,6 @@ TEST(ProbeGatePreprobedTest, AnnouncedAtOnceAndWithdrawnIfTheShortProbeIsAnswere
 
 const std::string kIp = "192.0.2.100";
 std::string Winner() { return HashWinner({"node1", "node2", "node3"}, Ip(kIp)); }
-
-std::size_t EventsWith(const RecordingWriter& w, const std::string& reason) {
-  return static_cast<std::size_t>(std::count_if(w.events.begin(), w.events.end(),
-                                                [&](const auto& e) { return e.reason == reason; }));
-}
 
 TEST(ProbeAheadReconcilerTest, ACandidateProbedAheadIsAnnouncedInTheFirstPass) {
   AgentWorld w(Winner());

@@ -8,15 +8,8 @@
 #include "agent/reconciler.h"
 #include "agent_world.h"
 
-#pragma GCC diagnostic ignored "-Wmissing-field-initializers"
-
 namespace pylon::agent::testing {
 namespace {
-
-using std::chrono::milliseconds;
-using std::chrono::seconds;
-
-const std::vector<std::string> kNodes = {"node1", "node2", "node3"};
 
 // What a privileged init container (`pylon prepare-node`) does to the node.
 void RunPrepareNode(netlink::FakeNetlink& nl) {

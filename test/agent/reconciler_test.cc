@@ -7,16 +7,8 @@
 #include "agent/agent_metrics.h"
 #include "agent_world.h"
 
-// Scenario rows name only the Service fields they care about (designated initializers).
-#pragma GCC diagnostic ignored "-Wmissing-field-initializers"
-
 namespace pylon::agent::testing {
 namespace {
-
-using std::chrono::milliseconds;
-using std::chrono::seconds;
-
-const std::vector<std::string> kNodes = {"node1", "node2", "node3"};
 
 // --- Local addresses: only the hash winner holds them --------------------------------------
 

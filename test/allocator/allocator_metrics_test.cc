@@ -2,27 +2,16 @@
 // at 0, so a dashboard or an alert sees it from the start (docs/operate.md, Metrics).
 #include "allocator/allocator_metrics.h"
 
-#include <map>
 #include <set>
-#include <sstream>
 #include <string>
+#include <vector>
 
 #include <gtest/gtest.h>
 
+#include "support/metrics.h"
+
 namespace pylon::allocator {
 namespace {
-
-// The sample lines of an exposition, by family: name → {"{labels} value", ...}.
-std::map<std::string, std::set<std::string>> Samples(const std::string& text) {
-  std::map<std::string, std::set<std::string>> out;
-  std::istringstream in(text);
-  for (std::string line; std::getline(in, line);) {
-    if (line.empty() || line[0] == '#') continue;
-    const auto end = line.find_first_of("{ ");
-    out[line.substr(0, end)].insert(line.substr(end));
-  }
-  return out;
-}
 
 // Every refusal reason of a Service condition (docs/operate.md, troubleshooting).
 const char* const kReasons[] = {
@@ -52,15 +41,11 @@ std::set<std::string> ByVerbAndCode() {
   return out;
 }
 
-struct Family {
-  const char* name;
-  const char* type;                // as in "# TYPE"
-  std::set<std::string> at_start;  // "{labels} 0" lines; empty: no series yet
-};
+using test_support::MetricFamily;
 
 TEST(AllocatorMetrics, EverySeriesKnownUpFrontStartsAtZero) {
   // Every family the allocator exports, and its series before anything happened.
-  const Family families[] = {
+  const std::vector<MetricFamily> families = {
       // Per pool: its name is not known up front.
       {kMetricPoolSize, "gauge", {}},
       {kMetricPoolInUse, "gauge", {}},
@@ -75,17 +60,7 @@ TEST(AllocatorMetrics, EverySeriesKnownUpFrontStartsAtZero) {
   metrics::Registry registry;
   AllocatorMetrics m(registry);
   const std::string text = registry.Render();
-  const auto samples = Samples(text);
-  std::set<std::string> names;
-  for (const Family& f : families) {
-    SCOPED_TRACE(f.name);
-    names.insert(f.name);
-    EXPECT_NE(text.find(std::string("# TYPE ") + f.name + " " + f.type + "\n"), std::string::npos)
-        << text;
-    auto it = samples.find(f.name);
-    EXPECT_EQ(it == samples.end() ? std::set<std::string>{} : it->second, f.at_start) << text;
-  }
-  for (const auto& [name, lines] : samples) EXPECT_TRUE(names.count(name)) << "unlisted " << name;
+  test_support::ExpectFamiliesAtStart(text, families);
 }
 
 // Counting adds to the series that were there; a pool's series come and go with the pool.
@@ -107,7 +82,7 @@ TEST(AllocatorMetrics, CountsLandOnTheSeriesFromTheStart) {
             std::string::npos)
       << text;
   m.RemovePool("ServiceGroup", "localdual");
-  EXPECT_EQ(Samples(registry.Render()).count(kMetricPoolSize), 0u);
+  EXPECT_EQ(test_support::Samples(registry.Render()).count(kMetricPoolSize), 0u);
 }
 
 }  // namespace

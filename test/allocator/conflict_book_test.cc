@@ -13,21 +13,14 @@
 #include "common/time.h"
 #include "config/validate.h"
 #include "model/conflicts.h"
+#include "reconcile_world.h"
 #include "test_objects.h"
 
-namespace pylon::allocator {
+namespace pylon::allocator::testing {
 namespace {
 
-using json = nlohmann::json;
 using std::chrono::minutes;
 using std::chrono::seconds;
-using testing::SvcSpec;
-
-net::IpAddress Ip(const std::string& s) { return *net::IpAddress::Parse(s); }
-
-const WallTime kT0 = ParseWholeSecondsTime("2025-03-01T10:00:00Z").value();
-const std::string kMac = "02:aa:bb:cc:dd:ee";
-const std::string kPool = "ServiceGroup purelb-system/default";
 
 std::string Entry(const std::string& ip, WallTime at) {
   return ip + " " + kMac + " node2 eth0 " + FormatTime(at);
@@ -37,23 +30,14 @@ std::pair<const std::string, std::string> Conflict(const std::string& ip, WallTi
   return {model::ConflictAnnotationKey(*net::IpAddress::Parse(ip)), Entry(ip, at)};
 }
 
-class World {
+class World : public ConflictWorld {
  public:
-  World() {
-    std::vector<json> objects = {testing::SmallDefaultGroup()};
-    config_ = config::ValidateConfig(objects, config_).config;
-    EXPECT_TRUE(pool_.SetPools(PoolDefinitions(config_)).has_value());
-  }
-
   // Reconciles at wall time `now` with the status the previous writes left.
   Decision Run(SvcSpec s, WallTime now) {
     const std::string key = s.ns + "/" + s.name;
     json obj = testing::ServiceJson(s);
     if (s.ingress.empty() && shown_.count(key)) obj["status"] = shown_[key];
-    auto view = model::ParseService(obj);
-    EXPECT_TRUE(view.has_value());
-    ServiceInput in{&*view, CurrentCondition(obj), &book_, now};
-    Decision d = Reconcile(in, config_, pool_, ctx_);
+    Decision d = ReconcileAt(obj, now);
     ServiceWrites w = PlanServiceWrites(obj, d, "2025-03-01T10:00:00Z");
     if (w.status) shown_[key] = (*w.status)["status"];
     return d;
@@ -66,24 +50,8 @@ class World {
     return pool_.AddressesOf(ReservationKey(Ip(ip))) == std::vector<net::IpAddress>{Ip(ip)};
   }
 
-  config::InForceConfig config_;
-  pool::Allocator pool_;
-  ConflictBook book_;
-  ReconcileContext ctx_;  // hold: 5 minutes
   std::map<std::string, json> shown_;
 };
-
-std::vector<std::string> Ips(const Decision& d) {
-  std::vector<std::string> out;
-  for (const auto& ip : d.ingress) out.push_back(ip.ToString());
-  return out;
-}
-
-std::vector<std::string> Reasons(const Decision& d) {
-  std::vector<std::string> out;
-  for (const auto& e : d.events) out.push_back(e.reason);
-  return out;
-}
 
 SvcSpec Web(std::map<std::string, std::string> annotations = {}) {
   SvcSpec s;
@@ -102,7 +70,7 @@ TEST(ConflictReconcileTest, UnrequestedAddressIsReplacedAndKeptOutOfThePool) {
   d = w.Run(Web(ann), kT0 + seconds(2));
   ASSERT_EQ(d.outcome, Outcome::kAllocated) << d.message;
   EXPECT_EQ(Ips(d), std::vector<std::string>{"192.0.2.11"});
-  EXPECT_EQ(Reasons(d),
+  EXPECT_EQ(EventReasons(d),
             (std::vector<std::string>{"AddressConflict", "AddressReleased", "AddressAssigned"}));
   EXPECT_TRUE(d.events[0].warning);
   EXPECT_NE(
@@ -153,7 +121,7 @@ TEST(ConflictReconcileTest, RequestedAddressIsRefusedUntilTheHoldEnds) {
                            kMac + ", answered the probe of node node2 on eth0"),
             std::string::npos)
       << d.message;
-  EXPECT_EQ(Reasons(d), std::vector<std::string>{"AllocationFailed"});
+  EXPECT_EQ(EventReasons(d), std::vector<std::string>{"AllocationFailed"});
   EXPECT_TRUE(w.pool_.AddressesOf(*pool::ServiceKey::Make("default", "web")).empty());
   EXPECT_FALSE(w.pool_.Lookup(Ip("192.0.2.10")).has_value());  // nothing else taken, nothing kept
   auto reports = w.book_.ForPool(kPool);
@@ -212,10 +180,7 @@ TEST(ConflictReconcileTest, ExhaustedByConflictsSaysSo) {
 
 TEST(ConflictStatusTest, GroupStatusListsConflictsOnlyWhileThereAreSome) {
   json obj = testing::SmallDefaultGroup();
-  config::ObjectStatus st;
-  st.valid = true;
-  st.message = "ok";
-  st.observed_generation = 1;
+  const config::ObjectStatus st = ValidStatus();
   PoolUsage usage;
   usage.conflicts.push_back(ConflictReport{Ip("192.0.2.10"), kMac, "node2", "eth0", "default/web",
                                            kT0, kT0 + minutes(5), false});
@@ -243,9 +208,9 @@ TEST(ConflictStatusTest, GroupStatusListsConflictsOnlyWhileThereAreSome) {
 }
 
 }  // namespace
-}  // namespace pylon::allocator
+}  // namespace pylon::allocator::testing
 
-namespace pylon::allocator {
+namespace pylon::allocator::testing {
 namespace {
 
 TEST(ConflictReconcileTest, RequestingAnAddressAnotherServiceFoundInConflictIsRefusedClearly) {
@@ -270,4 +235,4 @@ TEST(ConflictReconcileTest, RequestingAnAddressAnotherServiceFoundInConflictIsRe
 }
 
 }  // namespace
-}  // namespace pylon::allocator
+}  // namespace pylon::allocator::testing

@@ -9,19 +9,8 @@
 #include "reconcile_world.h"
 #include "test_objects.h"
 
-namespace pylon::allocator {
+namespace pylon::allocator::testing {
 namespace {
-
-using json = nlohmann::json;
-using testing::Dual;
-using testing::EventReasons;
-using testing::Ips;
-using testing::Lace;
-using testing::R;
-using testing::Row;
-using testing::SvcSpec;
-using testing::Walk;
-using testing::World;
 
 // PureLB 0.17's namespace rules (docs/purelb-v2.md), walked through one pool state.
 TEST(GroupResolutionTest, V2NamespacesScenario) {
@@ -161,4 +150,4 @@ TEST(GroupResolutionTest, V2RequestedAddressPicksItsGroup) {
 }
 
 }  // namespace
-}  // namespace pylon::allocator
+}  // namespace pylon::allocator::testing

@@ -8,19 +8,8 @@
 #include "reconcile_world.h"
 #include "test_objects.h"
 
-namespace pylon::allocator {
+namespace pylon::allocator::testing {
 namespace {
-
-using json = nlohmann::json;
-using testing::Dual;
-using testing::EventReasons;
-using testing::Ips;
-using testing::Lace;
-using testing::R;
-using testing::Row;
-using testing::SvcSpec;
-using testing::Walk;
-using testing::World;
 
 // Multi-pool (PureLB v2): one address from every range whose subnet a live node advertises;
 // exhausted ranges skipped; newly live ranges add an address on a later reconcile and none is
@@ -115,4 +104,4 @@ TEST(MultiPoolTest, V2MultiPool) {
 }
 
 }  // namespace
-}  // namespace pylon::allocator
+}  // namespace pylon::allocator::testing

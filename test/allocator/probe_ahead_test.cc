@@ -16,21 +16,14 @@
 #include "common/time.h"
 #include "config/validate.h"
 #include "model/probe_ahead.h"
+#include "reconcile_world.h"
 #include "test_objects.h"
 
-namespace pylon::allocator {
+namespace pylon::allocator::testing {
 namespace {
 
-using json = nlohmann::json;
 using std::chrono::minutes;
 using std::chrono::seconds;
-using testing::SvcSpec;
-
-net::IpAddress Ip(const std::string& s) { return *net::IpAddress::Parse(s); }
-
-const WallTime kT0 = ParseWholeSecondsTime("2025-03-01T10:00:00Z").value();
-const std::string kMac = "02:aa:bb:cc:dd:ee";
-const std::string kPool = "ServiceGroup purelb-system/default";
 
 NodeLease Lease(const std::string& node, const std::string& probe_ahead, WallTime renewed) {
   NodeLease l = ReadNodeLease(node, node, 10, renewed, "192.0.2.0/24");
@@ -69,20 +62,9 @@ TEST(ProbeAheadAllocatorTest, TakenEntriesComeFromLiveLeasesOnly) {
   EXPECT_EQ(t[0], (TakenAhead{Ip("192.0.2.10"), kMac, "node1", kT0}));
 }
 
-class World {
+class World : public ConflictWorld {
  public:
-  World() {
-    std::vector<json> objects = {testing::SmallDefaultGroup()};
-    config_ = config::ValidateConfig(objects, config_).config;
-    EXPECT_TRUE(pool_.SetPools(PoolDefinitions(config_)).has_value());
-  }
-  Decision Run(SvcSpec s, WallTime now) {
-    json obj = testing::ServiceJson(s);
-    auto view = model::ParseService(obj);
-    EXPECT_TRUE(view.has_value());
-    ServiceInput in{&*view, CurrentCondition(obj), &book_, now};
-    return Reconcile(in, config_, pool_, ctx_);
-  }
+  Decision Run(SvcSpec s, WallTime now) { return ReconcileAt(testing::ServiceJson(s), now); }
   void Apply(const std::vector<TakenAhead>& taken) {
     changed_.clear();
     freed_.clear();
@@ -96,18 +78,8 @@ class World {
     for (const auto& ip : *next) out.push_back(ip.ToString());
     return out;
   }
-  config::InForceConfig config_;
-  pool::Allocator pool_;
-  ConflictBook book_;
-  ReconcileContext ctx_;
   std::set<std::string> changed_, freed_;
 };
-
-std::vector<std::string> Ips(const Decision& d) {
-  std::vector<std::string> out;
-  for (const auto& ip : d.ingress) out.push_back(ip.ToString());
-  return out;
-}
 
 TEST(ProbeAheadAllocatorTest, ATakenAddressIsNeverHandedOutWhileListed) {
   World w;
@@ -161,10 +133,7 @@ TEST(ProbeAheadAllocatorTest, ATakenAddressAServiceHoldsAlreadyIsLeftToTheAgents
 
 TEST(ProbeAheadAllocatorTest, StatusShowsTheNextAddressesAndTheSkippedOnes) {
   json obj = testing::SmallDefaultGroup();
-  config::ObjectStatus st;
-  st.valid = true;
-  st.message = "ok";
-  st.observed_generation = 1;
+  const config::ObjectStatus st = ValidStatus();
   PoolUsage usage;
   usage.probe_ahead = true;
   usage.next_v4 = {Ip("192.0.2.11"), Ip("192.0.2.12")};
@@ -188,4 +157,4 @@ TEST(ProbeAheadAllocatorTest, StatusShowsTheNextAddressesAndTheSkippedOnes) {
 }
 
 }  // namespace
-}  // namespace pylon::allocator
+}  // namespace pylon::allocator::testing

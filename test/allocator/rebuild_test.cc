@@ -8,19 +8,8 @@
 #include "reconcile_world.h"
 #include "test_objects.h"
 
-namespace pylon::allocator {
+namespace pylon::allocator::testing {
 namespace {
-
-using json = nlohmann::json;
-using testing::Dual;
-using testing::EventReasons;
-using testing::Ips;
-using testing::Lace;
-using testing::R;
-using testing::Row;
-using testing::SvcSpec;
-using testing::Walk;
-using testing::World;
 
 TEST(RebuildTest, RebuildOrderAndRecords) {
   World w({testing::SeedLocalDual(), testing::SeedPublicClass()});
@@ -69,4 +58,4 @@ TEST(RebuildTest, RebuildOrderAndRecords) {
 }
 
 }  // namespace
-}  // namespace pylon::allocator
+}  // namespace pylon::allocator::testing

@@ -9,19 +9,8 @@
 #include "reconcile_world.h"
 #include "test_objects.h"
 
-namespace pylon::allocator {
+namespace pylon::allocator::testing {
 namespace {
-
-using json = nlohmann::json;
-using testing::Dual;
-using testing::EventReasons;
-using testing::Ips;
-using testing::Lace;
-using testing::R;
-using testing::Row;
-using testing::SvcSpec;
-using testing::Walk;
-using testing::World;
 
 TEST(ReconcileTest, SeedExamples) {
   World w({testing::SeedLocalDual(), testing::SeedPublicClass()});
@@ -399,4 +388,4 @@ TEST(ReconcileTest, ReEvaluateIsOneShot) {
 }
 
 }  // namespace
-}  // namespace pylon::allocator
+}  // namespace pylon::allocator::testing

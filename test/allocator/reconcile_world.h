@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "allocator/conflict_book.h"
 #include "allocator/rebuild.h"
 #include "allocator/reconcile.h"
 #include "allocator/service_writes.h"
@@ -88,6 +89,38 @@ class World {
   NodeSubnets subnets_;
   ServiceWrites last_writes_;
 };
+
+// SmallDefaultGroup's config and pool, a ConflictBook and the default context (conflict hold: 5
+// minutes): the conflict and probe-ahead scenarios reconcile Services over it at given wall times.
+class ConflictWorld {
+ public:
+  ConflictWorld() {
+    std::vector<json> objects = {SmallDefaultGroup()};
+    config_ = config::ValidateConfig(objects, config_).config;
+    EXPECT_TRUE(pool_.SetPools(PoolDefinitions(config_)).has_value());
+  }
+  // Reconciles the Service `obj` at wall time `now`.
+  Decision ReconcileAt(const json& obj, WallTime now) {
+    auto view = model::ParseService(obj);
+    EXPECT_TRUE(view.has_value());
+    ServiceInput in{&*view, CurrentCondition(obj), &book_, now};
+    return Reconcile(in, config_, pool_, ctx_);
+  }
+
+  config::InForceConfig config_;
+  pool::Allocator pool_;
+  ConflictBook book_;
+  ReconcileContext ctx_;
+};
+
+// The status of a valid object at generation 1, message "ok".
+inline config::ObjectStatus ValidStatus() {
+  config::ObjectStatus st;
+  st.valid = true;
+  st.message = "ok";
+  st.observed_generation = 1;
+  return st;
+}
 
 inline std::vector<std::string> Ips(const Decision& d) {
   std::vector<std::string> out;

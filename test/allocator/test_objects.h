@@ -9,9 +9,22 @@
 
 #include <nlohmann/json.hpp>
 
+#include "common/time.h"
+#include "net/ip.h"
+#include "support/k8s/objects.h"
+#include "support/net.h"
+
 namespace pylon::allocator::testing {
 
 using nlohmann::json;
+
+using test_support::Ip;
+
+// For the conflict scenarios: when they start, the MAC of the foreign host that answers a probe,
+// and the pool of SmallDefaultGroup as the pool allocator names it.
+inline const WallTime kT0 = ParseWholeSecondsTime("2025-03-01T10:00:00Z").value();
+inline const std::string kMac = "02:aa:bb:cc:dd:ee";
+inline const std::string kPool = "ServiceGroup purelb-system/default";
 
 struct SvcSpec {
   std::string name = "web";
@@ -65,16 +78,10 @@ inline json ServiceJson(const SvcSpec& s) {
 inline json ServiceGroupJson(const std::string& name, json local,
                              const std::string& created = "2024-01-01T00:00:00Z",
                              int generation = 1, const std::string& ns = "purelb-system") {
-  return {{"apiVersion", "purelb.io/v1"},
-          {"kind", "ServiceGroup"},
-          {"metadata",
-           {{"name", name},
-            {"namespace", ns},
-            {"uid", "uid-sg-" + name},
-            {"resourceVersion", "1"},
-            {"generation", generation},
-            {"creationTimestamp", created}}},
-          {"spec", {{"local", std::move(local)}}}};
+  json o = test_support::ApiObject("purelb.io/v1", "ServiceGroup", name,
+                                   {ns, "uid-sg-" + name, created, generation});
+  o["spec"] = {{"local", std::move(local)}};
+  return o;
 }
 
 // A purelb.io/v2 ServiceGroup with the given whole spec, as read back from the API server
@@ -101,15 +108,10 @@ inline json V2LocalGroup(const std::string& name, const std::string& range,
 
 inline json ClassJson(const std::string& name, json spec,
                       const std::string& created = "2024-01-01T00:00:00Z", int generation = 1) {
-  return {{"apiVersion", "lace-cni.io/v1alpha1"},
-          {"kind", "LoadBalancerClass"},
-          {"metadata",
-           {{"name", name},
-            {"uid", "uid-lbc-" + name},
-            {"resourceVersion", "1"},
-            {"generation", generation},
-            {"creationTimestamp", created}}},
-          {"spec", std::move(spec)}};
+  json o = test_support::ApiObject("lace-cni.io/v1alpha1", "LoadBalancerClass", name,
+                                   {"", "uid-lbc-" + name, created, generation});
+  o["spec"] = std::move(spec);
+  return o;
 }
 
 // Seed 000.

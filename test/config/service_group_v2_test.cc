@@ -7,6 +7,9 @@
 #include "config/validate.h"
 #include "test_objects.h"
 
+// Scenario rows name only the fields they care about (designated initializers).
+#pragma GCC diagnostic ignored "-Wmissing-field-initializers"
+
 namespace pylon::config {
 namespace {
 
@@ -23,100 +26,63 @@ std::vector<std::string> Paths(const std::vector<PoolEntry>& entries) {
 }
 
 TEST(ServiceGroupV2, AcceptedSpecsTable) {
+  // Rows name what differs from the defaults (designated initializers).
   struct Row {
     const char* name;
     const char* spec;
     AnnounceMode mode;
-    std::vector<std::string> v4_paths;  // entries in the order tried
-    std::vector<std::string> v6_paths;
-    bool skip_dad, multi, balance;
-    std::vector<std::string> namespaces;
-    bool enforce, ns_default;
-    std::size_t warnings;
+    std::vector<std::string> v4_paths = {};  // entries in the order tried
+    std::vector<std::string> v6_paths = {};
+    bool skip_dad = false, multi = false, balance = false;
+    std::vector<std::string> namespaces = {};
+    bool enforce = false, ns_default = false;
+    std::size_t warnings = 0;
   };
   const Row rows[] = {
-      {"local, one list",
-       R"({"local":{"v4pools":[{"pool":"192.0.2.10-192.0.2.19","subnet":"192.0.2.0/24"}]}})",
-       AnnounceMode::kLocal,
-       {"spec.local.v4pools[0].pool"},
-       {},
-       false,
-       false,
-       false,
-       {},
-       false,
-       false,
-       0},
-      {"remote, dual stack, aggregation",
-       R"({"remote":{"v4pools":[{"pool":"203.0.113.0/28","subnet":"203.0.113.0/24",
+      {.name = "local, one list",
+       .spec =
+           R"({"local":{"v4pools":[{"pool":"192.0.2.10-192.0.2.19","subnet":"192.0.2.0/24"}]}})",
+       .mode = AnnounceMode::kLocal,
+       .v4_paths = {"spec.local.v4pools[0].pool"}},
+      {.name = "remote, dual stack, aggregation",
+       .spec = R"({"remote":{"v4pools":[{"pool":"203.0.113.0/28","subnet":"203.0.113.0/24",
                                  "aggregation":"/32"}],
                      "v6pools":[{"pool":"2001:db8:5::/120","subnet":"2001:db8:5::/64",
                                  "aggregation":"/128"}]}})",
-       AnnounceMode::kRemote,
-       {"spec.remote.v4pools[0].pool"},
-       {"spec.remote.v6pools[0].pool"},
-       false,
-       false,
-       false,
-       {},
-       false,
-       false,
-       0},
-      {"single form appended after the list (PureLB v2 order)",
-       R"({"local":{"v4pool":{"pool":"192.0.2.50-192.0.2.59","subnet":"192.0.2.0/24"},
+       .mode = AnnounceMode::kRemote,
+       .v4_paths = {"spec.remote.v4pools[0].pool"},
+       .v6_paths = {"spec.remote.v6pools[0].pool"}},
+      {.name = "single form appended after the list (PureLB v2 order)",
+       .spec = R"({"local":{"v4pool":{"pool":"192.0.2.50-192.0.2.59","subnet":"192.0.2.0/24"},
                     "v4pools":[{"pool":"192.0.2.10-192.0.2.19","subnet":"192.0.2.0/24"},
                                {"pool":"192.0.2.30-192.0.2.39","subnet":"192.0.2.0/24"}]}})",
-       AnnounceMode::kLocal,
-       {"spec.local.v4pools[0].pool", "spec.local.v4pools[1].pool", "spec.local.v4pool.pool"},
-       {},
-       false,
-       false,
-       false,
-       {},
-       false,
-       false,
-       0},
-      {"flags as the CRD defaults them",
-       R"({"local":{"v6pool":{"pool":"fd00::10-fd00::1f","subnet":"fd00::/64"},
+       .mode = AnnounceMode::kLocal,
+       .v4_paths = {"spec.local.v4pools[0].pool", "spec.local.v4pools[1].pool",
+                    "spec.local.v4pool.pool"}},
+      {.name = "flags as the CRD defaults them",
+       .spec = R"({"local":{"v6pool":{"pool":"fd00::10-fd00::1f","subnet":"fd00::/64"},
                     "skipIPv6DAD":true,"multiPool":false,"balancePools":false},
            "enforceNamespaces":false,"namespaceDefault":false})",
-       AnnounceMode::kLocal,
-       {},
-       {"spec.local.v6pool.pool"},
-       true,
-       false,
-       false,
-       {},
-       false,
-       false,
-       0},
-      {"multiPool and balancePools are kept; both: a warning",
-       R"({"remote":{"v4pools":[{"pool":"198.51.100.0/29","subnet":"198.51.100.0/24"}],
+       .mode = AnnounceMode::kLocal,
+       .v6_paths = {"spec.local.v6pool.pool"},
+       .skip_dad = true},
+      {.name = "multiPool and balancePools are kept; both: a warning",
+       .spec = R"({"remote":{"v4pools":[{"pool":"198.51.100.0/29","subnet":"198.51.100.0/24"}],
                      "multiPool":true,"balancePools":true}})",
-       AnnounceMode::kRemote,
-       {"spec.remote.v4pools[0].pool"},
-       {},
-       false,
-       true,
-       true,
-       {},
-       false,
-       false,
-       1},
-      {"namespaces de-duplicated and sorted, enforced, default",
-       R"({"local":{"v4pools":[{"pool":"192.0.2.10-192.0.2.19","subnet":"192.0.2.0/24"}]},
+       .mode = AnnounceMode::kRemote,
+       .v4_paths = {"spec.remote.v4pools[0].pool"},
+       .multi = true,
+       .balance = true,
+       .warnings = 1},
+      {.name = "namespaces de-duplicated and sorted, enforced, default",
+       .spec = R"({"local":{"v4pools":[{"pool":"192.0.2.10-192.0.2.19","subnet":"192.0.2.0/24"}]},
            "namespaces":["team-b","team-a","team-b"],"enforceNamespaces":true,
            "namespaceDefault":true})",
-       AnnounceMode::kLocal,
-       {"spec.local.v4pools[0].pool"},
-       {},
-       false,
-       false,
-       false,
-       {"team-a", "team-b"},
-       true,
-       true,
-       0},
+       .mode = AnnounceMode::kLocal,
+       .v4_paths = {"spec.local.v4pools[0].pool"},
+       .namespaces = {"team-a", "team-b"},
+       .enforce = true,
+       .ns_default = true},
   };
   for (const Row& row : rows) {
     SCOPED_TRACE(row.name);

@@ -5,6 +5,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "support/k8s/objects.h"
+
 namespace pylon::config::testing {
 
 inline nlohmann::json Parse(const char* text) { return nlohmann::json::parse(text); }
@@ -13,17 +15,11 @@ inline nlohmann::json Parse(const char* text) { return nlohmann::json::parse(tex
 inline nlohmann::json ServiceGroup(const std::string& name, nlohmann::json local,
                                    const std::string& created = "2024-01-01T00:00:00Z",
                                    int generation = 1, const std::string& ns = "purelb-system") {
-  return {{"apiVersion", "purelb.io/v1"},
-          {"kind", "ServiceGroup"},
-          {"metadata",
-           {{"name", name},
-            {"namespace", ns},
-            {"uid", "uid-" + name},
-            {"resourceVersion", "1"},
-            {"generation", generation},
-            {"creationTimestamp", created}}},
-          {"spec", {{"local", std::move(local)}}},
-          {"status", nlohmann::json::object()}};
+  nlohmann::json o = test_support::ApiObject("purelb.io/v1", "ServiceGroup", name,
+                                             {ns, "uid-" + name, created, generation});
+  o["spec"] = {{"local", std::move(local)}};
+  o["status"] = nlohmann::json::object();
+  return o;
 }
 
 // A ServiceGroup with one v4pools entry.
@@ -50,15 +46,10 @@ inline nlohmann::json V2Group(const std::string& name, nlohmann::json spec,
 inline nlohmann::json LoadBalancerClass(const std::string& name, nlohmann::json spec,
                                         const std::string& created = "2024-01-01T00:00:00Z",
                                         int generation = 1) {
-  return {{"apiVersion", "lace-cni.io/v1alpha1"},
-          {"kind", "LoadBalancerClass"},
-          {"metadata",
-           {{"name", name},
-            {"uid", "uid-" + name},
-            {"resourceVersion", "1"},
-            {"generation", generation},
-            {"creationTimestamp", created}}},
-          {"spec", std::move(spec)}};
+  nlohmann::json o = test_support::ApiObject("lace-cni.io/v1alpha1", "LoadBalancerClass", name,
+                                             {"", "uid-" + name, created, generation});
+  o["spec"] = std::move(spec);
+  return o;
 }
 
 // Seed 000: the "localdual" ServiceGroup.

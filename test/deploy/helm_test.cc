@@ -21,12 +21,14 @@
 #include <vector>
 
 #include "lab/control_plane.h"
+#include "support/apiserver.h"
 #include "support/shell.h"
 
 namespace {
 
 namespace fs = std::filesystem;
 namespace lab = pylon::lab;
+namespace test_support = pylon::test_support;
 using Json = nlohmann::json;
 
 std::string Quote(const std::string& s) { return pylon::test_support::ShellQuote(s); }
@@ -94,28 +96,21 @@ constexpr char kKubeVersion[] = "--kube-version 1.35.4";
 class HelmTest : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
-    char tmpl[] = "/tmp/pylon-helm-test-XXXXXX";
-    ASSERT_NE(mkdtemp(tmpl), nullptr);
-    dir_ = new std::string(tmpl);
-    lab::ControlPlaneConfig cfg;
-    cfg.dir = *dir_ + "/control-plane";
-    cfg.audit = false;
-    cp_ = new lab::ControlPlane(cfg);
-    auto s = cp_->Start();
-    ASSERT_TRUE(s) << s.error().message();
+    if (test_support::ApiServerMissing()) return;
+    auto started = test_support::TestControlPlane::Start("helm-test");
+    ASSERT_TRUE(started) << started.error().message();
+    suite_ = started->release();
+    dir_ = &suite_->dir();
+    cp_ = &suite_->plane();
   }
   static void TearDownTestSuite() {
-    if (cp_ != nullptr) cp_->Stop();
-    delete cp_;
-    cp_ = nullptr;
-    if (dir_ != nullptr && std::getenv("PYLON_KEEP_TEST_DIR") == nullptr) {
-      std::error_code ec;
-      fs::remove_all(*dir_, ec);
-    }
-    delete dir_;
+    delete suite_;
+    suite_ = nullptr;
     dir_ = nullptr;
+    cp_ = nullptr;
   }
   void SetUp() override {
+    PYLON_NEED_APISERVER();
     ASSERT_NE(cp_, nullptr);
     ASSERT_TRUE(fs::exists(HelmBinary())) << HelmBinary() << ": build it with scripts/helm.sh";
   }
@@ -189,7 +184,8 @@ class HelmTest : public ::testing::Test {
     }
   }
 
-  static inline std::string* dir_ = nullptr;
+  static inline test_support::TestControlPlane* suite_ = nullptr;
+  static inline const std::string* dir_ = nullptr;
   static inline lab::ControlPlane* cp_ = nullptr;
 };
 

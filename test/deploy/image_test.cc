@@ -20,6 +20,7 @@
 
 #include "support/binaries.h"
 #include "support/shell.h"
+#include "support/test_dir.h"
 
 namespace {
 
@@ -31,7 +32,7 @@ using Outcome = pylon::test_support::ShellResult;
 // Runs argv; its stdout, and its stderr as `err` says.
 Outcome Command(const std::vector<std::string>& argv,
                 pylon::test_support::Stderr err = pylon::test_support::Stderr::kMerge) {
-  return pylon::test_support::ShellArgv(argv, err);
+  return pylon::test_support::Run(argv, err);
 }
 
 std::string LastLine(const std::string& text) {
@@ -58,12 +59,11 @@ class Image {
  public:
   // Builds `target` (pylon, bird) with scripts/image.sh; false (and a test failure) if it fails.
   bool Build(const std::string& target) {
-    char tmpl[] = "/tmp/pylon-image-test-XXXXXX";
-    if (mkdtemp(tmpl) == nullptr) {
+    dir_ = pylon::test_support::MakeTestDir("image-test");
+    if (dir_.empty()) {
       ADD_FAILURE() << "mkdtemp";
       return false;
     }
-    dir_ = tmpl;
     // stderr (the build's progress) goes to the test's output; stdout ends with the archive.
     Outcome built = Command({"bash", std::string(PYLON_SOURCE_DIR) + "/scripts/image.sh",
                              "--binary", pylon::test_support::ProductBinary(), target},
@@ -109,12 +109,7 @@ class Image {
     return true;
   }
 
-  ~Image() {
-    if (!dir_.empty()) {
-      std::error_code ec;
-      fs::remove_all(dir_, ec);
-    }
-  }
+  ~Image() { pylon::test_support::RemoveTestDir(dir_); }
 
   // The image configuration's "config" (Entrypoint, Cmd, User, Env, ...).
   Json RunConfig() const {

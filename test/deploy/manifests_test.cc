@@ -29,12 +29,14 @@
 #include <vector>
 
 #include "lab/control_plane.h"
+#include "support/apiserver.h"
 #include "support/shell.h"
 
 namespace {
 
 namespace fs = std::filesystem;
 namespace lab = pylon::lab;
+namespace test_support = pylon::test_support;
 using Json = nlohmann::json;
 
 std::string ReadFile(const fs::path& p) {
@@ -197,15 +199,12 @@ std::string Id(const Json& o) {
 class DeployTest : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
-    char tmpl[] = "/tmp/pylon-deploy-test-XXXXXX";
-    ASSERT_NE(mkdtemp(tmpl), nullptr);
-    dir_ = new std::string(tmpl);
-    lab::ControlPlaneConfig cfg;
-    cfg.dir = *dir_ + "/control-plane";
-    cfg.audit = false;
-    cp_ = new lab::ControlPlane(cfg);
-    auto s = cp_->Start();
-    ASSERT_TRUE(s) << s.error().message();
+    if (test_support::ApiServerMissing()) return;
+    auto started = test_support::TestControlPlane::Start("deploy-test");
+    ASSERT_TRUE(started) << started.error().message();
+    suite_ = started->release();
+    dir_ = &suite_->dir();
+    cp_ = &suite_->plane();
     rendered_ = new std::string();
     Output k = Kubectl("kustomize " + Quote(DeployDir()));
     ASSERT_EQ(k.code, 0) << k.out;
@@ -213,14 +212,9 @@ class DeployTest : public ::testing::Test {
   }
 
   static void TearDownTestSuite() {
-    if (cp_ != nullptr) cp_->Stop();
-    delete cp_;
+    delete suite_;
+    suite_ = nullptr;
     cp_ = nullptr;
-    if (dir_ != nullptr && std::getenv("PYLON_KEEP_TEST_DIR") == nullptr) {
-      std::error_code ec;
-      fs::remove_all(*dir_, ec);
-    }
-    delete dir_;
     delete rendered_;
     delete install_out_;
     dir_ = nullptr;
@@ -229,6 +223,7 @@ class DeployTest : public ::testing::Test {
   }
 
   void SetUp() override {
+    PYLON_NEED_APISERVER();
     ASSERT_NE(cp_, nullptr);
     ASSERT_FALSE(rendered_ == nullptr || rendered_->empty()) << "control plane not started";
   }
@@ -334,7 +329,8 @@ class DeployTest : public ::testing::Test {
 
   static std::string NsFlag(const Doc& d) { return d.ns.empty() ? "" : " -n " + Quote(d.ns); }
 
-  static inline std::string* dir_ = nullptr;
+  static inline test_support::TestControlPlane* suite_ = nullptr;
+  static inline const std::string* dir_ = nullptr;
   static inline std::string* rendered_ = nullptr;
   static inline std::string* install_out_ = nullptr;
   static inline bool examples_applied_ = false;

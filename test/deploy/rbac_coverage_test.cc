@@ -32,6 +32,7 @@
 #include <vector>
 
 #include "lab/lab.h"
+#include "support/apiserver.h"
 #include "support/binaries.h"
 #include "support/eventually.h"
 
@@ -47,9 +48,7 @@ const std::map<std::string, std::string> kUsers = {
     {"allocator", "system:serviceaccount:purelb-system:allocator"},
     {"agent", "system:serviceaccount:purelb-system:agent"}};
 
-bool Eventually(const std::function<bool()>& pred, Ms timeout = Ms(30000)) {
-  return test_support::Eventually(pred, timeout, Ms(100));
-}
+constexpr test_support::Poll Eventually{.timeout = Ms(30000), .every = Ms(100)};
 
 // One permission: verb on group/resource[/subresource], cluster-wide or in one namespace.
 struct Grant {
@@ -231,6 +230,7 @@ class RbacLabTest : public ::testing::Test {
  protected:
   void SetUp() override {
     if (geteuid() != 0) GTEST_SKIP() << "needs root (network namespaces)";
+    PYLON_NEED_APISERVER();
   }
   void TearDown() override {
     if (lab_) {

@@ -38,6 +38,7 @@
 #include "lab/process.h"
 #include "support/binaries.h"
 #include "support/eventually.h"
+#include "support/test_dir.h"
 
 namespace pylon::allocator::e2e {
 
@@ -58,19 +59,16 @@ inline const k8s::Resource& ClassesRes() {
   return r;
 }
 
-// Polls `pred` every `interval` until it holds or `timeout` passes. The default deadline is
-// generous: CI runs two test binaries at once on two loaded cores, and a first wait often also
-// covers a process's start-up (informer sync, leader election).
-inline bool Eventually(const std::function<bool()>& pred, std::chrono::milliseconds timeout = 20s,
-                       std::chrono::milliseconds interval = 20ms) {
-  return test_support::Eventually(pred, timeout, interval);
-}
+// Polls every 20 ms. The default deadline is generous: CI runs two test binaries at once on two
+// loaded cores, and a first wait often also covers a process's start-up (informer sync, leader
+// election).
+inline constexpr test_support::Poll Eventually{.timeout = 20s};
 
 inline std::string MakeTempDir(const std::string& tag) {
-  std::string templ = "/tmp/pylon-alloc-" + tag + "-XXXXXX";
-  char* d = mkdtemp(templ.data());
-  if (d == nullptr) ADD_FAILURE() << "mkdtemp " << templ << ": " << std::strerror(errno);
-  return d ? std::string(d) : std::string();
+  std::string d = test_support::MakeTestDir("alloc-" + tag);
+  if (d.empty())
+    ADD_FAILURE() << "mkdtemp /tmp/pylon-alloc-" << tag << ": " << std::strerror(errno);
+  return d;
 }
 
 inline std::string ReadAll(const std::string& path) {
@@ -166,7 +164,7 @@ class Cluster {
     allocators_.clear();
     proxy_.Stop(std::chrono::milliseconds(2000));
     if (control_plane_) control_plane_->Stop();
-    if (!dir_.empty() && !::testing::Test::HasFailure()) std::filesystem::remove_all(dir_);
+    if (!::testing::Test::HasFailure()) test_support::RemoveTestDir(dir_);
   }
 
   const std::string& dir() const { return dir_; }

@@ -73,10 +73,8 @@ inline std::string Macs(const std::vector<packet::MacAddress>& macs) {
   return out.empty() ? "nobody" : out;
 }
 
-// Polls `pred` every 20 ms until it holds or `timeout` passes.
-inline bool Eventually(const std::function<bool()>& pred, Ms timeout = Ms(15000)) {
-  return test_support::Eventually(pred, timeout);
-}
+// Polls every 20 ms, for 15 s unless told.
+inline constexpr test_support::Poll Eventually{.timeout = Ms(15000)};
 
 // Every test gets its own lab with a unique name (pid + counter, ≤ 12 chars), torn down by the
 // fixture even when the test fails.

@@ -15,6 +15,7 @@
 #include "election/elector.h"
 #include "election/hash.h"
 #include "election/membership.h"
+#include "support/election.h"
 
 namespace pylon::election::testing {
 
@@ -55,10 +56,7 @@ class World {
     return Observe(node, renew_time);
   }
   void Delete(const std::string& node) {
-    LeaseObservation o;
-    o.node = NodeName(node);
-    o.deleted = true;
-    members.Observe(o, clock.Now());
+    members.Observe(test_support::DeletedLease(node), clock.Now());
   }
   void Address(const std::string& address, AddressSpec spec = {}) {
     elector_.SetAddress(Ip(address), spec);
@@ -88,13 +86,7 @@ class World {
     return std::move(*e);
   }
   ObserveOutcome Observe(const std::string& node, const std::string& renew_time) {
-    LeaseObservation o;
-    o.node = NodeName(node);
-    o.holder_identity = node;
-    o.lease_duration_seconds = 10;
-    o.renew_time = renew_time;
-    o.subnets_annotation = subnets_[node];
-    return members.Observe(o, clock.Now());
+    return members.Observe(test_support::HeldLease(node, renew_time, subnets_[node]), clock.Now());
   }
   // local / unserved / changes agree with the per-address winners.
   void CheckConsistency(const ElectionResult& r) {

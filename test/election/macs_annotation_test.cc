@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include "election/membership.h"
+#include "support/election.h"
 
 namespace pylon::election {
 namespace {
@@ -41,12 +42,7 @@ TEST(MacsAnnotationTest, FormatIsCanonical) {
 
 TEST(MacsAnnotationTest, MembershipKeepsTheMacsOfEachMemberWithoutChangingTheElection) {
   Membership m;
-  LeaseObservation o;
-  o.node = NodeName("node1");
-  o.holder_identity = "node1";
-  o.lease_duration_seconds = 10;
-  o.renew_time = "1";
-  o.subnets_annotation = "192.0.2.0/24";
+  LeaseObservation o = test_support::HeldLease("node1", "1", "192.0.2.0/24");
   o.macs_annotation = "02:00:00:00:00:01";
   const SteadyTime t0{std::chrono::seconds(100)};
   m.Observe(o, t0);

@@ -1,4 +1,5 @@
 #include "election/membership.h"
+#include "support/election.h"
 
 #include <gtest/gtest.h>
 
@@ -36,10 +37,7 @@ class Driver {
     return members.Observe(Lease(node, renew_time, "192.0.2.0/24", 10), clock.Now());
   }
   ObserveOutcome Delete(const std::string& node) {
-    LeaseObservation o;
-    o.node = NodeName(node);
-    o.deleted = true;
-    return members.Observe(o, clock.Now());
+    return members.Observe(test_support::DeletedLease(node), clock.Now());
   }
   ObserveOutcome Release(const std::string& node) {
     auto o = Lease(node, "released", "192.0.2.0/24", 10);
@@ -55,13 +53,7 @@ class Driver {
  private:
   static LeaseObservation Lease(const std::string& node, const std::string& renew_time,
                                 const std::string& subnets, std::optional<std::int64_t> dur) {
-    LeaseObservation o;
-    o.node = NodeName(node);
-    o.holder_identity = node;
-    o.lease_duration_seconds = dur;
-    o.renew_time = renew_time;
-    o.subnets_annotation = subnets;
-    return o;
+    return test_support::HeldLease(node, renew_time, subnets, dur);
   }
   std::map<std::string, int> renewals_;
 };
@@ -321,12 +313,8 @@ TEST(Membership, QuietAndLoudLeaseDurations) {
   Driver e;
   e.RenewWithTime("n3", "2024-01-05T12:00:00Z");
   e.clock.Advance(seconds(9));
-  LeaseObservation quiet;
-  quiet.node = NodeName("n3");
-  quiet.holder_identity = "n3";
-  quiet.lease_duration_seconds = 40;
-  quiet.renew_time = "2024-01-05T12:00:00Z";
-  quiet.subnets_annotation = "192.0.2.0/24";
+  const LeaseObservation quiet =
+      test_support::HeldLease("n3", "2024-01-05T12:00:00Z", "192.0.2.0/24", 40);
   EXPECT_TRUE(e.members.Observe(quiet, e.clock.Now()).renewed);
   EXPECT_EQ(e.members.Find(NodeName("n3"))->lease_expiry(), e.clock.Now() + seconds(40));
 }

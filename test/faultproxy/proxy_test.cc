@@ -11,10 +11,10 @@
 
 #include <gtest/gtest.h>
 
-#include "apiserver_process.h"
 #include "lab/process.h"
 #include "support/binaries.h"
 #include "support/eventually.h"
+#include "support/k8s/real_apiserver_test.h"
 
 namespace pylon::k8s {
 namespace {
@@ -22,10 +22,7 @@ namespace {
 using std::chrono::milliseconds;
 using std::chrono::seconds;
 
-bool Eventually(const std::function<bool()>& cond, Duration timeout = seconds(30)) {
-  return test_support::Eventually(
-      cond, std::chrono::duration_cast<std::chrono::milliseconds>(timeout), milliseconds(10));
-}
+constexpr test_support::Poll Eventually{.timeout = seconds(30), .every = milliseconds(10)};
 
 Json Service(const std::string& ns, const std::string& name) {
   return {{"apiVersion", "v1"},
@@ -34,35 +31,9 @@ Json Service(const std::string& ns, const std::string& name) {
           {"spec", {{"ports", Json::array({{{"name", "http"}, {"port", 80}}})}}}};
 }
 
-class FaultProxyTest : public ::testing::Test {
+class FaultProxyTest : public RealApiServerTest {
  protected:
-  static void SetUpTestSuite() {
-    std::string why;
-    if (!RealApiServer::Available(&why)) {
-      skip_reason_ = new std::string(why);
-      return;
-    }
-    auto s = RealApiServer::Start();
-    if (!s) {
-      start_error_ = new std::string(s.error().message());
-      return;
-    }
-    server_ = s->release();
-  }
-  static void TearDownTestSuite() {
-    delete server_;
-    server_ = nullptr;
-  }
-  void SetUp() override {
-    if (skip_reason_ != nullptr) GTEST_SKIP() << *skip_reason_;
-    ASSERT_EQ(start_error_, nullptr) << *start_error_;
-    ASSERT_TRUE(server_->SetFaults("{}"));
-    auto c = NewClient(server_->config(), "fault-proxy-test/0.1.0");
-    ASSERT_TRUE(c) << c.error().message();
-    client_ = std::move(*c);
-    ns_ = "fp-" + std::to_string(++counter_);
-    ASSERT_TRUE(client_->Create(resources::Namespaces(), Json{{"metadata", {{"name", ns_}}}}));
-  }
+  FaultProxyTest() : RealApiServerTest("fault-proxy-test/0.1.0", "fp") {}
   // A raw request through the proxy with `token` ("" = none).
   Result<HttpResponse> Raw(const std::string& method, const std::string& path,
                            const std::string& token, const std::string& body = "",
@@ -79,18 +50,7 @@ class FaultProxyTest : public ::testing::Test {
     return (*t)->Do(req);
   }
   const std::string& admin() const { return server_->plane().admin_token(); }
-
-  static RealApiServer* server_;
-  static std::string* skip_reason_;
-  static std::string* start_error_;
-  static int counter_;
-  std::unique_ptr<Client> client_;
-  std::string ns_;
 };
-RealApiServer* FaultProxyTest::server_ = nullptr;
-std::string* FaultProxyTest::skip_reason_ = nullptr;
-std::string* FaultProxyTest::start_error_ = nullptr;
-int FaultProxyTest::counter_ = 0;
 
 TEST_F(FaultProxyTest, ForwardsWithTheCallersTokenSoRbacApplies) {
   auto ok = Raw("GET", "/api/v1/namespaces/" + ns_, admin());

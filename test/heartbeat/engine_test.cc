@@ -2,6 +2,8 @@
 // test network that can drop everything to or from a node. Scenario tables: one world walked
 // through rows (an action at a time, then the states each node sees).
 #include "heartbeat/engine.h"
+#include "support/election.h"
+#include "support/net.h"
 
 #include <gtest/gtest.h>
 
@@ -18,7 +20,7 @@ namespace {
 using election::NodeName;
 using std::chrono::milliseconds;
 
-net::IpAddress Ip(const char* s) { return *net::IpAddress::Parse(s); }
+using test_support::Ip;
 
 const SteadyTime kStart = SteadyTime{} + std::chrono::hours(1);
 
@@ -253,14 +255,7 @@ TEST(Engine, StartingAgentWithoutALeaseIsNeverLive) {
 TEST(Engine, SyncSetsOverridesFromTheDetector) {
   World w;
   election::Membership m;
-  for (const char* n : {"a", "b", "c"}) {
-    election::LeaseObservation o;
-    o.node = NodeName(n);
-    o.holder_identity = n;
-    o.lease_duration_seconds = 10;
-    o.renew_time = "t";
-    m.Observe(o, w.now());
-  }
+  for (const char* n : {"a", "b", "c"}) m.Observe(test_support::HeldLease(n, "t"), w.now());
   w.Run(milliseconds(500));
   auto r = w.at("a").Sync(m, {true, false, true}, w.now());
   EXPECT_EQ(r.health, SelfHealth::kHealthy);

@@ -10,6 +10,7 @@
 
 #include "common/clock.h"
 #include "election/elector.h"
+#include "support/election.h"
 
 namespace pylon::heartbeat {
 namespace {
@@ -91,13 +92,8 @@ class World {
   }
   SteadyTime now() const { return clock_.Now(); }
   void RenewLease(const std::string& node) {
-    election::LeaseObservation o;
-    o.node = NodeName(node);
-    o.holder_identity = node;
-    o.lease_duration_seconds = 10;
-    o.renew_time = std::to_string(++renewals_);
-    o.subnets_annotation = "192.0.2.0/24";
-    membership_.Observe(o, now());
+    membership_.Observe(test_support::HeldLease(node, std::to_string(++renewals_), "192.0.2.0/24"),
+                        now());
   }
   void Beat(const std::string& node, std::uint8_t flags = flags::kLinkUp) {
     Heartbeat hb;

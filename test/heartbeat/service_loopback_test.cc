@@ -1,6 +1,9 @@
 // HeartbeatService end to end over loopback (no root): real sockets and threads, short intervals.
 // Waits poll the observed state with a deadline; no timing assertions.
 #include "heartbeat/service.h"
+#include "support/election.h"
+#include "support/eventually.h"
+#include "support/net.h"
 
 #include <gtest/gtest.h>
 
@@ -16,19 +19,12 @@ using election::NodeName;
 using std::chrono::milliseconds;
 using std::chrono::seconds;
 
-net::IpAddress Ip(const char* s) { return *net::IpAddress::Parse(s); }
+using test_support::Ip;
 
 KeyRing Key(const char* k) { return *KeyRing::Create({k}); }
 
-// Polls `cond` every millisecond until it holds or `deadline` passes.
-bool WaitFor(const std::function<bool()>& cond, Duration deadline = seconds(5)) {
-  const auto end = std::chrono::steady_clock::now() + deadline;
-  while (std::chrono::steady_clock::now() < end) {
-    if (cond()) return true;
-    std::this_thread::sleep_for(milliseconds(1));
-  }
-  return cond();
-}
+// Polls every millisecond, for 5 s unless told.
+constexpr test_support::Poll WaitFor{.timeout = seconds(5), .every = milliseconds(1)};
 
 std::unique_ptr<HeartbeatService> Make(const char* name, const KeyRing& key,
                                        std::uint64_t boot = 0) {
@@ -223,13 +219,8 @@ TEST_F(Loopback, SyncDrivesMembershipAndSelfHealth) {
   election::Membership m;
   // Leases seen long ago: every lease looks expired now (an API outage).
   for (const char* n : {"a", "b", "c"}) {
-    election::LeaseObservation o;
-    o.node = NodeName(n);
-    o.holder_identity = n;
-    o.lease_duration_seconds = 10;
-    o.renew_time = "t";
-    o.subnets_annotation = "192.0.2.0/24";
-    m.Observe(o, SystemClock::Instance().Now() - seconds(60));
+    m.Observe(test_support::HeldLease(n, "t", "192.0.2.0/24"),
+              SystemClock::Instance().Now() - seconds(60));
   }
   EXPECT_EQ(m.LiveCount(SystemClock::Instance().Now()), 0u);
   HeartbeatService::PassResult r;

@@ -18,6 +18,7 @@
 #include "lab/process.h"
 #include "lab/topology.h"
 #include "netlink/netlink_impl.h"
+#include "support/eventually.h"
 
 namespace pylon::heartbeat {
 namespace {
@@ -27,14 +28,7 @@ using std::chrono::milliseconds;
 using std::chrono::seconds;
 using Clock = std::chrono::steady_clock;
 
-bool WaitFor(const std::function<bool()>& cond, Duration deadline = seconds(10)) {
-  const auto end = Clock::now() + deadline;
-  while (Clock::now() < end) {
-    if (cond()) return true;
-    std::this_thread::sleep_for(milliseconds(1));
-  }
-  return cond();
-}
+constexpr test_support::Poll WaitFor{.timeout = seconds(10), .every = milliseconds(1)};
 
 double MsSince(Clock::time_point t0) {
   return std::chrono::duration<double, std::milli>(Clock::now() - t0).count();

@@ -1,4 +1,5 @@
 #include "heartbeat/split_brain.h"
+#include "support/net.h"
 
 #include <gtest/gtest.h>
 
@@ -8,7 +9,7 @@
 namespace pylon::heartbeat {
 namespace {
 
-net::IpAddress Ip(const std::string& s) { return *net::IpAddress::Parse(s); }
+using test_support::Ip;
 
 std::vector<net::IpAddress> Ips(std::initializer_list<const char*> l) {
   std::vector<net::IpAddress> out;

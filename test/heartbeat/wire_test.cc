@@ -1,4 +1,5 @@
 #include "heartbeat/wire.h"
+#include "support/net.h"
 
 #include <unistd.h>
 
@@ -13,7 +14,7 @@ namespace {
 
 using Bytes = std::vector<std::uint8_t>;
 
-net::IpAddress Ip(const char* s) { return *net::IpAddress::Parse(s); }
+using test_support::Ip;
 
 KeyRing Ring(std::vector<std::string> keys) { return *KeyRing::Create(std::move(keys)); }
 

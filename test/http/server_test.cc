@@ -1,6 +1,7 @@
 // The HTTP server over real loopback sockets: keep-alive, malformed requests, chunked streaming
 // with client-disconnect detection, stop while streaming, bad listen addresses.
 #include "http/server.h"
+#include "support/eventually.h"
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
@@ -87,10 +88,8 @@ TEST(Server, StreamingDetectsClientGone) {
     EXPECT_NE(got.find("Transfer-Encoding: chunked\r\n"), std::string::npos) << got;
     EXPECT_NE(got.find("\r\n\r\n8\r\n{\"n\":1}\n\r\n"), std::string::npos) << got;
   }  // client closes
-  auto end = std::chrono::steady_clock::now() + std::chrono::seconds(5);
-  while (!done && std::chrono::steady_clock::now() < end)
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  EXPECT_TRUE(done.load());
+  EXPECT_TRUE(test_support::Eventually([&] { return done.load(); }, std::chrono::seconds(5),
+                                       std::chrono::milliseconds(10)));
 }
 
 TEST(Server, StopEndsStreams) {
@@ -103,10 +102,8 @@ TEST(Server, StopEndsStreams) {
   ASSERT_TRUE(s);
   UniqueFd fd = Connect((*s)->port());
   SendAll(fd.get(), "GET / HTTP/1.1\r\n\r\n");
-  auto end = std::chrono::steady_clock::now() + std::chrono::seconds(5);
-  while (!in_handler && std::chrono::steady_clock::now() < end)
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  ASSERT_TRUE(in_handler.load());
+  ASSERT_TRUE(test_support::Eventually([&] { return in_handler.load(); }, std::chrono::seconds(5),
+                                       std::chrono::milliseconds(10)));
   (*s)->Stop();  // returns only once the handler has returned
   EXPECT_TRUE((*s)->stopping());
 }

@@ -15,12 +15,13 @@
 
 #include <gtest/gtest.h>
 
-#include "apiserver_process.h"
 #include "k8s/event_recorder.h"
 #include "k8s/informer.h"
 #include "k8s/leader_election.h"
 #include "k8s/retry.h"
+#include "lab/process.h"
 #include "support/eventually.h"
+#include "support/k8s/real_apiserver_test.h"
 
 namespace pylon::k8s {
 namespace {
@@ -28,10 +29,7 @@ namespace {
 using std::chrono::milliseconds;
 using std::chrono::seconds;
 
-bool Eventually(const std::function<bool()>& cond, Duration timeout = seconds(30)) {
-  return test_support::Eventually(
-      cond, std::chrono::duration_cast<std::chrono::milliseconds>(timeout), milliseconds(5));
-}
+constexpr test_support::Poll Eventually{.timeout = seconds(30), .every = milliseconds(5)};
 
 Json Service(const std::string& ns, const std::string& name, const std::string& app,
              const std::string& type = "ClusterIP") {
@@ -44,36 +42,15 @@ Json Service(const std::string& ns, const std::string& name, const std::string& 
 }
 
 // One real control plane (+ fault proxy) for every test of this binary.
-class ApiServerTest : public ::testing::Test {
+class ApiServerTest : public RealApiServerTest {
  protected:
-  static void SetUpTestSuite() {
-    if (server_ != nullptr || skip_reason_ != nullptr || start_error_ != nullptr) return;
-    std::string why;
-    if (!RealApiServer::Available(&why)) {
-      skip_reason_ = new std::string(why);
-      return;
-    }
-    auto s = RealApiServer::Start();
-    if (!s) {
-      start_error_ = new std::string(s.error().message());
-      return;
-    }
-    server_ = s->release();
-  }
-  static void TearDownTestSuite() {}  // the server lives until the binary exits (see Env)
+  ApiServerTest() : RealApiServerTest("pylon-k8s-test/0.1.0", "k8s-it") {}
   void SetUp() override {
-    if (skip_reason_ != nullptr) GTEST_SKIP() << *skip_reason_;
-    ASSERT_EQ(start_error_, nullptr) << *start_error_;
-    ASSERT_TRUE(server_->SetFaults("{}"));
-    auto client = NewClient(server_->config(), "pylon-k8s-test/0.1.0");
-    ASSERT_TRUE(client) << client.error().message();
-    client_ = std::move(*client);
-    auto direct = NewClient(server_->direct_config(), "pylon-k8s-test/0.1.0");
+    RealApiServerTest::SetUp();
+    if (IsSkipped() || HasFatalFailure()) return;
+    auto direct = NewClient(server_->direct_config(), user_agent_);
     ASSERT_TRUE(direct) << direct.error().message();
     direct_ = std::move(*direct);
-    ns_ = "k8s-it-" + std::to_string(++counter_);
-    auto ns = client_->Create(resources::Namespaces(), Json{{"metadata", {{"name", ns_}}}});
-    ASSERT_TRUE(ns) << ns.error().message();
   }
   void TearDown() override {
     if (server_ != nullptr) {
@@ -82,31 +59,8 @@ class ApiServerTest : public ::testing::Test {
     }
   }
 
- public:
-  static RealApiServer* server_;
-  static std::string* skip_reason_;
-  static std::string* start_error_;
-  static int counter_;
-
- protected:
-  std::unique_ptr<Client> client_;  // through the fault proxy
   std::unique_ptr<Client> direct_;  // straight to kube-apiserver over TLS
-  std::string ns_;
 };
-RealApiServer* ApiServerTest::server_ = nullptr;
-std::string* ApiServerTest::skip_reason_ = nullptr;
-std::string* ApiServerTest::start_error_ = nullptr;
-int ApiServerTest::counter_ = 0;
-
-// Stops the control plane after the last test.
-class Env : public ::testing::Environment {
- public:
-  void TearDown() override {
-    delete ApiServerTest::server_;
-    ApiServerTest::server_ = nullptr;
-  }
-};
-const auto* const kEnv = ::testing::AddGlobalTestEnvironment(new Env);
 
 TEST_F(ApiServerTest, CrudStatusAndConflicts) {
   const auto& svcs = resources::Services();
@@ -310,9 +264,12 @@ TEST_F(ApiServerTest, TlsVerifiesWithTheControlPlaneCa) {
   // Another CA (made here, self-signed) must fail too.
   const std::string other = server_->dir() + "/other-ca";
   std::filesystem::create_directories(other);
-  std::string cmd = "openssl req -x509 -newkey rsa:2048 -nodes -keyout " + other + "/ca.key -out " +
-                    other + "/ca.crt -days 1 -subj /CN=not-the-lab-ca >/dev/null 2>&1";
-  ASSERT_EQ(std::system(cmd.c_str()), 0);
+  std::string out;
+  auto made = lab::RunCommand(
+      {"openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", other + "/ca.key",
+       "-out", other + "/ca.crt", "-days", "1", "-subj", "/CN=not-the-lab-ca"},
+      &out);
+  ASSERT_TRUE(made && *made == 0) << out;
   auto other_pem = ReadFile(other + "/ca.crt");
   ASSERT_TRUE(other_pem);
   RestConfig wrong_ca = cfg;

@@ -110,9 +110,7 @@ TEST_F(CorrelatorTest, SpamFilterBurst25ThenOnePerFiveMinutes) {
   EXPECT_EQ(c.Correlate(Ev("X3", "m")).action, EventCorrelator::Action::kSkip);
 }
 
-bool Eventually(const std::function<bool()>& cond) {
-  return test_support::Eventually(cond, seconds(10), milliseconds(2));
-}
+constexpr test_support::Poll Eventually{.timeout = seconds(10), .every = milliseconds(2)};
 
 std::vector<Json> DescribeEvents(FakeClient& client) {
   ListOptions lo;

@@ -17,10 +17,7 @@ namespace {
 using std::chrono::milliseconds;
 using std::chrono::seconds;
 
-bool Eventually(const std::function<bool()>& cond, Duration timeout = seconds(10)) {
-  return test_support::Eventually(
-      cond, std::chrono::duration_cast<std::chrono::milliseconds>(timeout), milliseconds(2));
-}
+constexpr test_support::Poll Eventually{.timeout = seconds(10), .every = milliseconds(2)};
 
 Json Svc(const std::string& name, const std::string& value = "v") {
   return {{"metadata", {{"name", name}, {"namespace", "demo"}, {"labels", {{"app", "web"}}}}},

@@ -7,6 +7,7 @@
 
 #include "common/time.h"
 #include "k8s/leader_election.h"
+#include "support/eventually.h"
 #include "support/k8s/fake_client.h"
 
 namespace pylon::k8s {
@@ -214,11 +215,7 @@ TEST(ElectionRun, HandOverOnCancelAndStepDownOnRenewFailure) {
   Canceller ca, cb;
   std::thread ta([&] { a->Run(ca); });
   auto wait_for = [](const std::atomic<bool>& flag) {
-    auto deadline = std::chrono::steady_clock::now() + seconds(10);
-    while (!flag && std::chrono::steady_clock::now() < deadline) {
-      std::this_thread::sleep_for(milliseconds(5));
-    }
-    return flag.load();
+    return test_support::Eventually([&] { return flag.load(); }, seconds(10), milliseconds(5));
   };
   ASSERT_TRUE(wait_for(a_started));
   std::thread tb([&] { b->Run(cb); });

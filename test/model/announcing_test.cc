@@ -1,11 +1,12 @@
 #include "model/announcing.h"
+#include "support/net.h"
 
 #include <gtest/gtest.h>
 
 namespace pylon::model {
 namespace {
 
-net::IpAddress Ip(const char* s) { return *net::IpAddress::Parse(s); }
+using test_support::Ip;
 
 struct ParseCase {
   const char* value;

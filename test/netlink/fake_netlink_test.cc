@@ -7,14 +7,15 @@
 
 #include "netlink/ops.h"
 #include "netlink/select.h"
+#include "support/net.h"
 
 namespace pylon::netlink {
 namespace {
 
 using std::chrono::seconds;
 
-net::Prefix P(const char* s) { return *net::Prefix::Parse(s); }
-net::IpAddress Ip(const char* s) { return *net::IpAddress::Parse(s); }
+using test_support::Ip;
+using test_support::Pfx;
 
 class FakeNetlinkTest : public ::testing::Test {
  protected:
@@ -25,7 +26,7 @@ class FakeNetlinkTest : public ::testing::Test {
 
   const AddressInfo* Find(const std::vector<AddressInfo>& v, const char* prefix) {
     for (const auto& a : v) {
-      if (a.prefix == P(prefix)) return &a;
+      if (a.prefix == Pfx(prefix)) return &a;
     }
     return nullptr;
   }
@@ -40,7 +41,7 @@ class FakeNetlinkTest : public ::testing::Test {
   AddressSpec Plain(int ifindex, const char* prefix) {
     AddressSpec s;
     s.ifindex = ifindex;
-    s.address = P(prefix);
+    s.address = Pfx(prefix);
     return s;
   }
 };
@@ -49,7 +50,7 @@ TEST_F(FakeNetlinkTest, VipLifetimesCountDownRenewAndExpire) {
   auto sub = nl_.Subscribe();
   ASSERT_TRUE(sub.has_value());
   ASSERT_TRUE(nl_.AddAddress(
-      VipAddressSpec(eth0_, P("2001:db8::10/64"), seconds(300), kPylonAddressProto)));
+      VipAddressSpec(eth0_, Pfx("2001:db8::10/64"), seconds(300), kPylonAddressProto)));
   clock_.Advance(seconds(100));
   auto addrs = On(eth0_);
   ASSERT_EQ(addrs.size(), 1u);
@@ -61,10 +62,10 @@ TEST_F(FakeNetlinkTest, VipLifetimesCountDownRenewAndExpire) {
 
   // Exclusive add of the same address fails; renewal (kReplace) resets the valid lifetime.
   auto dup =
-      nl_.AddAddress(VipAddressSpec(eth0_, P("2001:db8::10/64"), seconds(300), std::nullopt));
+      nl_.AddAddress(VipAddressSpec(eth0_, Pfx("2001:db8::10/64"), seconds(300), std::nullopt));
   ASSERT_FALSE(dup.has_value());
   EXPECT_EQ(dup.error().code(), ErrorCode::kAlreadyExists);
-  auto renew = VipAddressSpec(eth0_, P("2001:db8::10/64"), seconds(300), kPylonAddressProto);
+  auto renew = VipAddressSpec(eth0_, Pfx("2001:db8::10/64"), seconds(300), kPylonAddressProto);
   renew.mode = AddMode::kReplace;
   ASSERT_TRUE(nl_.AddAddress(renew));
   clock_.Advance(seconds(299));
@@ -84,7 +85,7 @@ TEST_F(FakeNetlinkTest, VipLifetimesCountDownRenewAndExpire) {
 TEST_F(FakeNetlinkTest, Ipv4SecondaryAndPromotion) {
   ASSERT_TRUE(nl_.AddAddress(Plain(eth0_, "192.0.2.151/24")));
   ASSERT_TRUE(
-      nl_.AddAddress(VipAddressSpec(eth0_, P("192.0.2.226/24"), seconds(300), std::nullopt)));
+      nl_.AddAddress(VipAddressSpec(eth0_, Pfx("192.0.2.226/24"), seconds(300), std::nullopt)));
   ASSERT_TRUE(nl_.AddAddress(Plain(eth0_, "192.0.2.227/24")));
   ASSERT_TRUE(nl_.AddAddress(Plain(eth0_, "192.0.2.228/32")));  // other prefix length: primary
   auto addrs = On(eth0_);
@@ -96,14 +97,14 @@ TEST_F(FakeNetlinkTest, Ipv4SecondaryAndPromotion) {
   EXPECT_EQ(Find(addrs, "192.0.2.226/24")->lifetimes.preferred, seconds(300));
 
   // Without promote_secondaries, deleting the primary takes the secondaries with it.
-  ASSERT_TRUE(nl_.RemoveAddress(eth0_, P("192.0.2.151/24")));
+  ASSERT_TRUE(nl_.RemoveAddress(eth0_, Pfx("192.0.2.151/24")));
   EXPECT_EQ(On(eth0_).size(), 1u);
 
   ASSERT_TRUE(nl_.WriteSysctl(PromoteSecondaries("eth0"), "1"));
   ASSERT_TRUE(nl_.AddAddress(Plain(eth0_, "192.0.2.151/24")));
   ASSERT_TRUE(nl_.AddAddress(Plain(eth0_, "192.0.2.226/24")));
   ASSERT_TRUE(nl_.AddAddress(Plain(eth0_, "192.0.2.227/24")));
-  ASSERT_TRUE(nl_.RemoveAddress(eth0_, P("192.0.2.151/24")));
+  ASSERT_TRUE(nl_.RemoveAddress(eth0_, Pfx("192.0.2.151/24")));
   addrs = On(eth0_);
   ASSERT_EQ(addrs.size(), 3u);
   EXPECT_FALSE(Find(addrs, "192.0.2.226/24")->has_flag(addr_flags::kSecondary));  // promoted
@@ -113,13 +114,13 @@ TEST_F(FakeNetlinkTest, Ipv4SecondaryAndPromotion) {
 TEST_F(FakeNetlinkTest, RemoveOnlyTouchesTheGivenInterfaceAndPrefixLength) {
   ASSERT_TRUE(nl_.AddAddress(Plain(eth0_, "192.0.2.10/24")));
   ASSERT_TRUE(nl_.AddAddress(Plain(eth1_, "192.0.2.10/24")));
-  auto wrong_len = nl_.RemoveAddress(eth0_, P("192.0.2.10/32"));
+  auto wrong_len = nl_.RemoveAddress(eth0_, Pfx("192.0.2.10/32"));
   ASSERT_FALSE(wrong_len.has_value());
   EXPECT_EQ(wrong_len.error().code(), ErrorCode::kNotFound);
-  ASSERT_TRUE(nl_.RemoveAddress(eth1_, P("192.0.2.10/24")));
+  ASSERT_TRUE(nl_.RemoveAddress(eth1_, Pfx("192.0.2.10/24")));
   EXPECT_EQ(On(eth0_).size(), 1u);
   EXPECT_TRUE(On(eth1_).empty());
-  EXPECT_EQ(nl_.RemoveAddress(eth1_, P("192.0.2.10/24")).error().code(), ErrorCode::kNotFound);
+  EXPECT_EQ(nl_.RemoveAddress(eth1_, Pfx("192.0.2.10/24")).error().code(), ErrorCode::kNotFound);
   EXPECT_EQ(nl_.AddAddress(Plain(99, "192.0.2.11/24")).error().code(), ErrorCode::kNotFound);
 }
 
@@ -130,18 +131,18 @@ TEST_F(FakeNetlinkTest, DadFailureUnlessNodad) {
   ASSERT_EQ(a.size(), 1u);
   EXPECT_TRUE(a[0].has_flag(addr_flags::kDadFailed));
   // kube-vip's remedy: delete and re-add with NODAD.
-  ASSERT_TRUE(nl_.RemoveAddress(eth0_, P("2001:db8::20/64")));
+  ASSERT_TRUE(nl_.RemoveAddress(eth0_, Pfx("2001:db8::20/64")));
   nl_.InjectDadFailure(Ip("2001:db8::20"));
   ASSERT_TRUE(
-      nl_.AddAddress(VipAddressSpec(eth0_, P("2001:db8::20/64"), seconds(300), std::nullopt)));
+      nl_.AddAddress(VipAddressSpec(eth0_, Pfx("2001:db8::20/64"), seconds(300), std::nullopt)));
   EXPECT_FALSE(On(eth0_)[0].has_flag(addr_flags::kDadFailed));
 }
 
 TEST_F(FakeNetlinkTest, ProtoDroppedWithoutKernelSupport) {
   nl_.SetSupportsAddressProto(false);
   EXPECT_FALSE(nl_.SupportsAddressProto());
-  ASSERT_TRUE(
-      nl_.AddAddress(VipAddressSpec(eth0_, P("192.0.2.50/24"), seconds(300), kPylonAddressProto)));
+  ASSERT_TRUE(nl_.AddAddress(
+      VipAddressSpec(eth0_, Pfx("192.0.2.50/24"), seconds(300), kPylonAddressProto)));
   EXPECT_FALSE(On(eth0_)[0].proto.has_value());
 }
 
@@ -189,7 +190,7 @@ TEST_F(FakeNetlinkTest, VirtualLinkPrefersDummyAndReportsOtherErrors) {
 TEST_F(FakeNetlinkTest, DefaultInterfaceAndSubnets) {
   RouteInfo slow;
   slow.family = net::Family::kV4;
-  slow.dst = P("0.0.0.0/0");
+  slow.dst = Pfx("0.0.0.0/0");
   slow.table = kMainTable;
   slow.type = 1;
   slow.priority = 200;
@@ -209,11 +210,11 @@ TEST_F(FakeNetlinkTest, DefaultInterfaceAndSubnets) {
 
   ASSERT_TRUE(nl_.AddAddress(Plain(eth1_, "198.51.100.20/24")));
   ASSERT_TRUE(nl_.AddAddress(
-      VipAddressSpec(eth1_, P("198.51.100.99/24"), seconds(300), kPylonAddressProto)));
+      VipAddressSpec(eth1_, Pfx("198.51.100.99/24"), seconds(300), kPylonAddressProto)));
   auto subnets =
       InterfaceSubnets(*nl_.ListAddresses(net::Family::kV4), *nl_.ListRoutes(net::Family::kV4),
                        eth1_, net::Family::kV4, kPylonAddressProto);
-  EXPECT_EQ(subnets, std::vector<net::Prefix>{P("198.51.100.0/24")});
+  EXPECT_EQ(subnets, std::vector<net::Prefix>{Pfx("198.51.100.0/24")});
 }
 
 TEST_F(FakeNetlinkTest, CarrierLossIsNotified) {

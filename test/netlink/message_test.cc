@@ -13,12 +13,13 @@
 #include <gtest/gtest.h>
 
 #include "netlink/message.h"
+#include "support/net.h"
 
 namespace pylon::netlink {
 namespace {
 
-net::Prefix P(const char* s) { return *net::Prefix::Parse(s); }
-net::IpAddress Ip(const char* s) { return *net::IpAddress::Parse(s); }
+using test_support::Ip;
+using test_support::Pfx;
 
 std::uint16_t U16(const Message& m, std::size_t off) {
   std::uint16_t v;
@@ -103,7 +104,7 @@ MessageView Single(const Message& m) {
 }
 
 TEST(BuildNewAddress, Ipv6VipLayout) {
-  auto spec = VipAddressSpec(3, P("2001:db8::10/64"), Seconds(300), kPylonAddressProto);
+  auto spec = VipAddressSpec(3, Pfx("2001:db8::10/64"), Seconds(300), kPylonAddressProto);
   auto m = BuildNewAddress(spec);
   ASSERT_TRUE(m.has_value()) << m.error().message();
   const Message& b = *m;
@@ -140,7 +141,7 @@ TEST(BuildNewAddress, Ipv6VipLayout) {
 
 TEST(BuildNewAddress, Ipv4ReplaceWithBroadcastAndNoPrefixRoute) {
   AddressSpec s =
-      VipAddressSpec(2, P("192.0.2.10/24"), Seconds(300), std::nullopt, PrefixRoute::kSuppress);
+      VipAddressSpec(2, Pfx("192.0.2.10/24"), Seconds(300), std::nullopt, PrefixRoute::kSuppress);
   s.mode = AddMode::kReplace;
   auto m = BuildNewAddress(s);
   ASSERT_TRUE(m.has_value());
@@ -165,7 +166,7 @@ TEST(BuildNewAddress, Ipv4ReplaceWithBroadcastAndNoPrefixRoute) {
 TEST(BuildNewAddress, PermanentAddressHasNoCacheinfo) {
   AddressSpec s;
   s.ifindex = 1;
-  s.address = P("198.51.100.1/32");
+  s.address = Pfx("198.51.100.1/32");
   auto m = BuildNewAddress(s);
   ASSERT_TRUE(m.has_value());
   EXPECT_EQ(FindAttr(*m, 24, IFA_CACHEINFO), 0u);
@@ -180,7 +181,7 @@ TEST(ValidateAddressSpec, RejectsWhatTheKernelWouldMisapply) {
   auto base = [] {
     AddressSpec s;
     s.ifindex = 2;
-    s.address = P("192.0.2.10/24");
+    s.address = Pfx("192.0.2.10/24");
     return s;
   };
   std::vector<Row> rows;
@@ -216,7 +217,7 @@ TEST(ValidateAddressSpec, RejectsWhatTheKernelWouldMisapply) {
 }
 
 TEST(BuildDeleteAddress, TargetsOneInterface) {
-  auto b = BuildDeleteAddress(5, P("2001:db8::10/64"));
+  auto b = BuildDeleteAddress(5, Pfx("2001:db8::10/64"));
   EXPECT_EQ(U16(b, 4), RTM_DELADDR);
   EXPECT_EQ(U16(b, 6), NLM_F_REQUEST | NLM_F_ACK);
   EXPECT_EQ(b[17], 64);
@@ -359,7 +360,7 @@ TEST(ParseAddress, FlagsLifetimesProto) {
   auto a = ParseAddress(Single(m));
   ASSERT_TRUE(a.has_value()) << a.error().message();
   EXPECT_EQ(a->ifindex, 4);
-  EXPECT_EQ(a->prefix, P("2001:db8::10/64"));
+  EXPECT_EQ(a->prefix, Pfx("2001:db8::10/64"));
   EXPECT_EQ(a->flags, static_cast<std::uint32_t>(IFA_F_NODAD | IFA_F_DEPRECATED |
                                                  IFA_F_NOPREFIXROUTE));  // from IFA_FLAGS
   EXPECT_EQ(a->lifetimes.valid, Seconds(297));
@@ -370,7 +371,7 @@ TEST(ParseAddress, FlagsLifetimesProto) {
   auto v4 = ParseAddress(Single(AddressMessage("192.0.2.7", 24, IFA_F_SECONDARY | IFA_F_PERMANENT,
                                                std::nullopt, 0xffffffffu, 0xffffffffu)));
   ASSERT_TRUE(v4.has_value());
-  EXPECT_EQ(v4->prefix, P("192.0.2.7/24"));
+  EXPECT_EQ(v4->prefix, Pfx("192.0.2.7/24"));
   EXPECT_EQ(v4->label, "eth0");
   EXPECT_FALSE(v4->proto.has_value());
   EXPECT_EQ(v4->lifetimes.valid, kForever);
@@ -456,7 +457,7 @@ TEST(ParseEvent, AddressDeletedAndIgnoredTypes) {
   const auto* ae = std::get_if<AddressEvent>(&**ev);
   ASSERT_NE(ae, nullptr);
   EXPECT_EQ(ae->kind, ChangeKind::kDeleted);
-  EXPECT_EQ(ae->address.prefix, P("192.0.2.9/24"));
+  EXPECT_EQ(ae->address.prefix, Pfx("192.0.2.9/24"));
   Message other = Writer(RTM_NEWNEIGH, 0).Raw(std::array<std::uint8_t, 12>{}).Done();
   auto none = ParseEvent(Single(other));
   ASSERT_TRUE(none.has_value());

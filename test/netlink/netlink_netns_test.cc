@@ -7,6 +7,7 @@
 #include "netlink/ops.h"
 #include "netlink/select.h"
 #include "netns_helper.h"
+#include "support/net.h"
 
 namespace pylon::netlink {
 namespace {
@@ -16,7 +17,7 @@ using pylon::testing::InNetns;
 using pylon::testing::Netns;
 using std::chrono::seconds;
 
-net::Prefix P(const char* s) { return *net::Prefix::Parse(s); }
+using test_support::Pfx;
 
 // The kernel's dumps through the pure selection (select.h), as the agent's network view does.
 Result<DefaultRoute> KernelDefaultRoute(Netlink& nl, net::Family family) {
@@ -79,13 +80,14 @@ TEST_F(NetlinkNetnsTest, AddRenewRemoveAddresses) {
 
     AddressSpec primary;
     primary.ifindex = a0->index;
-    primary.address = P("192.0.2.1/24");
+    primary.address = Pfx("192.0.2.1/24");
     ASSERT_TRUE(nl->AddAddress(primary));
     const auto proto =
         nl->SupportsAddressProto() ? std::optional(kPylonAddressProto) : std::nullopt;
-    ASSERT_TRUE(nl->AddAddress(VipAddressSpec(a0->index, P("192.0.2.10/24"), seconds(300), proto)));
     ASSERT_TRUE(
-        nl->AddAddress(VipAddressSpec(a0->index, P("2001:db8::10/64"), seconds(300), proto)));
+        nl->AddAddress(VipAddressSpec(a0->index, Pfx("192.0.2.10/24"), seconds(300), proto)));
+    ASSERT_TRUE(
+        nl->AddAddress(VipAddressSpec(a0->index, Pfx("2001:db8::10/64"), seconds(300), proto)));
 
     // What `ip` sees.
     auto v4 = IpAddrEntry("a0", "192.0.2.10");
@@ -108,7 +110,7 @@ TEST_F(NetlinkNetnsTest, AddRenewRemoveAddresses) {
     int tagged = 0;
     for (const AddressInfo& a : *all) {
       if (a.ifindex != a0->index) continue;
-      if (a.prefix == P("2001:db8::10/64")) {
+      if (a.prefix == Pfx("2001:db8::10/64")) {
         EXPECT_TRUE(a.has_flag(addr_flags::kNoDad));
         EXPECT_EQ(a.lifetimes.preferred, seconds(0));
       }
@@ -116,21 +118,21 @@ TEST_F(NetlinkNetnsTest, AddRenewRemoveAddresses) {
     }
     EXPECT_EQ(tagged, nl->SupportsAddressProto() ? 2 : 0);
     EXPECT_EQ(Subnets(*nl, a0->index, net::Family::kV4),
-              std::vector<net::Prefix>{P("192.0.2.0/24")});
+              std::vector<net::Prefix>{Pfx("192.0.2.0/24")});
 
     // Exclusive add of a present address: EEXIST with context.
-    auto dup = nl->AddAddress(VipAddressSpec(a0->index, P("192.0.2.10/24"), seconds(300), proto));
+    auto dup = nl->AddAddress(VipAddressSpec(a0->index, Pfx("192.0.2.10/24"), seconds(300), proto));
     ASSERT_FALSE(dup.has_value());
     EXPECT_EQ(dup.error().code(), ErrorCode::kAlreadyExists);
     EXPECT_EQ(dup.error().sys_errno(), EEXIST);
     EXPECT_NE(dup.error().message().find("192.0.2.10/24"), std::string::npos);
     // NODAD on IPv4 never reaches the kernel.
-    auto bad = VipAddressSpec(a0->index, P("192.0.2.11/24"), seconds(300), proto);
+    auto bad = VipAddressSpec(a0->index, Pfx("192.0.2.11/24"), seconds(300), proto);
     bad.dad = Dad::kSkip;
     EXPECT_EQ(nl->AddAddress(bad).error().code(), ErrorCode::kInvalidArgument);
 
     // Renewal with a longer lifetime is visible.
-    auto renew = VipAddressSpec(a0->index, P("192.0.2.10/24"), seconds(600), proto);
+    auto renew = VipAddressSpec(a0->index, Pfx("192.0.2.10/24"), seconds(600), proto);
     renew.mode = AddMode::kReplace;
     ASSERT_TRUE(nl->AddAddress(renew));
     EXPECT_GT(IpAddrEntry("a0", "192.0.2.10").value("valid_life_time", 0u), 300u);
@@ -138,14 +140,14 @@ TEST_F(NetlinkNetnsTest, AddRenewRemoveAddresses) {
     // Removal: exact prefix length on the given interface only.
     auto a1 = nl->GetLink("a1");
     ASSERT_TRUE(a1.has_value());
-    EXPECT_EQ(nl->RemoveAddress(a1->index, P("192.0.2.10/24")).error().code(),
+    EXPECT_EQ(nl->RemoveAddress(a1->index, Pfx("192.0.2.10/24")).error().code(),
               ErrorCode::kNotFound);
-    ASSERT_TRUE(nl->RemoveAddress(a0->index, P("192.0.2.10/24")));
-    ASSERT_TRUE(nl->RemoveAddress(a0->index, P("2001:db8::10/64")));
+    ASSERT_TRUE(nl->RemoveAddress(a0->index, Pfx("192.0.2.10/24")));
+    ASSERT_TRUE(nl->RemoveAddress(a0->index, Pfx("2001:db8::10/64")));
     EXPECT_TRUE(IpAddrEntry("a0", "192.0.2.10").is_null());
     EXPECT_TRUE(IpAddrEntry("a0", "2001:db8::10").is_null());
     EXPECT_FALSE(IpAddrEntry("a0", "192.0.2.1").is_null());
-    EXPECT_EQ(nl->RemoveAddress(a0->index, P("192.0.2.10/24")).error().code(),
+    EXPECT_EQ(nl->RemoveAddress(a0->index, Pfx("192.0.2.10/24")).error().code(),
               ErrorCode::kNotFound);
   });
 }
@@ -212,7 +214,7 @@ TEST_F(NetlinkNetnsTest, Ipv6HostAddressMatchedToRaPrefix) {
     ASSERT_NE(nl, nullptr);
     const int a0 = nl->GetLink("a0")->index;
     // fe80::/64 (link-local) and the /128 without an on-link route are not subnets.
-    EXPECT_EQ(Subnets(*nl, a0, net::Family::kV6), std::vector<net::Prefix>{P("2001:db8:5::/64")});
+    EXPECT_EQ(Subnets(*nl, a0, net::Family::kV6), std::vector<net::Prefix>{Pfx("2001:db8:5::/64")});
   });
 }
 
@@ -240,9 +242,9 @@ TEST_F(NetlinkNetnsTest, KubeLb0FallsBackToBridgeAndAddressesAreLocal) {
     const auto proto =
         nl->SupportsAddressProto() ? std::optional(kPylonAddressProto) : std::nullopt;
     ASSERT_TRUE(
-        nl->AddAddress(VipAddressSpec(v->link.index, P("203.0.113.5/32"), kForever, proto)));
+        nl->AddAddress(VipAddressSpec(v->link.index, Pfx("203.0.113.5/32"), kForever, proto)));
     ASSERT_TRUE(
-        nl->AddAddress(VipAddressSpec(v->link.index, P("2001:db8:ff::5/128"), kForever, proto)));
+        nl->AddAddress(VipAddressSpec(v->link.index, Pfx("2001:db8:ff::5/128"), kForever, proto)));
     auto again = EnsureVirtualLink(*nl);
     ASSERT_TRUE(again.has_value());
     EXPECT_FALSE(again->created);
@@ -302,7 +304,7 @@ TEST_F(NetlinkNetnsTest, LinkDownAndAddressNotifications) {
       if (!events) return false;
       for (const Event& e : *events) {
         const auto* ae = std::get_if<AddressEvent>(&e);
-        if (ae && ae->address.prefix == P("192.0.2.99/24")) {
+        if (ae && ae->address.prefix == Pfx("192.0.2.99/24")) {
           (ae->kind == ChangeKind::kNew ? added : deleted) = true;
         }
       }

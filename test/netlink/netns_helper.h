@@ -26,8 +26,7 @@ namespace pylon::testing {
 
 // Runs a shell command; returns its exit status.
 inline int Sh(const std::string& cmd) {
-  int rc = std::system((cmd + " >/dev/null 2>&1").c_str());
-  return WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
+  return test_support::Shell(cmd + " >/dev/null", false).code;
 }
 
 // Runs a shell command and returns its stdout.
@@ -78,10 +77,7 @@ inline void InNetns(const Netns& ns, const std::function<void()>& body) {
   t.join();
 }
 
-// Polls `cond` every 20 ms until it holds or `limit` passes; returns the last result.
-inline bool Eventually(const std::function<bool()>& cond,
-                       std::chrono::milliseconds limit = std::chrono::seconds(5)) {
-  return test_support::Eventually(cond, limit);
-}
+// Polls every 20 ms, for 5 s unless told.
+inline constexpr test_support::Poll Eventually{.timeout = std::chrono::seconds(5)};
 
 }  // namespace pylon::testing

@@ -10,12 +10,13 @@
 
 #include "netlink/message.h"
 #include "netlink/select.h"
+#include "support/net.h"
 
 namespace pylon::netlink {
 namespace {
 
-net::Prefix P(const char* s) { return *net::Prefix::Parse(s); }
-net::IpAddress Ip(const char* s) { return *net::IpAddress::Parse(s); }
+using test_support::Ip;
+using test_support::Pfx;
 
 void Append(Message& b, const void* p, std::size_t n) {
   const auto* c = static_cast<const std::uint8_t*>(p);
@@ -121,7 +122,7 @@ TEST(ParseRoute, SinglePathAndMultipath) {
       {.af = AF_INET, .dst = "10.0.0.0", .dst_len = 8, .table = 1000, .hops = {{5, nullptr}}},
   });
   ASSERT_EQ(routes.size(), 3u);
-  EXPECT_EQ(routes[0].dst, P("0.0.0.0/0"));
+  EXPECT_EQ(routes[0].dst, Pfx("0.0.0.0/0"));
   EXPECT_EQ(routes[0].priority, 100u);
   EXPECT_EQ(routes[0].table, kMainTable);
   ASSERT_EQ(routes[0].nexthops.size(), 1u);
@@ -133,7 +134,7 @@ TEST(ParseRoute, SinglePathAndMultipath) {
   EXPECT_EQ(routes[1].nexthops[1].flags, RTNH_F_LINKDOWN);
   EXPECT_EQ(routes[1].nexthops[1].gateway, Ip("fe80::2"));
   EXPECT_EQ(routes[2].table, 1000u);  // RTA_TABLE beats the 8-bit rtm_table
-  EXPECT_EQ(routes[2].dst, P("10.0.0.0/8"));
+  EXPECT_EQ(routes[2].dst, Pfx("10.0.0.0/8"));
   EXPECT_FALSE(routes[2].nexthops[0].gateway.has_value());
 }
 
@@ -223,7 +224,7 @@ AddressInfo Addr(int ifindex, const char* prefix, std::uint32_t flags = 0, std::
                  std::optional<std::uint8_t> proto = std::nullopt) {
   AddressInfo a;
   a.ifindex = ifindex;
-  a.prefix = P(prefix);
+  a.prefix = Pfx(prefix);
   a.flags = flags;
   a.scope = scope;
   a.proto = proto;
@@ -240,7 +241,7 @@ TEST(InterfaceSubnets, Ipv4MasksAndSkips) {
       Addr(2, "203.0.113.77/24", 0, 0, kPylonAddressProto),  // our own VIP
   };
   auto subnets = InterfaceSubnets(addrs, {}, 2, net::Family::kV4, kPylonAddressProto);
-  EXPECT_EQ(subnets, (std::vector<net::Prefix>{P("192.0.2.0/24"), P("198.51.100.0/25")}));
+  EXPECT_EQ(subnets, (std::vector<net::Prefix>{Pfx("192.0.2.0/24"), Pfx("198.51.100.0/25")}));
 }
 
 TEST(InterfaceSubnets, Ipv6HostAddressMatchedToOnLinkPrefix) {
@@ -284,14 +285,15 @@ TEST(InterfaceSubnets, Ipv6HostAddressMatchedToOnLinkPrefix) {
   // Without the /32 kernel route, 2001:db8:999::5 would have no on-link route at all; with it,
   // the /32 is what covers it. Check both situations.
   auto subnets = InterfaceSubnets(addrs, routes, 2, net::Family::kV6, std::nullopt);
-  EXPECT_EQ(subnets, (std::vector<net::Prefix>{P("2001:db8:154::/64"), P("2001:db8::/32"),
-                                               P("2001:db8:777::/48")}));
+  EXPECT_EQ(subnets, (std::vector<net::Prefix>{Pfx("2001:db8:154::/64"), Pfx("2001:db8::/32"),
+                                               Pfx("2001:db8:777::/48")}));
   std::vector<RouteInfo> without_wide;
   for (const auto& r : routes) {
     if (r.dst.length() != 32) without_wide.push_back(r);
   }
   subnets = InterfaceSubnets(addrs, without_wide, 2, net::Family::kV6, std::nullopt);
-  EXPECT_EQ(subnets, (std::vector<net::Prefix>{P("2001:db8:154::/64"), P("2001:db8:777::/48")}));
+  EXPECT_EQ(subnets,
+            (std::vector<net::Prefix>{Pfx("2001:db8:154::/64"), Pfx("2001:db8:777::/48")}));
   // The same route on another interface does not count.
   std::vector<AddressInfo> elsewhere = {Addr(5, "2001:db8:154::1:f2dc/128")};
   EXPECT_TRUE(InterfaceSubnets(elsewhere, routes, 5, net::Family::kV6, std::nullopt).empty());

@@ -15,6 +15,7 @@
 #include "packet/arp.h"
 #include "packet/claim_listener.h"
 #include "packet/packet_socket.h"
+#include "support/net.h"
 
 namespace pylon::packet {
 namespace {
@@ -24,8 +25,8 @@ using pylon::testing::InNetns;
 using pylon::testing::Netns;
 using std::chrono::milliseconds;
 
-net::IpAddress Ip(const char* s) { return *net::IpAddress::Parse(s); }
-net::Prefix P(const char* s) { return *net::Prefix::Parse(s); }
+using test_support::Ip;
+using test_support::Pfx;
 
 class PacketNetnsTest : public ::testing::Test {
  protected:
@@ -123,7 +124,7 @@ TEST_F(PacketNetnsTest, UnsolicitedNaOverridesPeerNeighbourEntry) {
     auto nl = netlink::NetlinkImpl::Create();
     ASSERT_TRUE(nl.has_value());
     ASSERT_TRUE((*nl)->AddAddress(netlink::VipAddressSpec(
-        iface_.ifindex, P("2001:db8::10/64"), std::chrono::seconds(300), std::nullopt)));
+        iface_.ifindex, Pfx("2001:db8::10/64"), std::chrono::seconds(300), std::nullopt)));
   });
   ASSERT_EQ(b_->Ip("-6 neigh replace 2001:db8::10 lladdr 02:00:00:00:00:99 dev b0 nud stale"), 0);
   ASSERT_EQ(PeerLladdr("2001:db8::10"), "02:00:00:00:00:99");

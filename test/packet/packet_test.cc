@@ -12,12 +12,13 @@
 #include "packet/claims.h"
 #include "packet/mac.h"
 #include "packet/ndp.h"
+#include "support/net.h"
 #include "support/packet/fake_announcer.h"
 
 namespace pylon::packet {
 namespace {
 
-net::IpAddress Ip(const char* s) { return *net::IpAddress::Parse(s); }
+using test_support::Ip;
 MacAddress Mac(const char* s) { return *MacAddress::Parse(s); }
 
 // RFC 1071 sum over the pseudo-header and the ICMPv6 message, checksum included.

@@ -1,11 +1,12 @@
-// Running shell commands from tests: quoting, and the one popen of the test tree.
+// Running commands from tests: quoting, and Shell, which runs a command line in sh through
+// lab::RunCommand (fork + exec of /bin/sh -c; no popen). Targets that include this link
+// pylon_test_support_shell.
 #pragma once
 
-#include <sys/wait.h>
-
-#include <cstdio>
 #include <string>
 #include <vector>
+
+#include "lab/process.h"
 
 namespace pylon::test_support {
 
@@ -31,30 +32,26 @@ struct ShellResult {
 // the test's own stderr (a build's progress).
 enum class Stderr { kMerge, kDrop, kPass };
 
-// Runs `cmd` in sh and waits for it.
-inline ShellResult Shell(const std::string& cmd, Stderr err) {
+// Runs `argv` (no shell) and waits for it.
+inline ShellResult Run(const std::vector<std::string>& argv, Stderr err = Stderr::kMerge) {
+  if (err == Stderr::kDrop) {
+    std::string cmd = "exec";
+    for (const auto& a : argv) cmd += " " + ShellQuote(a);
+    std::vector<std::string> sh = {"/bin/sh", "-c", cmd + " 2>/dev/null"};
+    return Run(sh, Stderr::kPass);
+  }
   ShellResult r;
-  const char* redirect = err == Stderr::kMerge  ? " 2>&1"
-                         : err == Stderr::kDrop ? " 2>/dev/null"
-                                                : "";
-  FILE* f = ::popen((cmd + redirect).c_str(), "r");
-  if (f == nullptr) return r;
-  char buf[4096];
-  std::size_t n = 0;
-  while ((n = std::fread(buf, 1, sizeof buf, f)) > 0) r.out.append(buf, n);
-  const int status = ::pclose(f);
-  r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  auto rc = lab::RunCommand(argv, &r.out, "", err == Stderr::kMerge);
+  r.code = rc ? *rc : -1;
   return r;
+}
+
+// Runs the command line `cmd` in sh and waits for it.
+inline ShellResult Shell(const std::string& cmd, Stderr err) {
+  return Run({"/bin/sh", "-c", cmd}, err);
 }
 inline ShellResult Shell(const std::string& cmd, bool merge_stderr = true) {
   return Shell(cmd, merge_stderr ? Stderr::kMerge : Stderr::kDrop);
-}
-
-// `argv` quoted word by word, then Shell.
-inline ShellResult ShellArgv(const std::vector<std::string>& argv, Stderr err = Stderr::kMerge) {
-  std::string cmd;
-  for (const auto& a : argv) cmd += ShellQuote(a) + " ";
-  return Shell(cmd, err);
 }
 
 }  // namespace pylon::test_support

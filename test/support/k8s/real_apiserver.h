@@ -1,4 +1,5 @@
-// Harness for the Kubernetes client against a server on loopback (tests and bench/k8s):
+// Harness for the Kubernetes client against a server on loopback (tests and bench/k8s; the
+// target links pylon_k8s, pylon_lab and pylon_faultproxy):
 // RealApiServer is the real etcd + kube-apiserver (lab::ControlPlane: TLS, RBAC, admin token)
 // with `pylon-dev fault-proxy` (src/faultproxy) in front of it, run in-process. config() goes
 // through the proxy (faults apply), direct_config() straight to kube-apiserver over TLS. SetFaults
@@ -20,6 +21,8 @@
 #include "k8s/curl_transport.h"
 #include "k8s/rest_config.h"
 #include "lab/control_plane.h"
+#include "support/apiserver.h"
+#include "support/test_dir.h"
 
 namespace pylon::k8s {
 
@@ -43,26 +46,12 @@ inline Status PostJson(const RestConfig& config, const std::string& path, const 
 
 class RealApiServer {
  public:
-  // Whether the Kubernetes binaries are there (tests skip, saying why, when they are not).
-  static bool Available(std::string* why) {
-    std::string dir = lab::K8sBinDir();
-    for (const char* b : {"etcd", "kube-apiserver", "kubectl"}) {
-      if (dir.empty() || access((dir + "/" + b).c_str(), X_OK) != 0) {
-        *why = std::string("no ") + b + " in \"" + dir +
-               "\" (scripts/k8s-components.sh builds it; set PYLON_K8S_BIN_DIR)";
-        return false;
-      }
-    }
-    return true;
-  }
-
   // Starts etcd + kube-apiserver in a fresh temporary directory, then the fault proxy.
   static Result<std::unique_ptr<RealApiServer>> Start(
       std::vector<std::string> apiserver_args = {}) {
     std::unique_ptr<RealApiServer> s(new RealApiServer());
-    char tmpl[] = "/tmp/pylon-k8s-it-XXXXXX";
-    if (mkdtemp(tmpl) == nullptr) return FailErrno(errno, "mkdtemp");
-    s->dir_ = tmpl;
+    s->dir_ = test_support::MakeTestDir("k8s-it");
+    if (s->dir_.empty()) return FailErrno(errno, "mkdtemp");
     lab::ControlPlaneConfig cc;
     cc.dir = s->dir_ + "/cp";
     cc.audit = false;
@@ -94,9 +83,7 @@ class RealApiServer {
       plane_->Stop();
     }
     plane_.reset();
-    if (!dir_.empty() && std::getenv("PYLON_KEEP_TEST_DIR") == nullptr) {
-      std::filesystem::remove_all(dir_);
-    }
+    test_support::RemoveTestDir(dir_);
   }
 
   lab::ControlPlane& plane() { return *plane_; }
@@ -119,5 +106,16 @@ class RealApiServer {
   RestConfig direct_;
   RestConfig config_;
 };
+
+// For a fixture's SetUpTestSuite: starts `*server` unless it runs already or the Kubernetes
+// binaries are missing (the fixture's SetUp then skips or fails: PYLON_NEED_APISERVER). Returns
+// why it could not start, or "".
+inline std::string StartSuiteApiServer(RealApiServer** server) {
+  if (*server != nullptr || test_support::ApiServerMissing()) return "";
+  auto s = RealApiServer::Start();
+  if (!s) return s.error().message();
+  *server = s->release();
+  return "";
+}
 
 }  // namespace pylon::k8s
