@@ -1,19 +1,33 @@
 #!/usr/bin/env bash
 # clang's thread-safety analysis (-Wthread-safety, as errors) on every source that uses
 # common/mutex.h's annotations, compiled as the build compiles it (compile_commands.json of the
-# given build directory) but by clang++ and without output. Run by ctest (thread_safety_check).
+# given build directory) but by clang++ and without output. First, no standard mutex may be left
+# in src/ (scripts/bare-mutex.sh): every mutex is a pylon::Mutex, so the analysis sees them all.
+# Run by ctest (thread_safety_check).
 #   scripts/thread-safety.sh BUILD_DIR
 set -euo pipefail
 build=${1:?usage: thread-safety.sh BUILD_DIR}
-src=$(cd "$(dirname "$0")/../src" && pwd)
+scripts=$(cd "$(dirname "$0")" && pwd)
+src=$(cd "$scripts/../src" && pwd)
 db="$build/compile_commands.json"
+status=0
+bash "$scripts/bare-mutex.sh" "$src" || status=1
 [[ -f $db ]] || { echo "thread-safety: no $db" >&2; exit 1; }
 command -v clang++ >/dev/null || { echo "thread-safety: clang++ missing (scripts/deps.sh)" >&2; exit 1; }
-# The sources: those that use the annotations, and the .cc of every header that does.
+# The sources: those that use the annotations, and for every header that does, the .cc files
+# beside it that include it and carry its name (agent.h: agent.cc, agent_inputs.cc, ...), where
+# its class's members are defined.
+headers=$(grep -rlE 'PYLON_(GUARDED_BY|REQUIRES)' "$src" --include='*.h')
 mapfile -t files < <(
-  grep -rlE 'PYLON_(GUARDED_BY|REQUIRES)' "$src" --include='*.h' --include='*.cc' |
-    sed -E 's/\.h$/.cc/' | sort -u)
-status=0
+  {
+    grep -rlE 'PYLON_(GUARDED_BY|REQUIRES)' "$src" --include='*.cc'
+    for h in $headers; do
+      rel=${h#"$src"/}
+      for c in "${h%.h}.cc" "${h%.h}"_*.cc; do
+        [[ -f $c ]] && grep -qF "#include \"$rel\"" "$c" && echo "$c"
+      done
+    done
+  } | sort -u)
 for f in "${files[@]}"; do
   [[ -f $f ]] || continue
   # The compile command of $f: the "command" line just before its "file" line.

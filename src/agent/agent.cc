@@ -169,14 +169,14 @@ bool Agent::Alive() const {
 }
 
 void Agent::Wake(bool inputs_changed) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   if (inputs_changed) inputs_dirty_ = true;
   wake_ = true;
   cv_.notify_all();
 }
 
 void Agent::RequestStop() {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   stop_ = true;
   cv_.notify_all();
 }
@@ -260,7 +260,7 @@ Status Agent::Start(Duration sync_timeout) {
 }
 
 std::string Agent::ReadyDetail() const {
-  std::lock_guard<std::mutex> lock(detail_mu_);
+  MutexLock lock(detail_mu_);
   return ready_detail_;
 }
 
@@ -276,7 +276,7 @@ Agent::SelfHealth Agent::EvaluateSelfHealth(bool shutting_down) {
   std::string health_name = h.healthy ? "healthy" : "lease-unhealthy";
   HeartbeatLivenessFacts liveness;
   if (hb_) {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     auto r = hb_->Sync(membership_, {h.lease_healthy, false, !shutting_down && h.kube_proxy_ok});
     h.healthy = r.health == heartbeat::SelfHealth::kHealthy;
     health_name = heartbeat::SelfHealthName(r.health);
@@ -327,7 +327,7 @@ PlanInputs Agent::BuildPlanInputs(bool healthy, bool shutting_down, SteadyTime n
 }
 
 PassResult Agent::Reconcile(PlanInputs& in, SteadyTime now) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   RefreshPeerSigns();
   in.peer_signs = &peer_signs_;
   if (ahead_prober_) {
@@ -360,7 +360,7 @@ void Agent::PublishPassResults(const PassResult& pass) {
     NodeObjectEvent(nodes_->store().Get("", options_.node_name), pass.node_report->warning,
                     pass.node_report->reason, pass.node_report->message);
     const auto& verdict = reconciler_->NodeSysctls();
-    std::lock_guard<std::mutex> lock(detail_mu_);
+    MutexLock lock(detail_mu_);
     ready_detail_ = verdict && !verdict->ok() ? "warning: " + verdict->Explain() : "";
   }
   if (hb_) hb_->SetAnnounced(reconciler_->HeldLocal());
@@ -436,7 +436,7 @@ void Agent::Run() {
   while (true) {
     bool refresh = false;
     {
-      std::unique_lock<std::mutex> lock(mu_);
+      MutexLock lock(mu_);
       const SteadyTime now = d_.clock->Now();
       SteadyTime until = now + kRediscoverEvery;
       if (auto t = reconciler_->NextWakeup(membership_); t && *t < until) until = *t;
@@ -448,8 +448,11 @@ void Agent::Run() {
         if (end > now && end < until) until = end;
       }
       // The loop's clock is the injected one, which in production is the system steady clock.
-      cv_.wait_for(lock, std::max<Duration>(until - now, Duration(0)),
-                   [this] { return stop_ || wake_ || inputs_dirty_; });
+      const auto deadline =
+          std::chrono::steady_clock::now() + std::max<Duration>(until - now, Duration(0));
+      while (!stop_ && !wake_ && !inputs_dirty_) {
+        if (lock.WaitUntil(cv_, deadline) == std::cv_status::timeout) break;
+      }
       if (stop_) break;
       wake_ = false;
       if (rediscover_) last_discovery_.reset();

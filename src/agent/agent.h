@@ -30,7 +30,6 @@
 #include <functional>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <set>
 #include <string>
@@ -54,6 +53,7 @@
 #include "agent/takeover.h"
 #include "agent/wire_check.h"
 #include "common/clock.h"
+#include "common/mutex.h"
 #include "config/parse.h"
 #include "config/validate.h"
 #include "election/membership.h"
@@ -164,7 +164,7 @@ class Agent {
   // Restart or leave (lifecycle.h): reads this agent's Pod and DaemonSet when it must.
   StopDecision DecideStopNow();
   // What peers' wire checks need beyond the Membership (loop thread).
-  void RefreshPeerSigns();
+  void RefreshPeerSigns() PYLON_REQUIRES(mu_);
   // The URL of `node`'s kube-proxy /healthz: this node's --kube-proxy-healthz port and path at
   // the node's InternalIP; "" when the check is off or the node has no address.
   std::string PeerKubeProxyUrl(const Json& node) const;
@@ -245,29 +245,30 @@ class Agent {
   bool adoption_reported_ = false;
   std::map<NodeName, std::string> peer_kube_proxy_;  // node -> its kube-proxy URL (inputs)
   std::map<NodeName, HolderSigns> peer_signs_;       // rebuilt every pass
-  // Under mu_: the addresses each peer published as proven free (purelb.io/probe-ahead).
-  std::map<std::string, std::set<net::IpAddress>> peer_probed_free_;
+  // The addresses each peer published as proven free (purelb.io/probe-ahead).
+  std::map<std::string, std::set<net::IpAddress>> peer_probed_free_ PYLON_GUARDED_BY(mu_);
   bool last_healthy_ = true;  // for logging health transitions
 
   // Shared with informer threads.
-  mutable std::mutex mu_;
+  mutable Mutex mu_;
   std::condition_variable cv_;
-  election::Membership membership_;  // guarded by mu_
-  std::set<NodeName> restarting_;    // leases with purelb.io/restarting; guarded by mu_
+  election::Membership membership_ PYLON_GUARDED_BY(mu_);
+  // Leases with purelb.io/restarting.
+  std::set<NodeName> restarting_ PYLON_GUARDED_BY(mu_);
   // Other nodes' heartbeat endpoint addresses (their lease's purelb.io/heartbeat): where the
-  // drain forwards (HolderSigns::addresses). Guarded by mu_.
-  std::map<NodeName, std::vector<net::IpAddress>> peer_addresses_;
-  // Leases with a purelb.io/heartbeat annotation (the quiet lease's lease-only test); guarded by
-  // mu_.
-  std::set<NodeName> heartbeat_annotated_;
-  bool inputs_dirty_ = true;
-  bool rediscover_ = false;  // a link changed: rediscover the network on the next pass
-  bool wake_ = false;
-  bool stop_ = false;
+  // drain forwards (HolderSigns::addresses).
+  std::map<NodeName, std::vector<net::IpAddress>> peer_addresses_ PYLON_GUARDED_BY(mu_);
+  // Leases with a purelb.io/heartbeat annotation (the quiet lease's lease-only test).
+  std::set<NodeName> heartbeat_annotated_ PYLON_GUARDED_BY(mu_);
+  bool inputs_dirty_ PYLON_GUARDED_BY(mu_) = true;
+  // A link changed: rediscover the network on the next pass.
+  bool rediscover_ PYLON_GUARDED_BY(mu_) = false;
+  bool wake_ PYLON_GUARDED_BY(mu_) = false;
+  bool stop_ PYLON_GUARDED_BY(mu_) = false;
   std::atomic<bool> ready_{false};
   std::atomic<std::int64_t> last_pass_ns_{0};
-  mutable std::mutex detail_mu_;
-  std::string ready_detail_;  // guarded by detail_mu_
+  mutable Mutex detail_mu_;
+  std::string ready_detail_ PYLON_GUARDED_BY(detail_mu_);
 };
 
 }  // namespace pylon::agent

@@ -122,7 +122,7 @@ void Agent::OnLease(const Json& obj, bool deleted) {
       addresses.push_back(e.address);
     }
   }
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   if (addresses.empty()) {
     peer_addresses_.erase(*node);
   } else {

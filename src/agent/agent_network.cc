@@ -113,7 +113,7 @@ void Agent::WatchLinks() {
       }
     }
     if (!changed) continue;
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     rediscover_ = true;
     wake_ = true;
     cv_.notify_all();

@@ -30,12 +30,12 @@ void ClaimMonitor::Stop() {
 }
 
 void ClaimMonitor::SetWatched(std::map<int, std::set<net::IpAddress>> by_ifindex) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   watched_ = std::move(by_ifindex);
 }
 
 std::vector<SeenClaim> ClaimMonitor::TakeClaims() {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   std::vector<SeenClaim> out;
   out.swap(claims_);
   return out;
@@ -47,7 +47,7 @@ void ClaimMonitor::Run() {
   while (!stop_.load()) {
     std::map<int, std::set<net::IpAddress>> watched;
     {
-      std::lock_guard<std::mutex> lock(mu_);
+      MutexLock lock(mu_);
       watched = watched_;
     }
     const SteadyTime now = clock_.Now();
@@ -84,7 +84,7 @@ void ClaimMonitor::Run() {
         continue;
       }
       const auto& ips = watched[ifindex];
-      std::lock_guard<std::mutex> lock(mu_);
+      MutexLock lock(mu_);
       for (const auto& c : *claims) {
         if (!ips.count(c.address) || claims_.size() >= kMaxQueued) continue;
         claims_.push_back(SeenClaim{c.address, c.mac, ifindex});

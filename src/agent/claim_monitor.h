@@ -11,13 +11,13 @@
 #include <functional>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <set>
 #include <thread>
 #include <vector>
 
 #include "agent/conflicts.h"
 #include "common/clock.h"
+#include "common/mutex.h"
 #include "net/ip.h"
 
 namespace pylon::agent {
@@ -50,9 +50,9 @@ class ClaimMonitor final : public ClaimSource {
 
   const Clock& clock_;
   std::function<void()> on_claim_;
-  std::mutex mu_;
-  std::map<int, std::set<net::IpAddress>> watched_;
-  std::vector<SeenClaim> claims_;
+  Mutex mu_;
+  std::map<int, std::set<net::IpAddress>> watched_ PYLON_GUARDED_BY(mu_);
+  std::vector<SeenClaim> claims_ PYLON_GUARDED_BY(mu_);
   std::atomic<bool> stop_{false};
   std::thread thread_;
 };

@@ -68,7 +68,7 @@ KubeProxyChecker::KubeProxyChecker(KubeProxyCheckOptions options, const Clock& c
 KubeProxyChecker::~KubeProxyChecker() { Stop(); }
 
 void KubeProxyChecker::Start() {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   if (thread_.joinable()) return;
   stopping_ = false;
   thread_ = std::thread([this] { Run(); });
@@ -76,7 +76,7 @@ void KubeProxyChecker::Start() {
 
 void KubeProxyChecker::Stop() {
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     stopping_ = true;
     cv_.notify_all();
   }
@@ -84,17 +84,17 @@ void KubeProxyChecker::Stop() {
 }
 
 bool KubeProxyChecker::eligible() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   return health_.eligible();
 }
 
 KubeProxyState KubeProxyChecker::state() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   return health_.state();
 }
 
 std::vector<KubeProxyTransition> KubeProxyChecker::TakeTransitions() {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   return std::exchange(pending_, {});
 }
 
@@ -104,7 +104,7 @@ std::string KubeProxyChecker::CheckOnce() {
   std::string text = r ? "HTTP " + std::to_string(*r) : r.error().message();
   bool changed = false;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     const KubeProxyState before = health_.state();
     if (auto next = health_.Record(passed, clock_.Now())) {
       pending_.push_back({before, *next, text});
@@ -125,14 +125,17 @@ std::string KubeProxyChecker::CheckOnce() {
 }
 
 void KubeProxyChecker::Run() {
-  std::unique_lock<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   while (!stopping_) {
-    lock.unlock();
+    lock.Unlock();
     (void)CheckOnce();
-    lock.lock();
+    lock.Lock();
     // Real time here, as the lease keeper: the thread paces real requests; tests drive
     // CheckOnce() with an injected probe and clock.
-    cv_.wait_for(lock, options_.interval, [this] { return stopping_; });
+    auto deadline = std::chrono::steady_clock::now() + options_.interval;
+    while (!stopping_) {
+      if (lock.WaitUntil(cv_, deadline) == std::cv_status::timeout) break;
+    }
   }
 }
 

@@ -13,13 +13,13 @@
 #include <condition_variable>
 #include <functional>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "agent/kube_proxy_health.h"
 #include "common/clock.h"
+#include "common/mutex.h"
 #include "common/result.h"
 #include "k8s/transport.h"
 
@@ -69,12 +69,13 @@ class KubeProxyChecker {
   Probe probe_;
   std::unique_ptr<k8s::Transport> transport_;  // null when a probe was injected
 
-  mutable std::mutex mu_;
+  mutable Mutex mu_;
   std::condition_variable cv_;
-  KubeProxyHealth health_;
-  std::vector<KubeProxyTransition> pending_;
-  std::string last_logged_;  // last failing outcome logged (no repeat every interval)
-  bool stopping_ = false;
+  KubeProxyHealth health_ PYLON_GUARDED_BY(mu_);
+  std::vector<KubeProxyTransition> pending_ PYLON_GUARDED_BY(mu_);
+  // The last failing outcome logged (no repeat every interval).
+  std::string last_logged_ PYLON_GUARDED_BY(mu_);
+  bool stopping_ PYLON_GUARDED_BY(mu_) = false;
   std::thread thread_;
 };
 

@@ -77,7 +77,7 @@ KubeWriter::KubeWriter(k8s::Client& client, k8s::EventRecorder& recorder, KubeWr
 KubeWriter::~KubeWriter() { Stop(std::chrono::seconds(0)); }
 
 void KubeWriter::Start() {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   if (thread_.joinable()) return;
   stopping_ = false;
   thread_ = std::thread([this] { Run(); });
@@ -85,8 +85,11 @@ void KubeWriter::Start() {
 
 void KubeWriter::Stop(Duration drain) {
   {
-    std::unique_lock<std::mutex> lock(mu_);
-    cv_.wait_for(lock, drain, [this] { return pending_.empty() && !busy_; });
+    MutexLock lock(mu_);
+    auto deadline = std::chrono::steady_clock::now() + drain;
+    while (!pending_.empty() || busy_) {
+      if (lock.WaitUntil(cv_, deadline) == std::cv_status::timeout) break;
+    }
     stopping_ = true;
     cv_.notify_all();
   }
@@ -94,17 +97,17 @@ void KubeWriter::Stop(Duration drain) {
 }
 
 std::int64_t KubeWriter::writes() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   return writes_;
 }
 std::int64_t KubeWriter::failures() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   return failures_;
 }
 
 void KubeWriter::Enqueue(const std::string& target, std::string fingerprint,
                          std::function<Status()> run, std::string observed) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   if (IsPassScoped(target)) asked_.insert(target);
   const SteadyTime now = clock_.Now();
   auto d = done_.find(target);
@@ -130,17 +133,23 @@ void KubeWriter::Enqueue(const std::string& target, std::string fingerprint,
 }
 
 void KubeWriter::PassDone() {
-  std::lock_guard<std::mutex> lock(mu_);
-  std::erase_if(pending_, [&](const auto& kv) {
-    return IsPassScoped(kv.first) && !asked_.count(kv.first);
-  });  // their order_ entries are skipped by Run
+  MutexLock lock(mu_);
+  // Their order_ entries are skipped by Run. (A loop, not erase_if: the analysis does not see
+  // that a lambda runs under the lock.)
+  for (auto it = pending_.begin(); it != pending_.end();) {
+    if (IsPassScoped(it->first) && !asked_.count(it->first)) {
+      it = pending_.erase(it);
+    } else {
+      ++it;
+    }
+  }
   asked_.clear();
 }
 
 void KubeWriter::Run() {
-  std::unique_lock<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   while (true) {
-    cv_.wait(lock, [this] { return stopping_ || !order_.empty(); });
+    while (!stopping_ && order_.empty()) lock.Wait(cv_);
     if (stopping_) return;
     std::string target = order_.front();
     order_.pop_front();
@@ -149,9 +158,9 @@ void KubeWriter::Run() {
     Op op = std::move(it->second);
     pending_.erase(it);
     busy_ = true;
-    lock.unlock();
+    lock.Unlock();
     Status st = op.run();
-    lock.lock();
+    lock.Lock();
     busy_ = false;
     if (st) {
       ++writes_;

@@ -26,13 +26,13 @@
 #include <deque>
 #include <functional>
 #include <map>
-#include <mutex>
 #include <set>
 #include <string>
 #include <thread>
 
 #include "agent/writer.h"
 #include "common/clock.h"
+#include "common/mutex.h"
 #include "k8s/client.h"
 #include "k8s/event_recorder.h"
 
@@ -93,23 +93,24 @@ class KubeWriter final : public ClusterWriter {
   const KubeWriterOptions options_;
   const Clock& clock_;
 
-  mutable std::mutex mu_;
+  mutable Mutex mu_;
   std::condition_variable cv_;
-  std::deque<std::string> order_;  // targets in arrival order
-  std::map<std::string, Op> pending_;
-  std::set<std::string> asked_;  // level-based targets asked for since the last PassDone
+  std::deque<std::string> order_ PYLON_GUARDED_BY(mu_);  // targets in arrival order
+  std::map<std::string, Op> pending_ PYLON_GUARDED_BY(mu_);
+  // Level-based targets asked for since the last PassDone.
+  std::set<std::string> asked_ PYLON_GUARDED_BY(mu_);
   struct Done {
     std::string fingerprint;
     SteadyTime at;
     std::string observed;
     int rewrites = 0;  // consecutive identical writes after the target changed (the backoff)
   };
-  std::map<std::string, Done> done_;
-  bool stopping_ = false;
-  bool busy_ = false;
+  std::map<std::string, Done> done_ PYLON_GUARDED_BY(mu_);
+  bool stopping_ PYLON_GUARDED_BY(mu_) = false;
+  bool busy_ PYLON_GUARDED_BY(mu_) = false;
   std::thread thread_;
-  std::int64_t writes_ = 0;
-  std::int64_t failures_ = 0;
+  std::int64_t writes_ PYLON_GUARDED_BY(mu_) = 0;
+  std::int64_t failures_ PYLON_GUARDED_BY(mu_) = 0;
 };
 
 }  // namespace pylon::agent

@@ -27,7 +27,7 @@ LeaseKeeper::~LeaseKeeper() { Stop(); }
 
 void LeaseKeeper::SetSubnets(std::vector<net::Prefix> subnets) {
   std::string text = election::FormatSubnetsAnnotation(subnets);
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   if (text == subnets_annotation_) return;
   subnets_annotation_ = std::move(text);
   kick_ = true;
@@ -35,7 +35,7 @@ void LeaseKeeper::SetSubnets(std::vector<net::Prefix> subnets) {
 }
 
 void LeaseKeeper::SetAnnotation(const std::string& key, std::string value) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   auto it = extra_annotations_.find(key);
   if (it != extra_annotations_.end() && it->second == value) return;
   if (it == extra_annotations_.end() && value.empty()) return;
@@ -45,7 +45,7 @@ void LeaseKeeper::SetAnnotation(const std::string& key, std::string value) {
 }
 
 void LeaseKeeper::ClearAnnotation(const std::string& key) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   auto it = extra_annotations_.find(key);
   if (it != extra_annotations_.end() && it->second.empty()) return;
   extra_annotations_[key] = "";
@@ -54,7 +54,7 @@ void LeaseKeeper::ClearAnnotation(const std::string& key) {
 }
 
 void LeaseKeeper::SetReleased(bool released) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   if (released_ == released) return;
   released_ = released;
   kick_ = true;
@@ -63,7 +63,7 @@ void LeaseKeeper::SetReleased(bool released) {
 
 void LeaseKeeper::SetInstance(std::string uid) {
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     instance_ = uid;
   }
   SetAnnotation(std::string(kInstanceAnnotation), std::move(uid));
@@ -72,7 +72,7 @@ void LeaseKeeper::SetInstance(std::string uid) {
 bool LeaseKeeper::SetHeartbeatsCarryLiveness(bool carried) {
   LeasePace pace;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     if (!pacing_.Observe(carried, clock_.Now())) return false;
     pace = pacing_.pace();
     kick_ = true;
@@ -92,17 +92,17 @@ bool LeaseKeeper::SetHeartbeatsCarryLiveness(bool carried) {
 }
 
 LeaseMode LeaseKeeper::mode() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   return pacing_.mode();
 }
 
 std::optional<SteadyTime> LeaseKeeper::QuietAt() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   return pacing_.QuietAt();
 }
 
 void LeaseKeeper::Start() {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   if (thread_.joinable()) return;
   stopping_ = false;
   thread_ = std::thread([this] { Run(); });
@@ -110,7 +110,7 @@ void LeaseKeeper::Start() {
 
 void LeaseKeeper::Stop() {
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     stopping_ = true;
     cv_.notify_all();
   }
@@ -118,12 +118,12 @@ void LeaseKeeper::Stop() {
 }
 
 bool LeaseKeeper::Healthy() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   return health_.Healthy(clock_.Now());
 }
 
 std::optional<SteadyTime> LeaseKeeper::HealthyUntil() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   return health_.HealthyUntil();
 }
 
@@ -133,7 +133,7 @@ Status LeaseKeeper::RenewOnce() {
   LeasePace pace;
   bool released = false;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     released = released_;
     subnets = subnets_annotation_;
     extra = extra_annotations_;
@@ -210,7 +210,7 @@ Status LeaseKeeper::RenewOnce() {
       [&] { return attempt(std::exchange(use_cached, false)); });
   bool before, after;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     before = health_.Healthy(clock_.Now());
     if (st) {
       health_.RenewSucceeded(clock_.Now(), pace.renew_deadline);
@@ -241,7 +241,7 @@ Result<LeaseDeleteOutcome> LeaseKeeper::Delete() {
   const auto& res = k8s::resources::Leases();
   std::string instance;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     instance = instance_;
   }
   auto absent_or = [](const Status& st, LeaseDeleteOutcome ok) -> Result<LeaseDeleteOutcome> {
@@ -274,16 +274,19 @@ Result<LeaseDeleteOutcome> LeaseKeeper::Delete() {
 }
 
 void LeaseKeeper::Run() {
-  std::unique_lock<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   while (!stopping_) {
     kick_ = false;
-    lock.unlock();
+    lock.Unlock();
     (void)RenewOnce();  // it logs and counts its own failure; the next period tries again
-    lock.lock();
+    lock.Lock();
     const Duration retry = pacing_.WaitAfter(last_ok_);
     // Real time here: the worker paces real API requests. The FakeClock never drives this thread;
     // tests call RenewOnce() directly.
-    cv_.wait_for(lock, retry, [this] { return stopping_ || kick_; });
+    auto deadline = std::chrono::steady_clock::now() + retry;
+    while (!stopping_ && !kick_) {
+      if (lock.WaitUntil(cv_, deadline) == std::cv_status::timeout) break;
+    }
   }
 }
 

@@ -17,7 +17,6 @@
 #include <cstdint>
 #include <functional>
 #include <map>
-#include <mutex>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -27,6 +26,7 @@
 #include "agent/lease_health.h"
 #include "agent/lease_pacing.h"
 #include "common/clock.h"
+#include "common/mutex.h"
 #include "common/result.h"
 #include "election/node_name.h"
 #include "k8s/client.h"
@@ -101,17 +101,18 @@ class LeaseKeeper {
   const Clock& clock_;
   std::function<void()> on_change_;
 
-  mutable std::mutex mu_;
+  mutable Mutex mu_;
   std::condition_variable cv_;
-  LeaseHealth health_;
-  LeasePacing pacing_;
-  bool last_ok_ = true;  // the last renewal succeeded (or none yet): the worker's next wait
-  std::string subnets_annotation_;
-  std::map<std::string, std::string> extra_annotations_;  // value "" = remove
-  bool released_ = false;
-  std::string instance_;
-  bool stopping_ = false;
-  bool kick_ = false;
+  LeaseHealth health_ PYLON_GUARDED_BY(mu_);
+  LeasePacing pacing_ PYLON_GUARDED_BY(mu_);
+  bool last_ok_ PYLON_GUARDED_BY(mu_) =
+      true;  // the last renewal succeeded (or none yet): the worker's next wait
+  std::string subnets_annotation_ PYLON_GUARDED_BY(mu_);
+  std::map<std::string, std::string> extra_annotations_ PYLON_GUARDED_BY(mu_);  // value "" = remove
+  bool released_ PYLON_GUARDED_BY(mu_) = false;
+  std::string instance_ PYLON_GUARDED_BY(mu_);
+  bool stopping_ PYLON_GUARDED_BY(mu_) = false;
+  bool kick_ PYLON_GUARDED_BY(mu_) = false;
   std::thread thread_;
   std::optional<Json> last_written_;  // renewing thread only (RenewOnce is not reentrant)
   std::atomic<std::int64_t> renewals_{0};

@@ -21,7 +21,7 @@ ThreadProber::ThreadProber(packet::Announcer& announcer, std::function<void()> o
 
 ThreadProber::~ThreadProber() {
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     stop_ = true;
   }
   cv_.notify_all();
@@ -30,34 +30,34 @@ ThreadProber::~ThreadProber() {
 
 void ThreadProber::Start(ProbeJob job) {
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     jobs_.push_back(std::move(job));
   }
   cv_.notify_one();
 }
 
 std::vector<ProbeResult> ThreadProber::TakeResults() {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   std::vector<ProbeResult> out;
   out.swap(results_);
   return out;
 }
 
 void ThreadProber::Work() {
-  std::unique_lock<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   while (true) {
-    cv_.wait(lock, [this] { return stop_ || !jobs_.empty(); });
+    while (!stop_ && jobs_.empty()) lock.Wait(cv_);
     if (stop_) return;
     ProbeJob job = std::move(jobs_.front());
     jobs_.pop_front();
-    lock.unlock();
+    lock.Unlock();
     ProbeResult r = RunProbe(announcer_, job);
-    lock.lock();
+    lock.Lock();
     results_.push_back(std::move(r));
     if (on_done_) {
-      lock.unlock();
+      lock.Unlock();
       on_done_();
-      lock.lock();
+      lock.Lock();
     }
   }
 }

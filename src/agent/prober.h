@@ -6,11 +6,11 @@
 #include <condition_variable>
 #include <deque>
 #include <functional>
-#include <mutex>
 #include <thread>
 #include <vector>
 
 #include "agent/conflicts.h"
+#include "common/mutex.h"
 #include "packet/announcer.h"
 
 namespace pylon::agent {
@@ -47,11 +47,11 @@ class ThreadProber final : public Prober {
 
   packet::Announcer& announcer_;
   std::function<void()> on_done_;
-  std::mutex mu_;
+  Mutex mu_;
   std::condition_variable cv_;
-  std::deque<ProbeJob> jobs_;
-  std::vector<ProbeResult> results_;
-  bool stop_ = false;
+  std::deque<ProbeJob> jobs_ PYLON_GUARDED_BY(mu_);
+  std::vector<ProbeResult> results_ PYLON_GUARDED_BY(mu_);
+  bool stop_ PYLON_GUARDED_BY(mu_) = false;
   std::vector<std::thread> threads_;
 };
 

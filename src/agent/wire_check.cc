@@ -53,7 +53,7 @@ ThreadWireChecker::ThreadWireChecker(packet::Announcer& announcer, HttpStatusFn 
 
 ThreadWireChecker::~ThreadWireChecker() {
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     stop_ = true;
   }
   cv_.notify_all();
@@ -62,34 +62,34 @@ ThreadWireChecker::~ThreadWireChecker() {
 
 void ThreadWireChecker::Start(WireCheckJob job, net::MacAddress own_mac) {
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     jobs_.emplace_back(std::move(job), own_mac);
   }
   cv_.notify_one();
 }
 
 std::vector<WireCheckResult> ThreadWireChecker::TakeResults() {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   std::vector<WireCheckResult> out;
   out.swap(results_);
   return out;
 }
 
 void ThreadWireChecker::Work() {
-  std::unique_lock<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   while (true) {
-    cv_.wait(lock, [this] { return stop_ || !jobs_.empty(); });
+    while (!stop_ && jobs_.empty()) lock.Wait(cv_);
     if (stop_) return;
     auto [job, mac] = std::move(jobs_.front());
     jobs_.pop_front();
-    lock.unlock();
+    lock.Unlock();
     WireCheckResult r = RunWireCheck(announcer_, http_, job, mac, options_);
-    lock.lock();
+    lock.Lock();
     results_.push_back(std::move(r));
     if (on_done_) {
-      lock.unlock();
+      lock.Unlock();
       on_done_();
-      lock.lock();
+      lock.Lock();
     }
   }
 }

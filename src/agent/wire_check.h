@@ -8,12 +8,12 @@
 #include <condition_variable>
 #include <deque>
 #include <functional>
-#include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "agent/takeover.h"
+#include "common/mutex.h"
 #include "common/result.h"
 #include "packet/announcer.h"
 
@@ -65,11 +65,11 @@ class ThreadWireChecker final : public WireChecker {
   HttpStatusFn http_;
   std::function<void()> on_done_;
   const WireCheckOptions options_;
-  std::mutex mu_;
+  Mutex mu_;
   std::condition_variable cv_;
-  std::deque<std::pair<WireCheckJob, net::MacAddress>> jobs_;
-  std::vector<WireCheckResult> results_;
-  bool stop_ = false;
+  std::deque<std::pair<WireCheckJob, net::MacAddress>> jobs_ PYLON_GUARDED_BY(mu_);
+  std::vector<WireCheckResult> results_ PYLON_GUARDED_BY(mu_);
+  bool stop_ PYLON_GUARDED_BY(mu_) = false;
   std::vector<std::thread> threads_;
 };
 

@@ -3,7 +3,8 @@
 #pragma once
 
 #include <chrono>
-#include <mutex>
+
+#include "common/mutex.h"
 
 namespace pylon {
 
@@ -33,23 +34,23 @@ class FakeClock final : public Clock {
  public:
   FakeClock() : steady_(std::chrono::hours(1)), wall_(std::chrono::hours(24 * 365 * 50)) {}
   SteadyTime Now() const override {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     return steady_;
   }
   WallTime WallNow() const override {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     return wall_;
   }
   void Advance(Duration d) {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     steady_ += d;
     wall_ += std::chrono::duration_cast<WallTime::duration>(d);
   }
 
  private:
-  mutable std::mutex mu_;
-  SteadyTime steady_;
-  WallTime wall_;
+  mutable Mutex mu_;
+  SteadyTime steady_ PYLON_GUARDED_BY(mu_);
+  WallTime wall_ PYLON_GUARDED_BY(mu_);
 };
 
 }  // namespace pylon

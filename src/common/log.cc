@@ -4,14 +4,15 @@
 #include <chrono>
 #include <cstdio>
 #include <ctime>
-#include <mutex>
+
+#include "common/mutex.h"
 
 namespace pylon::log {
 namespace {
 
 std::atomic<int> g_level{static_cast<int>(Level::kInfo)};
-std::mutex g_mu;
-std::string& ComponentName() {
+Mutex g_mu;
+std::string& ComponentName() PYLON_REQUIRES(g_mu) {
   static std::string name = "pylon";
   return name;
 }
@@ -77,7 +78,7 @@ bool ParseLevel(std::string_view text, Level* out) {
 void SetLevel(Level level) { g_level.store(static_cast<int>(level)); }
 
 void SetComponent(std::string component) {
-  std::lock_guard<std::mutex> lock(g_mu);
+  MutexLock lock(g_mu);
   ComponentName() = std::move(component);
 }
 
@@ -99,7 +100,7 @@ void Write(Level level, std::string_view msg, std::initializer_list<Field> field
   std::string line;
   line.reserve(128);
   line.append("ts=").append(ts).append(" level=").append(LevelName(level));
-  std::lock_guard<std::mutex> lock(g_mu);
+  MutexLock lock(g_mu);
   line.append(" component=").append(ComponentName()).append(" msg=");
   AppendValue(line, msg);
   for (const auto& [k, v] : fields) {

@@ -1,9 +1,10 @@
 // A mutex the compiler can check: clang's thread-safety analysis (-Wthread-safety) knows which
 // members a mutex guards (PYLON_GUARDED_BY) and which functions need it held (PYLON_REQUIRES, the
 // `*Locked` functions), and reports an access without it. libstdc++'s std::mutex carries no such
-// annotations, hence this thin wrapper; with another compiler the macros are empty. The analysis
-// runs in the test suite (test/common/CMakeLists.txt, thread_safety_check) on the files that use
-// it.
+// annotations, hence this thin wrapper; with another compiler the macros are empty. Every mutex in
+// src/ is one of these, its guarded members marked: the test suite (test/common/CMakeLists.txt,
+// thread_safety_check) runs the analysis on the files that use the annotations, and fails on a
+// standard mutex anywhere in src/ but here (scripts/bare-mutex.sh).
 //
 // Waits on a std::condition_variable go through the MutexLock that holds the mutex. Wait in an
 // explicit loop (`while (!ready_) lock.Wait(cv_);`): the analysis does not see that a predicate

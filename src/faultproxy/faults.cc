@@ -173,21 +173,21 @@ Status Faults::Set(const FaultSettings& s) {
       return Fail(ErrorCode::kInvalidArgument, std::string("paths: invalid regex: ") + e.what());
     }
   }
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   settings_ = s;
   re_ = std::move(re);
   return Ok();
 }
 
 FaultSettings Faults::Get() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   return settings_;
 }
 
 FaultDecision Faults::Decide(const RequestInfo& req) {
   FaultDecision d;
   if (req.exempt) return d;
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   if (re_ && !std::regex_search(req.path, *re_)) return d;
   d.latency_ms = settings_.latency_ms;
   std::uniform_real_distribution<double> u(0.0, 1.0);

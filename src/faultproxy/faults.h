@@ -12,7 +12,6 @@
 #pragma once
 
 #include <cstdint>
-#include <mutex>
 #include <optional>
 #include <random>
 #include <regex>
@@ -22,6 +21,7 @@
 #include <nlohmann/json.hpp>
 
 #include "common/json.h"
+#include "common/mutex.h"
 #include "common/result.h"
 
 namespace pylon::faultproxy {
@@ -90,10 +90,10 @@ class Faults {
   FaultDecision Decide(const RequestInfo& req);
 
  private:
-  mutable std::mutex mu_;
-  FaultSettings settings_;
-  std::optional<std::regex> re_;
-  std::mt19937_64 rng_;
+  mutable Mutex mu_;
+  FaultSettings settings_ PYLON_GUARDED_BY(mu_);
+  std::optional<std::regex> re_ PYLON_GUARDED_BY(mu_);
+  std::mt19937_64 rng_ PYLON_GUARDED_BY(mu_);
 };
 
 }  // namespace pylon::faultproxy

@@ -76,14 +76,14 @@ std::uint16_t FaultProxy::port() const { return server_ ? server_->port() : 0; }
 void FaultProxy::Stop() {
   if (stopping_.exchange(true)) return;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     for (auto& [id, f] : inflight_) f.cancel->Cancel();
   }
   if (server_) server_->Stop();
 }
 
 std::uint64_t FaultProxy::Register(k8s::Canceller* cancel, bool watch) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   std::uint64_t id = next_id_++;
   inflight_[id] = Inflight{cancel, watch};
   if (stopping_.load()) cancel->Cancel();
@@ -91,12 +91,12 @@ std::uint64_t FaultProxy::Register(k8s::Canceller* cancel, bool watch) {
 }
 
 void FaultProxy::Unregister(std::uint64_t id) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   inflight_.erase(id);
 }
 
 std::size_t FaultProxy::CutWatches() {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   std::size_t n = 0;
   for (auto& [id, f] : inflight_) {
     if (f.watch && !f.cancel->Cancelled()) {
@@ -108,7 +108,7 @@ std::size_t FaultProxy::CutWatches() {
 }
 
 std::size_t FaultProxy::OpenWatches() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   std::size_t n = 0;
   for (const auto& [id, f] : inflight_) n += f.watch ? 1 : 0;
   return n;
@@ -225,7 +225,7 @@ Result<k8s::CurlTransport*> FaultProxy::TransportFor(const http::Request& req) {
   std::string agent = req.Header("user-agent");
   if (agent.empty()) agent = "pylon-fault-proxy";
   std::string key = token + "\n" + agent;
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   auto it = transports_.find(key);
   if (it != transports_.end()) return it->second.get();
   k8s::RestConfig rc;
@@ -301,11 +301,11 @@ void FaultProxy::ForwardWatch(const http::Request& req, http::ResponseWriter& w)
   // The upstream stream is read on its own thread; this (the connection's) thread forwards what
   // arrives and polls whether the client is still there (ResponseWriter is single-threaded).
   struct Shared {
-    std::mutex mu;
+    Mutex mu;
     std::condition_variable cv;
-    std::deque<std::string> chunks;
-    bool finished = false;
-    std::optional<Result<k8s::HttpResponse>> result;
+    std::deque<std::string> chunks PYLON_GUARDED_BY(mu);
+    bool finished PYLON_GUARDED_BY(mu) = false;
+    std::optional<Result<k8s::HttpResponse>> result PYLON_GUARDED_BY(mu);
   } sh;
   k8s::Canceller cancel;
   std::uint64_t id = Register(&cancel, true);
@@ -315,13 +315,13 @@ void FaultProxy::ForwardWatch(const http::Request& req, http::ResponseWriter& w)
     auto r = transport->Stream(
         up,
         [&](std::string_view data) {
-          std::lock_guard<std::mutex> lock(sh.mu);
+          MutexLock lock(sh.mu);
           sh.chunks.emplace_back(data);
           sh.cv.notify_one();
           return !cancel.Cancelled();
         },
         &cancel);
-    std::lock_guard<std::mutex> lock(sh.mu);
+    MutexLock lock(sh.mu);
     sh.result = std::move(r);
     sh.finished = true;
     sh.cv.notify_one();
@@ -345,8 +345,11 @@ void FaultProxy::ForwardWatch(const http::Request& req, http::ResponseWriter& w)
     std::deque<std::string> batch;
     bool finished = false;
     {
-      std::unique_lock<std::mutex> lock(sh.mu);
-      sh.cv.wait_for(lock, milliseconds(200), [&] { return sh.finished || !sh.chunks.empty(); });
+      MutexLock lock(sh.mu);
+      auto deadline = std::chrono::steady_clock::now() + milliseconds(200);
+      while (!sh.finished && sh.chunks.empty()) {
+        if (lock.WaitUntil(sh.cv, deadline) == std::cv_status::timeout) break;
+      }
       batch.swap(sh.chunks);
       finished = sh.finished;
     }
@@ -370,7 +373,11 @@ void FaultProxy::ForwardWatch(const http::Request& req, http::ResponseWriter& w)
   reader.join();
   Unregister(id);
   if (started || client_gone) return;  // a started stream ends with the last chunk
-  const auto& r = *sh.result;
+  // The reader is gone: its result is this thread's alone now.
+  Result<k8s::HttpResponse> r = [&] {
+    MutexLock lock(sh.mu);
+    return std::move(*sh.result);
+  }();
   if (!r) return w.Send(UpstreamDown(r.error()));
   http::Response out;
   out.status = static_cast<int>(r->status);

@@ -14,9 +14,9 @@
 #include <cstdint>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <string>
 
+#include "common/mutex.h"
 #include "common/result.h"
 #include "faultproxy/faults.h"
 #include "http/http.h"
@@ -81,10 +81,11 @@ class FaultProxy {
   // Resuming watches from before this etcd revision get 410 (0: never compacted).
   std::atomic<std::uint64_t> compacted_rv_{0};
 
-  mutable std::mutex mu_;
-  std::map<std::string, std::unique_ptr<k8s::CurlTransport>> transports_;  // by token + agent
-  std::uint64_t next_id_ = 1;
-  std::map<std::uint64_t, Inflight> inflight_;
+  mutable Mutex mu_;
+  // By token + agent.
+  std::map<std::string, std::unique_ptr<k8s::CurlTransport>> transports_ PYLON_GUARDED_BY(mu_);
+  std::uint64_t next_id_ PYLON_GUARDED_BY(mu_) = 1;
+  std::map<std::uint64_t, Inflight> inflight_ PYLON_GUARDED_BY(mu_);
 };
 
 }  // namespace pylon::faultproxy

@@ -191,7 +191,7 @@ void Server::Stop() {
   if (accept_thread_.joinable()) accept_thread_.join();
   std::map<std::uint64_t, std::thread> threads;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     for (const auto& [id, cfd] : conn_fds_) ::shutdown(cfd, SHUT_RDWR);
     threads.swap(threads_);
     finished_.clear();
@@ -204,7 +204,7 @@ void Server::Stop() {
 void Server::ReapFinished() {
   std::vector<std::thread> done;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     for (auto id : finished_) {
       auto it = threads_.find(id);
       if (it != threads_.end()) {
@@ -244,7 +244,7 @@ void Server::AcceptLoop() {
     ::setsockopt(cfd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
     timeval tv{30, 0};  // a peer that stops reading cannot block a writer forever
     ::setsockopt(cfd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     std::uint64_t id = next_id_++;
     conn_fds_[id] = cfd;
     std::string peer = std::string(addr) + ":" + std::to_string(port);
@@ -290,7 +290,7 @@ void Server::Serve(std::uint64_t id, UniqueFd fd, std::string peer) {
       idle_since = std::chrono::steady_clock::now();
     }
   }
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   conn_fds_.erase(id);
   finished_.push_back(id);
 }

@@ -14,12 +14,12 @@
 #include <functional>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "common/fd.h"
+#include "common/mutex.h"
 #include "common/result.h"
 #include "http/http.h"
 #include "http/parser.h"
@@ -66,11 +66,12 @@ class Server {
   std::atomic<bool> stopping_{false};
   std::thread accept_thread_;
 
-  std::mutex mu_;
-  std::uint64_t next_id_ = 1;
-  std::map<std::uint64_t, int> conn_fds_;         // live connections' sockets, for shutdown
-  std::map<std::uint64_t, std::thread> threads_;  // guarded by mu_
-  std::vector<std::uint64_t> finished_;           // ids whose thread ended, to join
+  Mutex mu_;
+  std::uint64_t next_id_ PYLON_GUARDED_BY(mu_) = 1;
+  // Live connections' sockets, for shutdown.
+  std::map<std::uint64_t, int> conn_fds_ PYLON_GUARDED_BY(mu_);
+  std::map<std::uint64_t, std::thread> threads_ PYLON_GUARDED_BY(mu_);
+  std::vector<std::uint64_t> finished_ PYLON_GUARDED_BY(mu_);  // ids whose thread ended, to join
 };
 
 }  // namespace pylon::http

@@ -3,7 +3,7 @@
 namespace pylon::k8s {
 
 void Canceller::Cancel() {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   if (cancelled_) return;
   cancelled_ = true;
   cv_.notify_all();
@@ -11,18 +11,21 @@ void Canceller::Cancel() {
 }
 
 bool Canceller::Cancelled() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   return cancelled_;
 }
 
 bool Canceller::WaitFor(Duration d) {
-  std::unique_lock<std::mutex> lock(mu_);
-  cv_.wait_for(lock, d, [this] { return cancelled_; });
+  MutexLock lock(mu_);
+  auto deadline = std::chrono::steady_clock::now() + d;
+  while (!cancelled_) {
+    if (lock.WaitUntil(cv_, deadline) == std::cv_status::timeout) break;
+  }
   return cancelled_;
 }
 
 uint64_t Canceller::AddWaker(std::function<void()> fn) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   if (cancelled_) fn();
   uint64_t id = next_id_++;
   wakers_.emplace(id, std::move(fn));
@@ -30,7 +33,7 @@ uint64_t Canceller::AddWaker(std::function<void()> fn) {
 }
 
 void Canceller::RemoveWaker(uint64_t id) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   wakers_.erase(id);
 }
 

@@ -6,9 +6,9 @@
 #include <cstdint>
 #include <functional>
 #include <map>
-#include <mutex>
 
 #include "common/clock.h"
+#include "common/mutex.h"
 
 namespace pylon::k8s {
 
@@ -25,11 +25,11 @@ class Canceller {
   void RemoveWaker(uint64_t id);
 
  private:
-  mutable std::mutex mu_;
+  mutable Mutex mu_;
   std::condition_variable cv_;
-  bool cancelled_ = false;
-  uint64_t next_id_ = 1;
-  std::map<uint64_t, std::function<void()>> wakers_;
+  bool cancelled_ PYLON_GUARDED_BY(mu_) = false;
+  uint64_t next_id_ PYLON_GUARDED_BY(mu_) = 1;
+  std::map<uint64_t, std::function<void()>> wakers_ PYLON_GUARDED_BY(mu_);
 };
 
 }  // namespace pylon::k8s

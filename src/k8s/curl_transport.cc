@@ -165,7 +165,7 @@ CurlTransport::~CurlTransport() {
 
 void* CurlTransport::Borrow() {
   {
-    std::lock_guard<std::mutex> lock(pool_mu_);
+    MutexLock lock(pool_mu_);
     if (!pool_.empty()) {
       void* e = pool_.back();
       pool_.pop_back();
@@ -177,7 +177,7 @@ void* CurlTransport::Borrow() {
 }
 
 void CurlTransport::Return(void* easy) {
-  std::lock_guard<std::mutex> lock(pool_mu_);
+  MutexLock lock(pool_mu_);
   if (pool_.size() < kMaxPool) {
     pool_.push_back(easy);
   } else {

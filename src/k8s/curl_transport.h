@@ -4,11 +4,11 @@
 #pragma once
 
 #include <memory>
-#include <mutex>
 #include <string>
 #include <vector>
 
 #include "common/clock.h"
+#include "common/mutex.h"
 #include "k8s/rest_config.h"
 #include "k8s/token_source.h"
 #include "k8s/transport.h"
@@ -43,8 +43,8 @@ class CurlTransport final : public Transport {
   std::string connect_to_;   // CURLOPT_CONNECT_TO entry when tls-server-name is set
   std::string unix_socket_;  // CURLOPT_UNIX_SOCKET_PATH for a unix:///path server
   TokenSource tokens_;
-  std::mutex pool_mu_;
-  std::vector<void*> pool_;  // idle CURL* handles
+  Mutex pool_mu_;
+  std::vector<void*> pool_ PYLON_GUARDED_BY(pool_mu_);  // idle CURL* handles
 };
 
 }  // namespace pylon::k8s

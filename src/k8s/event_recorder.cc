@@ -61,7 +61,7 @@ EventRecorderImpl::~EventRecorderImpl() { Stop(Duration::zero()); }
 void EventRecorderImpl::Event(const ObjectReference& object, EventLevel level,
                               std::string_view reason, std::string_view message) {
   WallTime now = clock_.WallNow();
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   if (stopping_) return;
   if (queue_.size() >= opts_.queue_capacity) {
     ++dropped_;
@@ -85,9 +85,12 @@ void EventRecorderImpl::Start() {
 
 void EventRecorderImpl::Stop(Duration drain) {
   {
-    std::unique_lock<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     if (thread_.joinable()) {
-      cv_.wait_for(lock, drain, [this] { return queue_.empty() && !busy_; });
+      auto deadline = std::chrono::steady_clock::now() + drain;
+      while (!queue_.empty() || busy_) {
+        if (lock.WaitUntil(cv_, deadline) == std::cv_status::timeout) break;
+      }
     }
     stopping_ = true;
     cv_.notify_all();
@@ -100,8 +103,8 @@ void EventRecorderImpl::Run() {
   while (true) {
     Pending next;
     {
-      std::unique_lock<std::mutex> lock(mu_);
-      cv_.wait(lock, [this] { return stopping_ || !queue_.empty(); });
+      MutexLock lock(mu_);
+      while (!stopping_ && queue_.empty()) lock.Wait(cv_);
       if (stopping_) return;
       next = std::move(queue_.front());
       queue_.pop_front();
@@ -109,7 +112,7 @@ void EventRecorderImpl::Run() {
     }
     Write(MakeEvent(next.object, next.level, next.reason, next.message, opts_, next.time,
                     next.unique_nanos));
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     busy_ = false;
     cv_.notify_all();
   }
@@ -118,7 +121,7 @@ void EventRecorderImpl::Run() {
 void EventRecorderImpl::Write(Json event) {
   EventCorrelator::Decision d = correlator_.Correlate(std::move(event));
   if (d.action == EventCorrelator::Action::kSkip) {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     ++skipped_;
     return;
   }
@@ -138,7 +141,7 @@ void EventRecorderImpl::Write(Json event) {
     }
     if (reply) {
       correlator_.UpdateState(*reply);
-      std::lock_guard<std::mutex> lock(mu_);
+      MutexLock lock(mu_);
       ++written_;
       return;
     }
@@ -157,15 +160,15 @@ void EventRecorderImpl::Write(Json event) {
 }
 
 int64_t EventRecorderImpl::dropped() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   return dropped_;
 }
 int64_t EventRecorderImpl::written() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   return written_;
 }
 int64_t EventRecorderImpl::skipped() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   return skipped_;
 }
 

@@ -7,13 +7,13 @@
 #include <condition_variable>
 #include <deque>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <string_view>
 #include <thread>
 #include <vector>
 
 #include "common/clock.h"
+#include "common/mutex.h"
 #include "k8s/canceller.h"
 #include "k8s/client.h"
 #include "k8s/event_correlator.h"
@@ -96,15 +96,15 @@ class EventRecorderImpl final : public EventRecorder {
   Canceller cancel_;
   std::thread thread_;
 
-  mutable std::mutex mu_;
+  mutable Mutex mu_;
   std::condition_variable cv_;
-  std::deque<Pending> queue_;
-  bool stopping_ = false;
-  int64_t last_nanos_ = 0;
-  int64_t dropped_ = 0;
-  int64_t written_ = 0;
-  int64_t skipped_ = 0;
-  bool busy_ = false;
+  std::deque<Pending> queue_ PYLON_GUARDED_BY(mu_);
+  bool stopping_ PYLON_GUARDED_BY(mu_) = false;
+  int64_t last_nanos_ PYLON_GUARDED_BY(mu_) = 0;
+  int64_t dropped_ PYLON_GUARDED_BY(mu_) = 0;
+  int64_t written_ PYLON_GUARDED_BY(mu_) = 0;
+  int64_t skipped_ PYLON_GUARDED_BY(mu_) = 0;
+  bool busy_ PYLON_GUARDED_BY(mu_) = false;
 };
 
 }  // namespace pylon::k8s

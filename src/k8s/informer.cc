@@ -49,35 +49,35 @@ bool Informer::WaitForSync(Duration timeout) const {
 }
 
 std::string Informer::LastSyncResourceVersion() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   return last_rv_;
 }
 
 Duration Informer::NextBackoff() {
   Duration wait = backoff_.Next();
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   stats_.backoff = backoff_.current();
   return wait;
 }
 
 void Informer::ResetBackoff() {
   backoff_.Reset();
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   stats_.backoff = backoff_.current();
 }
 
 InformerStats Informer::stats() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   return stats_;
 }
 
 void Informer::SetLastRv(const std::string& rv) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   last_rv_ = rv;
 }
 
 std::string Informer::RelistResourceVersion() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   // "" is a consistent read from the store: after a 410, and for the first list too. Not RV "0":
   // kube-apiserver serves RV=0 lists from its watch cache and ignores `limit` there, so 10^4
   // Services would arrive as one response of tens of MB, parsed whole before the transform trims
@@ -98,7 +98,7 @@ void Informer::Run() {
     expired_ = false;
     if (!st) {
       {
-        std::lock_guard<std::mutex> lock(mu_);
+        MutexLock lock(mu_);
         ++stats_.errors;
       }
       log::Warn("informer: list/watch failed",
@@ -128,7 +128,7 @@ Status Informer::RelistAndReplace() {
     // The RV we listed at is no longer available (compacted, or from before a server restart):
     // retry at once with RV unset.
     {
-      std::lock_guard<std::mutex> lock(mu_);
+      MutexLock lock(mu_);
       rv_unavailable_ = true;
       ++stats_.expired;
     }
@@ -138,7 +138,7 @@ Status Informer::RelistAndReplace() {
   if (!list) return Fail(list.error());
   Replace(std::move(list->items));
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     rv_unavailable_ = false;
     last_rv_ = list->resource_version;
     ++stats_.lists;
@@ -161,7 +161,7 @@ Status Informer::WatchLoop() {
     int64_t events = 0;
     SteadyTime start = clock_.Now();
     {
-      std::lock_guard<std::mutex> lock(mu_);
+      MutexLock lock(mu_);
       ++stats_.watches;
     }
     Status st = client_.Watch(
@@ -192,7 +192,7 @@ Status Informer::WatchLoop() {
       // As client-go: the next list is a consistent read (RV unset). Listing again at the RV
       // the watch refused can loop: kube-apiserver's watch cache may serve a list at an RV
       // older than the oldest its watch accepts ("too old resource version: 228 (229)").
-      std::lock_guard<std::mutex> lock(mu_);
+      MutexLock lock(mu_);
       ++stats_.expired;
       rv_unavailable_ = true;
       expired_ = true;
@@ -202,7 +202,7 @@ Status Informer::WatchLoop() {
     }
     switch (st.error().code()) {
       case ErrorCode::kGone: {
-        std::lock_guard<std::mutex> lock(mu_);
+        MutexLock lock(mu_);
         ++stats_.expired;
         rv_unavailable_ = true;
         expired_ = true;
@@ -232,7 +232,7 @@ void Informer::Apply(WatchEvent&& ev) {
     opts_.transform(ev.object);
   }
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     ++stats_.events;
   }
   switch (ev.type) {

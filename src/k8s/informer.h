@@ -31,13 +31,13 @@
 #include <atomic>
 #include <functional>
 #include <memory>
-#include <mutex>
 #include <random>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "common/clock.h"
+#include "common/mutex.h"
 #include "k8s/backoff.h"
 #include "k8s/canceller.h"
 #include "k8s/client.h"
@@ -125,10 +125,10 @@ class Informer {
   std::thread thread_;
   std::atomic<bool> synced_{false};
 
-  mutable std::mutex mu_;  // guards last_rv_, rv_unavailable_ and stats_
-  std::string last_rv_;
-  bool rv_unavailable_ = false;
-  InformerStats stats_;
+  mutable Mutex mu_;
+  std::string last_rv_ PYLON_GUARDED_BY(mu_);
+  bool rv_unavailable_ PYLON_GUARDED_BY(mu_) = false;
+  InformerStats stats_ PYLON_GUARDED_BY(mu_);
 };
 
 }  // namespace pylon::k8s

@@ -32,7 +32,7 @@ Json Store::Read(const Entry& e) const { return opts_.compact ? e.packed.Unpack(
 Json Store::Take(Entry&& e) const { return opts_.compact ? e.packed.Unpack() : std::move(e.tree); }
 
 std::optional<Json> Store::Get(const std::string& key) const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   auto it = objects_.find(key);
   if (it == objects_.end()) return std::nullopt;
   return Read(it->second);
@@ -43,7 +43,7 @@ std::optional<Json> Store::Get(std::string_view ns, std::string_view name) const
 }
 
 std::vector<Json> Store::List() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   std::vector<Json> out;
   out.reserve(objects_.size());
   for (const auto& [k, v] : objects_) out.push_back(Read(v));
@@ -53,7 +53,7 @@ std::vector<Json> Store::List() const {
 void Store::ForEach(const std::function<void(const Json& obj)>& fn) const {
   std::vector<Entry> snapshot;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     snapshot.reserve(objects_.size());
     for (const auto& [k, v] : objects_) snapshot.push_back(v);
   }
@@ -68,7 +68,7 @@ void Store::ForEach(const std::function<void(const Json& obj)>& fn) const {
 }
 
 std::vector<std::string> Store::Keys() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   std::vector<std::string> out;
   out.reserve(objects_.size());
   for (const auto& [k, v] : objects_) out.push_back(k);
@@ -76,19 +76,19 @@ std::vector<std::string> Store::Keys() const {
 }
 
 size_t Store::Size() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   return objects_.size();
 }
 
 size_t Store::PackedBytes() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   return packed_bytes_;
 }
 
 std::optional<Json> Store::Upsert(const Json& obj) {
   std::string key = KeyOf(obj).String();
   Entry fresh = Make(obj);  // encode outside the lock
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   packed_bytes_ += fresh.packed.bytes();
   auto it = objects_.find(key);
   if (it == objects_.end()) {
@@ -102,7 +102,7 @@ std::optional<Json> Store::Upsert(const Json& obj) {
 }
 
 std::optional<Json> Store::Remove(const std::string& key) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   auto it = objects_.find(key);
   if (it == objects_.end()) return std::nullopt;
   Entry old = std::move(it->second);
@@ -121,7 +121,7 @@ std::map<std::string, Json> Store::ReplaceAll(const std::map<std::string, Json>&
   }
   std::map<std::string, Entry> prev;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     std::swap(objects_, fresh);
     prev = std::move(fresh);
     packed_bytes_ = bytes;

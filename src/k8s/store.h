@@ -10,11 +10,11 @@
 
 #include <functional>
 #include <map>
-#include <mutex>
 #include <optional>
 #include <string>
 #include <vector>
 
+#include "common/mutex.h"
 #include "k8s/object.h"
 
 namespace pylon::k8s {
@@ -71,9 +71,9 @@ class Store {
   Json Take(Entry&& e) const;
 
   const StoreOptions opts_;
-  mutable std::mutex mu_;
-  std::map<std::string, Entry> objects_;
-  size_t packed_bytes_ = 0;  // guarded by mu_
+  mutable Mutex mu_;
+  std::map<std::string, Entry> objects_ PYLON_GUARDED_BY(mu_);
+  size_t packed_bytes_ PYLON_GUARDED_BY(mu_) = 0;
 };
 
 }  // namespace pylon::k8s

@@ -14,7 +14,7 @@ TokenSource::TokenSource(std::string static_token, std::string file, const Clock
 
 Result<std::string> TokenSource::Get() {
   if (file_.empty()) return static_token_;
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   SteadyTime now = clock_.Now();
   if (cached_ && !stale_ && now - read_at_ < refresh_) return *cached_;
   auto text = ReadFile(file_);
@@ -40,7 +40,7 @@ Result<std::string> TokenSource::Get() {
 }
 
 void TokenSource::Invalidate() {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   stale_ = true;
 }
 

@@ -2,11 +2,11 @@
 // minute by default) and after a 401, as service-account tokens rotate. Thread-safe.
 #pragma once
 
-#include <mutex>
 #include <optional>
 #include <string>
 
 #include "common/clock.h"
+#include "common/mutex.h"
 #include "common/result.h"
 
 namespace pylon::k8s {
@@ -26,10 +26,10 @@ class TokenSource {
   const std::string file_;
   const Clock& clock_;
   const Duration refresh_;
-  std::mutex mu_;
-  std::optional<std::string> cached_;
-  SteadyTime read_at_{};
-  bool stale_ = true;
+  Mutex mu_;
+  std::optional<std::string> cached_ PYLON_GUARDED_BY(mu_);
+  SteadyTime read_at_ PYLON_GUARDED_BY(mu_) = {};
+  bool stale_ PYLON_GUARDED_BY(mu_) = true;
 };
 
 }  // namespace pylon::k8s

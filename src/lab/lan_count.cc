@@ -22,12 +22,12 @@ LanCounter::~LanCounter() {
 }
 
 LanCounts LanCounter::counts() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   return counts_;
 }
 
 std::string LanCounter::error() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   return error_;
 }
 
@@ -46,7 +46,7 @@ void LanCounter::Run(const std::string& netns) {
         auto frame = sock->Receive(clock, clock.Now() + std::chrono::milliseconds(10));
         if (!frame) return Fail(frame.error());
         if (!*frame) continue;
-        std::lock_guard<std::mutex> lock(mu_);
+        MutexLock lock(mu_);
         if (sock == &*arp) {
           auto p = packet::DecodeArp((*frame)->payload);
           if (!p) continue;
@@ -64,7 +64,7 @@ void LanCounter::Run(const std::string& netns) {
     }
     return Ok();
   });
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   if (!r) {
     error_ = r.error().message();
   } else if (!*r) {

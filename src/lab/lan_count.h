@@ -6,9 +6,10 @@
 
 #include <atomic>
 #include <cstdint>
-#include <mutex>
 #include <string>
 #include <thread>
+
+#include "common/mutex.h"
 
 namespace pylon::lab {
 
@@ -35,9 +36,9 @@ class LanCounter {
   void Run(const std::string& netns);
 
   std::atomic<bool> stop_{false};
-  mutable std::mutex mu_;
-  LanCounts counts_;
-  std::string error_;
+  mutable Mutex mu_;
+  LanCounts counts_ PYLON_GUARDED_BY(mu_);
+  std::string error_ PYLON_GUARDED_BY(mu_);
   std::thread thread_;
 };
 

@@ -83,7 +83,7 @@ void Registry::Describe(const std::string& name, const std::string& help, Type t
   keys.reserve(initial.size());
   for (const Labels& l : initial) keys.push_back(RenderLabels(l));
 
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   Family& fam = families_[name];
   if (fam.declared) return;
   fam.declared = true;
@@ -94,32 +94,32 @@ void Registry::Describe(const std::string& name, const std::string& help, Type t
 
 void Registry::Set(const std::string& name, const Labels& labels, double value) {
   std::string key = RenderLabels(labels);
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   families_[name].series[key] = value;
 }
 
 void Registry::Add(const std::string& name, const Labels& labels, double delta) {
   std::string key = RenderLabels(labels);
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   families_[name].series[key] += delta;
 }
 
 void Registry::Remove(const std::string& name, const Labels& labels) {
   std::string key = RenderLabels(labels);
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   auto it = families_.find(name);
   if (it != families_.end()) it->second.series.erase(key);
 }
 
 void Registry::Clear(const std::string& name) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   auto it = families_.find(name);
   if (it != families_.end()) it->second.series.clear();
 }
 
 double Registry::Get(const std::string& name, const Labels& labels) const {
   std::string key = RenderLabels(labels);
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   auto it = families_.find(name);
   if (it == families_.end()) return 0;
   auto s = it->second.series.find(key);
@@ -127,7 +127,7 @@ double Registry::Get(const std::string& name, const Labels& labels) const {
 }
 
 std::string Registry::Render() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   std::string out;
   for (const auto& [name, fam] : families_) {
     if (!fam.help.empty()) out += "# HELP " + name + " " + EscapeHelp(fam.help) + "\n";

@@ -10,11 +10,12 @@
 #pragma once
 
 #include <map>
-#include <mutex>
 #include <string>
 #include <string_view>
 #include <utility>
 #include <vector>
+
+#include "common/mutex.h"
 
 namespace pylon::metrics {
 
@@ -63,8 +64,8 @@ class Registry {
     std::map<std::string, double> series;  // rendered label set ("{a=\"b\"}") → value
   };
   static std::string RenderLabels(Labels labels);
-  mutable std::mutex mu_;
-  std::map<std::string, Family> families_;
+  mutable Mutex mu_;
+  std::map<std::string, Family> families_ PYLON_GUARDED_BY(mu_);
 };
 
 }  // namespace pylon::metrics
