@@ -108,7 +108,7 @@ class DrainNetnsTest : public ::testing::Test {
       ASSERT_EQ(Sh("ip netns exec " + ns->name() +
                    " socat TCP6-LISTEN:8080,ipv6only=0,reuseaddr,fork "
                    "SYSTEM:'sed -u s/^/" +
-                   name + "=/' &"),
+                   name + "=/' >/dev/null 2>&1 &"),
                 0);
     }
     ASSERT_TRUE(pylon::testing::Eventually([&] {
