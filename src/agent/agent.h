@@ -52,6 +52,7 @@
 #include "agent/reconciler.h"
 #include "agent/takeover.h"
 #include "agent/wire_check.h"
+#include "agent/worker_threads.h"
 #include "common/clock.h"
 #include "common/mutex.h"
 #include "config/parse.h"

@@ -22,16 +22,6 @@
 
 namespace pylon::agent {
 
-// Where the agent loop gets claims from (ClaimMonitor; tests use a fake).
-class ClaimSource {
- public:
-  virtual ~ClaimSource() = default;
-  // The local addresses held, by interface index. Interfaces no longer listed stop being watched.
-  virtual void SetWatched(std::map<int, std::set<net::IpAddress>> by_ifindex) = 0;
-  // Claims on watched addresses seen since the last call (any MAC, ours excluded).
-  virtual std::vector<SeenClaim> TakeClaims() = 0;
-};
-
 class ClaimMonitor final : public ClaimSource {
  public:
   // `on_claim` (may be empty) is called from the monitor thread when claims were queued.

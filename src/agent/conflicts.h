@@ -135,4 +135,14 @@ class ClaimTracker {
   std::map<net::IpAddress, SteadyTime> last_seen_;
 };
 
+// Where the agent loop gets claims from (ClaimMonitor; tests use a fake).
+class ClaimSource {
+ public:
+  virtual ~ClaimSource() = default;
+  // The local addresses held, by interface index. Interfaces no longer listed stop being watched.
+  virtual void SetWatched(std::map<int, std::set<net::IpAddress>> by_ifindex) = 0;
+  // Claims on watched addresses seen since the last call (any MAC, ours excluded).
+  virtual std::vector<SeenClaim> TakeClaims() = 0;
+};
+
 }  // namespace pylon::agent

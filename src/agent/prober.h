@@ -1,16 +1,12 @@
-// Runs duplicate-address probes (packet::Announcer::Probe) off the agent loop: the loop starts a
-// probe and picks its result up on a later pass (the prober wakes it), so a probe of one address
-// (~240 ms by default) never delays the others or the loop.
+// Duplicate-address probes (packet::Announcer::Probe) as the agent loop sees them: it starts a
+// probe and picks its result up on a later pass. The step (RunProbe) and InlineProber (tests) are
+// here; ThreadProber, which runs them off the loop, is in worker_threads.h.
 #pragma once
 
-#include <condition_variable>
-#include <deque>
 #include <functional>
-#include <thread>
 #include <vector>
 
 #include "agent/conflicts.h"
-#include "common/mutex.h"
 #include "packet/announcer.h"
 
 namespace pylon::agent {
@@ -28,31 +24,6 @@ class Prober {
   virtual void Start(ProbeJob job) = 0;
   // The probes finished since the last call. Thread: the agent loop.
   virtual std::vector<ProbeResult> TakeResults() = 0;
-};
-
-// `workers` threads run the probes (several Services created at once are probed in parallel);
-// `on_done` (may be empty) is called from a worker after each result is queued.
-class ThreadProber final : public Prober {
- public:
-  ThreadProber(packet::Announcer& announcer, std::function<void()> on_done, int workers = 4);
-  ~ThreadProber() override;
-  ThreadProber(const ThreadProber&) = delete;
-  ThreadProber& operator=(const ThreadProber&) = delete;
-
-  void Start(ProbeJob job) override;
-  std::vector<ProbeResult> TakeResults() override;
-
- private:
-  void Work();
-
-  packet::Announcer& announcer_;
-  std::function<void()> on_done_;
-  Mutex mu_;
-  std::condition_variable cv_;
-  std::deque<ProbeJob> jobs_ PYLON_GUARDED_BY(mu_);
-  std::vector<ProbeResult> results_ PYLON_GUARDED_BY(mu_);
-  bool stop_ PYLON_GUARDED_BY(mu_) = false;
-  std::vector<std::thread> threads_;
 };
 
 // Runs each probe inside Start (for tests with packet::FakeAnnouncer, which answers at once).

@@ -26,7 +26,6 @@
 #include <vector>
 
 #include "agent/address_sync.h"
-#include "agent/claim_monitor.h"
 #include "agent/conflicts.h"
 #include "agent/drain.h"
 #include "agent/garp.h"

@@ -1,19 +1,15 @@
-// Runs the successor's wire checks (takeover.h) off the agent loop, as ThreadProber runs
-// duplicate-address probes: the loop starts a check and picks its result up on a later pass (the
-// checker wakes it). One check: one ARP probe (IPv4) or DAD NS (IPv6) for the address from this
+// The successor's wire checks (takeover.h) as the agent loop sees them: it starts a check and
+// picks its result up on a later pass (ThreadWireChecker in worker_threads.h runs them off the
+// loop). One check: one ARP probe (IPv4) or DAD NS (IPv6) for the address from this
 // node's interface, answers collected for `arp_wait`; if one of the holder's MACs answered and a
 // kube-proxy URL is given, one GET of it with `http_timeout` (200 = passes).
 #pragma once
 
-#include <condition_variable>
-#include <deque>
 #include <functional>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "agent/takeover.h"
-#include "common/mutex.h"
 #include "common/result.h"
 #include "packet/announcer.h"
 
@@ -45,32 +41,5 @@ WireCheckResult RunWireCheck(packet::Announcer& announcer, const HttpStatusFn& h
 // workers check 64 of them within about 100 ms (one heartbeat bound is 300 ms). A worker is a
 // thread blocked on a condition variable while idle; a check opens its own packet socket.
 inline constexpr int kWireCheckWorkers = 32;
-
-// `on_done` (may be empty) is called from the worker after each result is queued.
-class ThreadWireChecker final : public WireChecker {
- public:
-  ThreadWireChecker(packet::Announcer& announcer, HttpStatusFn http, std::function<void()> on_done,
-                    WireCheckOptions options = {}, int workers = kWireCheckWorkers);
-  ~ThreadWireChecker() override;
-  ThreadWireChecker(const ThreadWireChecker&) = delete;
-  ThreadWireChecker& operator=(const ThreadWireChecker&) = delete;
-
-  void Start(WireCheckJob job, net::MacAddress own_mac) override;
-  std::vector<WireCheckResult> TakeResults() override;
-
- private:
-  void Work();
-
-  packet::Announcer& announcer_;
-  HttpStatusFn http_;
-  std::function<void()> on_done_;
-  const WireCheckOptions options_;
-  Mutex mu_;
-  std::condition_variable cv_;
-  std::deque<std::pair<WireCheckJob, net::MacAddress>> jobs_ PYLON_GUARDED_BY(mu_);
-  std::vector<WireCheckResult> results_ PYLON_GUARDED_BY(mu_);
-  bool stop_ PYLON_GUARDED_BY(mu_) = false;
-  std::vector<std::thread> threads_;
-};
 
 }  // namespace pylon::agent

@@ -17,7 +17,7 @@
 #include <nlohmann/json.hpp>
 
 #include "agent/address_sync.h"
-#include "agent/claim_monitor.h"
+#include "agent/conflicts.h"
 #include "agent/garp.h"
 #include "agent/ownership.h"
 #include "agent/planner.h"
