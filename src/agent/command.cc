@@ -1,4 +1,3 @@
-#include "agent/ownership_file.h"
 #include "agent/command.h"
 
 #include <signal.h>
@@ -15,6 +14,7 @@
 #include "agent/agent.h"
 #include "agent/node_sysctls.h"
 #include "agent/options.h"
+#include "agent/ownership_file.h"
 #include "common/cli.h"
 #include "common/log.h"
 #include "http/server.h"

@@ -3,7 +3,6 @@
 // here; ThreadProber, which runs them off the loop, is in worker_threads.h.
 #pragma once
 
-#include <functional>
 #include <vector>
 
 #include "agent/conflicts.h"

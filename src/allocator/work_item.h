@@ -5,7 +5,6 @@
 
 #include <compare>
 #include <cstdint>
-#include <string>
 #include <string_view>
 #include <utility>
 
@@ -26,18 +25,6 @@ struct WorkItem {
   static WorkItem Config() { return {Kind::kConfig, {}, {}}; }
   static WorkItem ConfigStatus(config::ConfigKey key) {
     return {Kind::kConfigStatus, {}, std::move(key)};
-  }
-  // For logs: "Service ns/name", "config", "status of ServiceGroup ns/name".
-  std::string String() const {
-    switch (kind) {
-      case Kind::kService:
-        return "Service " + service.String();
-      case Kind::kConfig:
-        return "config";
-      case Kind::kConfigStatus:
-        return "status of " + config.ToString();
-    }
-    return "?";
   }
   friend auto operator<=>(const WorkItem&, const WorkItem&) = default;
   friend bool operator==(const WorkItem&, const WorkItem&) = default;
