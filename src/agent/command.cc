@@ -27,12 +27,6 @@ namespace pylon::agent {
 
 namespace {
 
-std::optional<std::string> Env(const std::string& name) {
-  const char* v = std::getenv(name.c_str());
-  if (!v) return std::nullopt;
-  return std::string(v);
-}
-
 // Blocks SIGTERM and SIGINT in the calling thread (and so in every thread it starts later): one
 // thread takes them with sigwait. Returns the set.
 sigset_t BlockStopSignals() {
@@ -116,7 +110,7 @@ int RunUntilStopped(Agent& agent, const sigset_t& sigs) {
 
 int RunAgentCommand(int argc, char** argv) {
   AgentOptions options;
-  const Status from_env = ApplyAgentEnv(Env, &options);
+  const Status from_env = ApplyAgentEnv(ProcessEnv, &options);
   auto app = NewAgentCommand(&options);
   if (auto code = cli::Parse(*app, argc, argv)) return *code;
   if (!from_env) return cli::UsageError(*app, from_env.error().message());

@@ -35,8 +35,7 @@ Status ValidateLeaseTiming(const LeaseTiming& t) {
   return Ok();
 }
 
-Result<LeaseTiming> LeaseTimingFromEnv(
-    const std::function<std::optional<std::string>(const std::string&)>& env) {
+Result<LeaseTiming> LeaseTimingFromEnv(const EnvLookup& env) {
   LeaseTiming t;
   struct Var {
     const char* name;

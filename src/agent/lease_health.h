@@ -17,6 +17,7 @@
 #include <string>
 
 #include "common/clock.h"
+#include "common/env.h"
 #include "common/result.h"
 
 namespace pylon::agent {
@@ -33,8 +34,7 @@ Status ValidateLeaseTiming(const LeaseTiming& t);
 
 // Reads PURELB_LEASE_DURATION / PURELB_RENEW_DEADLINE / PURELB_RETRY_PERIOD (Go durations) over
 // the defaults; an unparsable or inconsistent value is an error naming the variable.
-Result<LeaseTiming> LeaseTimingFromEnv(
-    const std::function<std::optional<std::string>(const std::string&)>& env);
+Result<LeaseTiming> LeaseTimingFromEnv(const EnvLookup& env);
 
 class LeaseHealth {
  public:

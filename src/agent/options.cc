@@ -28,9 +28,9 @@ CLI::Option* AddChoice(cli::App& app, const std::string& flag,
 }
 
 // An on|off flag setting `*target` (its value when the flag is absent is the default shown).
-void AddOnOff(cli::App& app, const std::string& flag, bool* target,
-              const std::string& description) {
-  AddChoice(
+CLI::Option* AddOnOff(cli::App& app, const std::string& flag, bool* target,
+                      const std::string& description) {
+  return AddChoice(
       app, flag,
       [flag, target](const std::string& v) {
         if (v != "on" && v != "off") {
@@ -47,7 +47,7 @@ void AddClusterFlags(cli::App& app, AgentOptions* o) {
   app.add_option("--kubeconfig", o->kubeconfig,
                  "kubeconfig (default: $KUBECONFIG, in-cluster, ~/.kube/config)")
       ->type_name("FILE");
-  app.add_option("--node-name", o->node_name, "this node (default: $NODE_NAME)")->type_name("NAME");
+  app.add_option("--node-name", o->node_name, "this node")->type_name("NAME")->envname("NODE_NAME");
   app.add_option("--namespace", o->ns, "install namespace")->type_name("NS");
   app.add_option_function<std::string>(
          "--metrics-addr",
@@ -104,11 +104,12 @@ void AddLifecycleFlags(cli::App& app, AgentOptions* o) {
       },
       "auto|restart|leave", std::string(SigtermModeName(o->on_sigterm)),
       "on SIGTERM: keep the addresses for the next agent (restart), withdraw them (leave), or "
-      "decide from the Node, the Pod ($POD_NAME) and its DaemonSet (auto; default: "
-      "$PYLON_ON_SIGTERM)");
+      "decide from the Node, the Pod ($POD_NAME) and its DaemonSet (auto)")
+      ->envname("PYLON_ON_SIGTERM");
   AddOnOff(app, "--quiet-lease", &o->quiet_lease.enabled,
            "while heartbeats carry this node's liveness, renew the node lease every 10s with a 40s "
-           "duration instead of the PURELB_* timing (default: $PYLON_QUIET_LEASE, else on)");
+           "duration instead of the PURELB_* timing")
+      ->envname("PYLON_QUIET_LEASE");
   AddOnOff(
       app, "--takeover-check", &o->takeover_check,
       "before taking over from a silent node, ask the wire (ARP / NS, its kube-proxy /healthz) "
@@ -185,9 +186,7 @@ void AddBgpFlags(cli::App& app, AgentOptions* o) {
   app.add_option("--bird-config", o->bgp.bird_config,
                  "the configuration file BIRD reads, rendered by the agent")
       ->type_name("PATH")
-      ->check(CLI::Validator(
-          [](const std::string& v) { return v.empty() ? std::string("must not be empty") : ""; },
-          "", "non-empty"));
+      ->check(cli::NonEmpty());
   cli::AddDuration(app, "--bgp-status-interval", &o->bgp.status_interval,
                    "read sessions into BGPPeer status this often");
   cli::AddDuration(app, "--bgp-drain-timeout", &o->bgp.drain_timeout,
@@ -197,72 +196,44 @@ void AddBgpFlags(cli::App& app, AgentOptions* o) {
                    "then this long for the router to update", /*allow_zero=*/true);
 }
 
-// --heartbeat-*, applied by heartbeat::ApplyHeartbeatFlag.
+// --heartbeat-* (docs/failover.md), each with its PYLON_HEARTBEAT_* variable; the ranges that
+// span settings are heartbeat::ValidateHeartbeatConfig's.
 void AddHeartbeatFlags(cli::App& app, AgentOptions* o) {
-  struct HeartbeatFlag {
-    const char* name;  // without the dashes, as heartbeat::ApplyHeartbeatFlag takes it
-    const char* type;
-    const char* description;
-  };
-  static const HeartbeatFlag kHeartbeatFlags[] = {
-      {"heartbeat-key-file", "FILE",
-       "shared key(s), one per line (a mounted Secret); wins over --heartbeat-key-secret"},
-      {"heartbeat-key-secret", "NAME",
-       "the Secret (in --namespace) holding the key in its entry `key`, created with a random key "
-       "when absent; empty and no key file: heartbeats off, failover follows the leases alone"},
-      {"heartbeat-interval", "DURATION", "heartbeat period (10ms..10s)"},
-      {"heartbeat-miss-count", "N", "missed intervals before a peer is dead (2..20)"},
-      {"heartbeat-port", "PORT", "UDP port"},
-      {"heartbeat-interface", "IF", "interface to send on (default: the announcing interface)"},
-  };
-  const heartbeat::HeartbeatConfig& hb = o->heartbeat;
-  const std::string shown[] = {
-      hb.key_file,
-      hb.key_secret,
-      std::to_string(std::chrono::duration_cast<std::chrono::milliseconds>(hb.interval).count()) +
-          "ms",
-      std::to_string(hb.miss_count),
-      std::to_string(hb.port),
-      hb.interface};
-  for (std::size_t i = 0; i < std::size(kHeartbeatFlags); ++i) {
-    const std::string name = kHeartbeatFlags[i].name;
-    app.add_option_function<std::string>(
-           "--" + name,
-           [o, name](const std::string& v) {
-             auto applied = heartbeat::ApplyHeartbeatFlag(name, v, o->heartbeat);
-             if (!applied) throw CLI::ValidationError("--" + name, applied.error().message());
-           },
-           kHeartbeatFlags[i].description)
-        ->type_name(kHeartbeatFlags[i].type)
-        ->default_str(shown[i]);
-  }
+  heartbeat::HeartbeatConfig& hb = o->heartbeat;
+  app.add_option("--heartbeat-key-file", hb.key_file,
+                 "shared key(s), one per line (a mounted Secret); wins over --heartbeat-key-secret")
+      ->type_name("FILE")
+      ->envname("PYLON_HEARTBEAT_KEY_FILE")
+      ->check(cli::NonEmpty());
+  app.add_option("--heartbeat-key-secret", hb.key_secret,
+                 "the Secret (in --namespace) holding the key in its entry `key`, created with a "
+                 "random key when absent; empty and no key file: heartbeats off, failover follows "
+                 "the leases alone")
+      ->type_name("NAME")
+      ->envname("PYLON_HEARTBEAT_KEY_SECRET");
+  cli::AddDuration(app, "--heartbeat-interval", &hb.interval, "heartbeat period (10ms..10s)")
+      ->envname("PYLON_HEARTBEAT_INTERVAL");
+  cli::AddInteger(app, "--heartbeat-miss-count", &hb.miss_count, 2, 20,
+                  "missed intervals before a peer is dead")
+      ->envname("PYLON_HEARTBEAT_MISS_COUNT");
+  cli::AddInteger<std::uint16_t>(app, "--heartbeat-port", &hb.port, 1, 65535, "UDP port")
+      ->type_name("PORT")
+      ->envname("PYLON_HEARTBEAT_PORT");
+  app.add_option("--heartbeat-interface", hb.interface,
+                 "interface to send on (default: the announcing interface)")
+      ->type_name("IF")
+      ->envname("PYLON_HEARTBEAT_INTERFACE");
 }
 
 }  // namespace
 
-Status ApplyAgentEnv(const EnvFn& env, AgentOptions* o) {
-  if (auto n = env("NODE_NAME")) o->node_name = *n;
+Status ApplyAgentEnv(const EnvLookup& env, AgentOptions* o) {
   auto timing = LeaseTimingFromEnv(env);
   if (!timing) return Fail(timing.error());
   o->timing = *timing;
   o->pod_uid = env("PURELB_POD_UID").value_or("");
   o->pod_name = env("POD_NAME").value_or("");
-  if (auto m = env("PYLON_ON_SIGTERM"); m && !m->empty()) {
-    auto mode = ParseSigtermMode(*m);
-    if (!mode) {
-      return Fail(ErrorCode::kInvalidArgument,
-                  "PYLON_ON_SIGTERM: want auto, restart or leave, got \"" + *m + "\"");
-    }
-    o->on_sigterm = *mode;
-  }
-  if (auto q = env("PYLON_QUIET_LEASE"); q && !q->empty()) {
-    if (*q != "on" && *q != "off") {
-      return Fail(ErrorCode::kInvalidArgument,
-                  "PYLON_QUIET_LEASE: want on or off, got \"" + *q + "\"");
-    }
-    o->quiet_lease.enabled = *q == "on";
-  }
-  return heartbeat::ApplyHeartbeatEnv(env, o->heartbeat);
+  return Ok();
 }
 
 std::unique_ptr<cli::App> NewAgentCommand(AgentOptions* o) {
@@ -270,11 +241,9 @@ std::unique_ptr<cli::App> NewAgentCommand(AgentOptions* o) {
       "pylon agent",
       "The node agent: elects the node that announces each address, adds it to the interface and "
       "sends gratuitous ARP / NA (a DaemonSet; NET_ADMIN and NET_RAW).\n"
-      "Environment: NODE_NAME (default of --node-name); PURELB_LEASE_DURATION (10s),\n"
-      "PURELB_RENEW_DEADLINE (7s), PURELB_RETRY_PERIOD (2s) in Go duration syntax;\n"
-      "PYLON_HEARTBEAT_KEY_FILE, _KEY_SECRET, _INTERVAL, _MISS_COUNT, _PORT, _INTERFACE\n"
-      "(defaults of the --heartbeat-* flags); PYLON_ON_SIGTERM, PYLON_QUIET_LEASE (defaults of\n"
-      "--on-sigterm, --quiet-lease).");
+      "Environment: the variable after a flag (Env:NAME) is that flag's default; without flags,\n"
+      "PURELB_LEASE_DURATION (10s), PURELB_RENEW_DEADLINE (7s), PURELB_RETRY_PERIOD (2s) in Go\n"
+      "duration syntax, and the Pod's PURELB_POD_UID and POD_NAME.");
   AddClusterFlags(*app, o);
   AddLifecycleFlags(*app, o);
   AddAnnounceFlags(*app, o);
@@ -309,9 +278,9 @@ Status ValidateAgentOptions(const AgentOptions& o) {
   return heartbeat::ValidateHeartbeatConfig(o.heartbeat);
 }
 
-Result<AgentOptions> ParseAgentOptions(const std::vector<std::string>& args, const EnvFn& env) {
+Result<AgentOptions> ParseAgentOptions(const std::vector<std::string>& args) {
   AgentOptions o;
-  const Status from_env = ApplyAgentEnv(env, &o);
+  const Status from_env = ApplyAgentEnv(ProcessEnv, &o);
   auto app = NewAgentCommand(&o);
   auto parsed = cli::ParseArgs(*app, args);
   if (!parsed) return Fail(parsed.error());

@@ -99,13 +99,12 @@ struct AgentOptions {
 // stops holding its addresses about when its peers see its lease expire and take over.
 std::chrono::seconds EffectiveAddressLifetime(const AgentOptions& o);
 
-using EnvFn = std::function<std::optional<std::string>(const std::string&)>;
-
-// Applies the environment to `*o` before the flags are parsed: $NODE_NAME, PYLON_HEARTBEAT_*,
-// PYLON_ON_SIGTERM, PYLON_QUIET_LEASE (defaults that flags override) and PURELB_* (the lease
-// timing; no flags). An unparsable or
-// inconsistent value is an error naming the variable; `*o` then holds what could be applied.
-Status ApplyAgentEnv(const EnvFn& env, AgentOptions* o);
+// Applies the variables that no flag stands for to `*o`: PURELB_* (the lease timing) and the
+// Pod's identity (PURELB_POD_UID, POD_NAME). An unparsable or inconsistent value is an error
+// naming the variable; `*o` then holds what could be applied. The variables behind flags
+// ($NODE_NAME, PYLON_HEARTBEAT_*, PYLON_ON_SIGTERM, PYLON_QUIET_LEASE) are the flags' own
+// (CLI11's envname, read while the command line is parsed).
+Status ApplyAgentEnv(const EnvLookup& env, AgentOptions* o);
 
 // The flags of `pylon agent`, parsed into `*o` (its current values are the defaults). Each flag
 // checks its own value; ValidateAgentOptions checks what spans flags and the environment.
@@ -116,6 +115,7 @@ Status ValidateAgentOptions(const AgentOptions& o);
 
 // The three above, silently: the options `pylon agent <args>` runs with, or the one-line error it
 // reports. `args` are the flags after "agent"; --help is an error ("help requested").
-Result<AgentOptions> ParseAgentOptions(const std::vector<std::string>& args, const EnvFn& env);
+// The environment is the process's.
+Result<AgentOptions> ParseAgentOptions(const std::vector<std::string>& args);
 
 }  // namespace pylon::agent

@@ -29,6 +29,25 @@ class Formatter : public CLI::Formatter {
   std::string make_description(const CLI::App* /*app*/) const override { return {}; }
 };
 
+// Whether `flag` ("--name") is on the command line, as "--name", "--name=v" or "-x".
+bool OnCommandLine(const CLI::Option& flag, const std::vector<std::string>& args) {
+  for (const auto& arg : args) {
+    const std::string name = arg.substr(0, arg.find('='));
+    if (name.size() > 1 && name[0] == '-' && flag.check_name(name)) return true;
+  }
+  return false;
+}
+
+// CLI11 names the flag in a bad value's message ("--flag: what"). When the value came from the
+// flag's environment variable, the message names the variable, which is what the user set.
+std::string NameTheVariable(App& app, const std::vector<std::string>& args, std::string what) {
+  const auto colon = what.find(": ");
+  if (colon == std::string::npos) return what;
+  const CLI::Option* flag = app.get_option_no_throw(what.substr(0, colon));
+  if (!flag || flag->get_envname().empty() || OnCommandLine(*flag, args)) return what;
+  return flag->get_envname() + " (" + what.substr(0, colon) + ")" + what.substr(colon);
+}
+
 }  // namespace
 
 std::unique_ptr<App> NewCommand(const std::string& name, const std::string& description) {
@@ -52,7 +71,7 @@ Result<bool> ParseArgs(App& app, const std::vector<std::string>& args) {
   } catch (const CLI::ParseError& e) {
     std::string what = e.what();
     while (!what.empty() && (what.back() == '\n' || what.back() == ' ')) what.pop_back();
-    return Fail(ErrorCode::kInvalidArgument, what);
+    return Fail(ErrorCode::kInvalidArgument, NameTheVariable(app, args, what));
   }
   return true;
 }
@@ -110,6 +129,12 @@ CLI::Option* AddDuration(App& app, const std::string& flag, Duration* out,
   const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(*out).count();
   opt->default_str(ms % 1000 == 0 ? std::to_string(ms / 1000) + "s" : std::to_string(ms) + "ms");
   return opt;
+}
+
+CLI::Validator NonEmpty() {
+  return CLI::Validator(
+      [](const std::string& v) { return v.empty() ? std::string("must not be empty") : ""; }, "",
+      "non-empty");
 }
 
 std::string LevelName(log::Level level) {

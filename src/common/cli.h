@@ -21,6 +21,7 @@
 #include "common/clock.h"
 #include "common/log.h"
 #include "common/result.h"
+#include "common/text.h"
 
 namespace pylon::cli {
 
@@ -43,6 +44,10 @@ std::optional<int> Parse(App& app, int argc, const char* const* argv);
 // Parses `args` (the flags alone, without the command name) into `app` and prints nothing: what
 // Parse does underneath, and what a command's flag tests call. true after a good command line,
 // false after --help, kInvalidArgument with CLI11's one-line message after a bad one.
+//
+// A flag may take its default from an environment variable (CLI11's `->envname(NAME)`, shown in
+// --help as "(Env:NAME)"; the flag on the command line wins, an empty variable counts as unset).
+// A bad value that came from the variable is reported under its name: "NAME (--flag): what".
 Result<bool> ParseArgs(App& app, const std::vector<std::string>& args);
 
 // A bad command line found after parsing (a check across flags or the environment): prints
@@ -65,6 +70,28 @@ Result<HostPort> ParseListenAddress(std::string_view text);
 // `allow_zero` false rejects "0".
 CLI::Option* AddDuration(App& app, const std::string& flag, Duration* out,
                          const std::string& description, bool allow_zero = false);
+
+// An integer flag in lo..hi; `*out` keeps its value as the default.
+template <typename Int>
+CLI::Option* AddInteger(App& app, const std::string& flag, Int* out, Int lo, Int hi,
+                        const std::string& description) {
+  auto* opt = app.add_option_function<std::string>(
+      flag,
+      [out, lo, hi, flag](const std::string& text) {
+        auto value = ParseInteger<Int>(text, lo, hi);
+        if (!value) {
+          throw CLI::ValidationError(flag, "\"" + text + "\": want an integer in " +
+                                               std::to_string(lo) + ".." + std::to_string(hi));
+        }
+        *out = *value;
+      },
+      description);
+  opt->type_name("N")->default_str(std::to_string(*out));
+  return opt;
+}
+
+// Checks that a flag's value is not empty.
+CLI::Validator NonEmpty();
 
 // --log-level debug|info|warn|error into `*out` (default: its current value).
 CLI::Option* AddLogLevel(App& app, log::Level* out);

@@ -1,4 +1,5 @@
-// Configuration of the heartbeat failure detector: flags and environment of `pylon agent`.
+// Configuration of the heartbeat failure detector. `pylon agent` declares a flag for each setting,
+// with its variable as the flag's default (agent/options.cc):
 //
 //   flag                      environment                      default
 //   --heartbeat-key-file F    PYLON_HEARTBEAT_KEY_FILE         (none)
@@ -14,16 +15,13 @@
 // alone (failover after the lease duration; addresses withdrawn when renewals fail for
 // RENEW_DEADLINE). A key file that is given but missing or invalid, or a Secret that cannot be read
 // or created, is an error at start: a typo must not silently turn fast failover off.
-// Pure parsing; no I/O.
+// The settings and their range checks; no I/O.
 #pragma once
 
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
-#include <functional>
-#include <optional>
 #include <string>
-#include <string_view>
 
 #include "common/clock.h"
 #include "common/result.h"
@@ -46,19 +44,7 @@ struct HeartbeatConfig {
   Duration bound() const { return interval * miss_count; }
 };
 
-// Applies one flag (`name` without the leading dashes, e.g. "heartbeat-port"). Returns false if
-// the flag is not a heartbeat flag, an error if the value is bad.
-Result<bool> ApplyHeartbeatFlag(std::string_view name, std::string_view value,
-                                HeartbeatConfig& config);
-
-using EnvFn = std::function<std::optional<std::string>(const std::string&)>;
-// Applies the PYLON_HEARTBEAT_* variables that are set.
-Status ApplyHeartbeatEnv(const EnvFn& env, HeartbeatConfig& config);
-
 // Range checks (see the table above).
 Status ValidateHeartbeatConfig(const HeartbeatConfig& config);
-
-// Usage text for the flags above, for `pylon agent --help`.
-const char* HeartbeatUsage();
 
 }  // namespace pylon::heartbeat

@@ -187,12 +187,6 @@ Result<RestConfig> LoadKubeconfig(const std::string& path, std::string_view cont
   return cfg;
 }
 
-std::optional<std::string> RealEnv(const std::string& name) {
-  const char* v = std::getenv(name.c_str());
-  if (v == nullptr) return std::nullopt;
-  return std::string(v);
-}
-
 Result<RestConfig> InClusterConfig(const std::string& dir, const EnvLookup& env) {
   auto host = env("KUBERNETES_SERVICE_HOST");
   auto port = env("KUBERNETES_SERVICE_PORT");

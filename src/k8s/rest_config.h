@@ -8,6 +8,7 @@
 #include <string>
 #include <string_view>
 
+#include "common/env.h"
 #include "common/result.h"
 
 namespace pylon::k8s {
@@ -39,17 +40,14 @@ Result<RestConfig> ParseKubeconfig(std::string_view yaml, const std::string& bas
                                    std::string_view context = "");
 Result<RestConfig> LoadKubeconfig(const std::string& path, std::string_view context = "");
 
-using EnvLookup = std::function<std::optional<std::string>(const std::string&)>;
-std::optional<std::string> RealEnv(const std::string& name);
-
 // In-cluster: https://$KUBERNETES_SERVICE_HOST:$KUBERNETES_SERVICE_PORT (IPv6 bracketed), CA
 // `<dir>/ca.crt`, token file `<dir>/token` (must exist now).
 Result<RestConfig> InClusterConfig(const std::string& dir = kServiceAccountDir,
-                                   const EnvLookup& env = RealEnv);
+                                   const EnvLookup& env = ProcessEnv);
 
 // `kubeconfig` if given, else $KUBECONFIG, else in-cluster when KUBERNETES_SERVICE_HOST is set,
 // else ~/.kube/config.
-Result<RestConfig> LoadRestConfig(const std::string& kubeconfig, const EnvLookup& env = RealEnv);
+Result<RestConfig> LoadRestConfig(const std::string& kubeconfig, const EnvLookup& env = ProcessEnv);
 
 // Reads a whole file.
 Result<std::string> ReadFile(const std::string& path);

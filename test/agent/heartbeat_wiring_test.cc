@@ -11,17 +11,10 @@
 #include "agent/reconciler.h"
 #include "agent_world.h"
 #include "common/cli.h"
+#include "support/scoped_env.h"
 
 namespace pylon::agent::testing {
 namespace {
-
-EnvFn MapEnv(std::map<std::string, std::string> m) {
-  return [m](const std::string& k) -> std::optional<std::string> {
-    auto it = m.find(k);
-    if (it == m.end()) return std::nullopt;
-    return it->second;
-  };
-}
 
 struct OptCase {
   std::string name;
@@ -41,7 +34,8 @@ TEST_P(AgentHeartbeatOptionsTest, Parses) {
   const OptCase& c = GetParam();
   std::vector<std::string> args = {"--node-name", "node1"};
   args.insert(args.end(), c.args.begin(), c.args.end());
-  auto o = ParseAgentOptions(args, MapEnv(c.env));
+  const pylon::test_support::ScopedEnv env(c.env);
+  auto o = ParseAgentOptions(args);
   ASSERT_EQ(o.has_value(), c.ok) << (o ? "parsed" : o.error().message());
   if (!c.ok) return;
   EXPECT_EQ(o->heartbeat.key_file, c.key_file);
@@ -83,11 +77,73 @@ INSTANTIATE_TEST_SUITE_P(
         OptCase{"TooFrequentReannounce", {"--reannounce-interval", "10ms"}, {}, false}),
     [](const auto& p) { return p.param.name; });
 
+// --heartbeat-interval takes Go's duration syntax (common/duration.h, as every other duration
+// flag); the range check then refuses what makes no sense as a heartbeat period.
+TEST(AgentHeartbeatOptionsTest, IntervalTable) {
+  struct Row {
+    const char* text;
+    std::optional<Duration> want;
+  };
+  const Row rows[] = {
+      {"100ms", milliseconds(100)},    {"1s", seconds(1)},          {"1.5s", milliseconds(1500)},
+      {"1s500ms", milliseconds(1500)}, {"0.1s", milliseconds(100)}, {"10ms", milliseconds(10)},
+      {"100", std::nullopt},           {"ms", std::nullopt},        {"1.2.3s", std::nullopt},
+      {"-1s", std::nullopt},           {"1m", std::nullopt},        {"", std::nullopt},
+      {"250us", std::nullopt},  // not whole milliseconds, and under 10ms
+  };
+  for (const auto& r : rows) {
+    auto o = ParseAgentOptions({"--node-name=n1", std::string("--heartbeat-interval=") + r.text});
+    EXPECT_EQ(o.has_value(), r.want.has_value()) << r.text;
+    if (o && r.want) {
+      EXPECT_EQ(o->heartbeat.interval, *r.want) << r.text;
+    }
+  }
+}
+
+// Each bad flag or variable is refused and named: the variable when the value came from it.
+TEST(AgentHeartbeatOptionsTest, BadValuesAreNamed) {
+  struct Row {
+    std::vector<std::string> args;
+    std::map<std::string, std::string> env;
+    const char* mentions;
+  };
+  const Row rows[] = {
+      {{"--heartbeat-port=0"}, {}, "--heartbeat-port"},
+      {{"--heartbeat-port=70000"}, {}, "--heartbeat-port"},
+      {{"--heartbeat-interval=fast"}, {}, "--heartbeat-interval"},
+      {{"--heartbeat-key-file="}, {}, "--heartbeat-key-file"},
+      {{"--heartbeat-miss-count=21"}, {}, "--heartbeat-miss-count"},
+      {{},
+       {{"PYLON_HEARTBEAT_MISS_COUNT", "x"}},
+       "PYLON_HEARTBEAT_MISS_COUNT (--heartbeat-miss-count)"},
+      {{}, {{"PYLON_HEARTBEAT_INTERVAL", "1m"}}, "heartbeat interval must be 10ms..10s"},
+      {{}, {{"PYLON_ON_SIGTERM", "never"}}, "PYLON_ON_SIGTERM (--on-sigterm)"},
+  };
+  for (const auto& r : rows) {
+    const pylon::test_support::ScopedEnv env(r.env);
+    std::vector<std::string> args = {"--node-name=n1"};
+    args.insert(args.end(), r.args.begin(), r.args.end());
+    auto o = ParseAgentOptions(args);
+    ASSERT_FALSE(o) << r.mentions;
+    EXPECT_NE(o.error().message().find(r.mentions), std::string::npos) << o.error().message();
+  }
+  // The variables, and a flag given too.
+  const pylon::test_support::ScopedEnv env({{"PYLON_HEARTBEAT_INTERVAL", "50ms"},
+                                            {"PYLON_HEARTBEAT_INTERFACE", "eth1"},
+                                            {"PYLON_HEARTBEAT_MISS_COUNT", "4"}});
+  auto o = ParseAgentOptions({"--node-name=n1", "--heartbeat-miss-count=5"});
+  ASSERT_TRUE(o) << o.error().message();
+  EXPECT_EQ(o->heartbeat.interval, milliseconds(50));
+  EXPECT_EQ(o->heartbeat.interface, "eth1");
+  EXPECT_EQ(o->heartbeat.miss_count, 5);
+}
+
 TEST(AgentHeartbeatOptionsTest, UsageListsTheHeartbeatFlags) {
   AgentOptions o;
   const std::string usage = NewAgentCommand(&o)->help();
   EXPECT_NE(usage.find("--heartbeat-key-file"), std::string::npos);
   EXPECT_NE(usage.find("--reannounce-interval"), std::string::npos);
+  EXPECT_NE(usage.find("Env:PYLON_HEARTBEAT_INTERVAL"), std::string::npos) << usage;
 }
 
 // --- Split-brain yield ---------------------------------------------------------------------

@@ -88,10 +88,6 @@ TEST(KubeProxyHealth, ScenarioTable) {
   }
 }
 
-EnvFn NoEnv() {
-  return [](const std::string&) -> std::optional<std::string> { return std::nullopt; };
-}
-
 TEST(KubeProxyHealth, Flags) {
   struct Case {
     std::vector<std::string> args;
@@ -116,7 +112,7 @@ TEST(KubeProxyHealth, Flags) {
   for (const auto& c : cases) {
     std::vector<std::string> args = {"--node-name", "n1"};
     args.insert(args.end(), c.args.begin(), c.args.end());
-    auto o = ParseAgentOptions(args, NoEnv());
+    auto o = ParseAgentOptions(args);
     SCOPED_TRACE(args.back());
     ASSERT_EQ(o.has_value(), c.ok) << (o ? "" : o.error().message());
     if (!c.ok) {
@@ -124,7 +120,7 @@ TEST(KubeProxyHealth, Flags) {
     }
   }
   // Defaults: on, kube-proxy's own health port on the node.
-  auto d = ParseAgentOptions({"--node-name", "n1"}, NoEnv());
+  auto d = ParseAgentOptions({"--node-name", "n1"});
   ASSERT_TRUE(d);
   EXPECT_TRUE(d->kube_proxy.enabled);
   EXPECT_EQ(d->kube_proxy.url, "http://127.0.0.1:10256/healthz");
@@ -133,8 +129,7 @@ TEST(KubeProxyHealth, Flags) {
   EXPECT_EQ(d->kube_proxy.fail_count, 3);
   EXPECT_EQ(d->kube_proxy.pass_count, 2);
   auto s = ParseAgentOptions({"--node-name", "n1", "--kube-proxy-check=off",
-                              "--kube-proxy-fail-count", "5", "--kube-proxy-pass-count=4"},
-                             NoEnv());
+                              "--kube-proxy-fail-count", "5", "--kube-proxy-pass-count=4"});
   ASSERT_TRUE(s);
   EXPECT_FALSE(s->kube_proxy.enabled);
   EXPECT_EQ(s->kube_proxy.fail_count, 5);

@@ -3,6 +3,8 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cstdlib>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -170,6 +172,47 @@ TEST(CliTest, ListenAddress) {
   ASSERT_TRUE(lo);
   EXPECT_EQ(lo->host, "127.0.0.1");
   EXPECT_FALSE(ParseListenAddress("7473"));
+}
+
+// AddInteger checks its range; a flag with an environment variable takes it as its default, and a
+// bad value from the variable is reported under the variable's name.
+TEST(CliTest, IntegerFlagAndItsVariable) {
+  struct Row {
+    std::vector<std::string> args;
+    const char* env;  // PYLON_CLI_TEST_COUNT, nullptr: unset
+    std::optional<int> want;
+    const char* error_has;
+  };
+  const Row rows[] = {
+      {{}, nullptr, 3, ""},
+      {{"--count=7"}, nullptr, 7, ""},
+      {{}, "5", 5, ""},
+      {{"--count", "9"}, "5", 9, ""},  // the flag wins
+      {{}, "", 3, ""},                 // empty is unset
+      {{"--count=11"}, nullptr, std::nullopt, "--count: \"11\": want an integer in 1..10"},
+      {{"--count=x"}, "5", std::nullopt, "--count: \"x\""},
+      {{}, "0", std::nullopt, "PYLON_CLI_TEST_COUNT (--count): \"0\": want an integer in 1..10"},
+  };
+  for (const auto& r : rows) {
+    if (r.env) {
+      ::setenv("PYLON_CLI_TEST_COUNT", r.env, 1);
+    } else {
+      ::unsetenv("PYLON_CLI_TEST_COUNT");
+    }
+    int count = 3;
+    auto app = NewCommand("pylon test", "integers");
+    AddInteger(*app, "--count", &count, 1, 10, "how many")->envname("PYLON_CLI_TEST_COUNT");
+    auto parsed = ParseArgs(*app, r.args);
+    SCOPED_TRACE(::testing::PrintToString(r.args) + (r.env ? r.env : "(unset)"));
+    ASSERT_EQ(parsed.has_value(), r.want.has_value()) << (parsed ? "" : parsed.error().message());
+    if (parsed) {
+      EXPECT_EQ(count, *r.want);
+    } else {
+      EXPECT_NE(parsed.error().message().find(r.error_has), std::string::npos)
+          << parsed.error().message();
+    }
+  }
+  ::unsetenv("PYLON_CLI_TEST_COUNT");
 }
 
 }  // namespace
