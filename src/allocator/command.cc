@@ -47,9 +47,9 @@ std::unique_ptr<cli::App> NewAllocatorCommand(CommandOptions* o) {
       ->type_name("HOST:PORT")
       ->default_str(o->metrics_addr.host + ":" + std::to_string(o->metrics_addr.port));
   app->add_option("--lease-name", o->lease_name, "leader election Lease")->type_name("NAME");
-  app->add_option("--identity", o->identity,
-                  "leader election identity (default: $POD_NAME, else HOST_PID)")
-      ->type_name("ID");
+  app->add_option("--identity", o->identity, "leader election identity (default: HOST_PID)")
+      ->type_name("ID")
+      ->envname("POD_NAME");
   cli::AddDuration(*app, "--lease-duration", &o->lease_duration, "leader election lease duration");
   cli::AddDuration(*app, "--renew-deadline", &o->renew_deadline,
                    "the leader gives up when it cannot renew for this long");
@@ -69,12 +69,9 @@ std::unique_ptr<cli::App> NewAllocatorCommand(CommandOptions* o) {
 
 namespace {
 
-// --identity, else $POD_NAME, else HOST_PID.
+// --identity (or $POD_NAME), else HOST_PID.
 std::string ResolveIdentity(const std::string& flag) {
   std::string identity = flag;
-  if (identity.empty()) {
-    if (const char* pod = std::getenv("POD_NAME"); pod && *pod) identity = pod;
-  }
   if (identity.empty()) {
     char host[256] = {};
     gethostname(host, sizeof(host) - 1);
