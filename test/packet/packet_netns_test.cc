@@ -20,11 +20,9 @@
 namespace pylon::packet {
 namespace {
 
-using pylon::testing::Eventually;
 using pylon::testing::InNetns;
 
 using test_support::Ip;
-using test_support::Pfx;
 
 class PacketNetnsTest : public pylon::testing::TwoNetnsTest {
  protected:
@@ -76,7 +74,7 @@ class PacketNetnsTest : public pylon::testing::TwoNetnsTest {
       auto st = announcer.Announce(iface_, Ip(ip));
       ASSERT_TRUE(st.has_value()) << st.error().message();
     });
-    EXPECT_TRUE(Eventually([&] { return PeerLladdr(ip) == iface_.mac.ToString(); }))
+    EXPECT_TRUE(pylon::testing::Eventually([&] { return PeerLladdr(ip) == iface_.mac.ToString(); }))
         << "B still has " << PeerLladdr(ip);
   }
 
@@ -124,8 +122,9 @@ TEST_F(PacketNetnsTest, UnsolicitedNaOverridesPeerNeighbourEntry) {
   InNetns(*a_, [&] {
     auto nl = netlink::NetlinkImpl::Create();
     ASSERT_TRUE(nl.has_value());
-    ASSERT_TRUE((*nl)->AddAddress(netlink::VipAddressSpec(
-        iface_.ifindex, Pfx("2001:db8::10/64"), std::chrono::seconds(300), std::nullopt)));
+    ASSERT_TRUE((*nl)->AddAddress(
+        netlink::VipAddressSpec(iface_.ifindex, test_support::Pfx("2001:db8::10/64"),
+                                std::chrono::seconds(300), std::nullopt)));
   });
   ExpectAnnouncementOverridesPeerEntry("2001:db8::10");
 }
