@@ -22,7 +22,6 @@ namespace {
 
 using pylon::testing::InNetns;
 using pylon::testing::Netns;
-using std::chrono::seconds;
 
 using test_support::Pfx;
 
@@ -114,6 +113,16 @@ class AddressSyncNetnsTest : public ::testing::Test {
     return d;
   }
 
+  // Ours, 203.0.113.5/24, added through `sync`; then a foreign 203.0.113.77/24 beside it (so a
+  // secondary of ours); then a pass that wants nothing: its report in `r`.
+  void WithdrawBesideAForeignSecondary(AddressSync& sync, int lb0, SyncReport* r) {
+    ASSERT_TRUE(sync.Load());
+    ASSERT_TRUE(sync.Apply({Virtual(lb0, "203.0.113.5/24")}).errors.empty());
+    ASSERT_EQ(ns_->Ip("addr add 203.0.113.77/24 dev kube-lb0"), 0);
+    *r = sync.Apply({});
+    EXPECT_TRUE(r->errors.empty()) << r->errors[0].message();
+  }
+
   std::unique_ptr<Netns> ns_;
   std::filesystem::path dir_;
   FakeClock clock_;
@@ -153,12 +162,8 @@ TEST_F(AddressSyncNetnsTest, ForeignSecondaryDefersTheWithdrawal) {
   Run(true, [&](netlink::Netlink& nl, int lb0) {
     FileOwnershipStore store(dir_ / "agent-addresses");
     AddressSync sync(nl, store, clock_);
-    ASSERT_TRUE(sync.Load());
-    ASSERT_TRUE(sync.Apply({Virtual(lb0, "203.0.113.5/24")}).errors.empty());
-    ASSERT_EQ(ns_->Ip("addr add 203.0.113.77/24 dev kube-lb0"), 0);
-
-    auto r = sync.Apply({});
-    EXPECT_TRUE(r.errors.empty()) << r.errors[0].message();
+    SyncReport r;
+    ASSERT_NO_FATAL_FAILURE(WithdrawBesideAForeignSecondary(sync, lb0, &r));
     ASSERT_EQ(r.deferred.size(), 1u);
     EXPECT_NE(r.deferred[0].find("203.0.113.77"), std::string::npos) << r.deferred[0];
     EXPECT_NE(r.deferred[0].find("Read-only file system"), std::string::npos) << r.deferred[0];
@@ -175,7 +180,7 @@ TEST_F(AddressSyncNetnsTest, ForeignSecondaryDefersTheWithdrawal) {
 
     // The foreign address leaves: at the next retry ours goes too.
     ASSERT_EQ(ns_->Ip("addr del 203.0.113.77/24 dev kube-lb0"), 0);
-    clock_.Advance(seconds(2));
+    clock_.Advance(std::chrono::seconds(2));
     r = sync.Apply({});
     EXPECT_TRUE(r.deferred.empty());
     EXPECT_FALSE(Has("kube-lb0", "203.0.113.5"));
@@ -190,11 +195,8 @@ TEST_F(AddressSyncNetnsTest, WritableProcSysPromotesTheForeignSecondary) {
   Run(false, [&](netlink::Netlink& nl, int lb0) {
     MemoryOwnershipStore store;
     AddressSync sync(nl, store, clock_);
-    ASSERT_TRUE(sync.Load());
-    ASSERT_TRUE(sync.Apply({Virtual(lb0, "203.0.113.5/24")}).errors.empty());
-    ASSERT_EQ(ns_->Ip("addr add 203.0.113.77/24 dev kube-lb0"), 0);
-    auto r = sync.Apply({});
-    EXPECT_TRUE(r.errors.empty()) << r.errors[0].message();
+    SyncReport r;
+    ASSERT_NO_FATAL_FAILURE(WithdrawBesideAForeignSecondary(sync, lb0, &r));
     EXPECT_TRUE(r.deferred.empty());
     EXPECT_FALSE(Has("kube-lb0", "203.0.113.5"));
     EXPECT_TRUE(Has("kube-lb0", "203.0.113.77"));

@@ -39,7 +39,6 @@ namespace {
 using nlohmann::json;
 using std::chrono::milliseconds;
 using std::chrono::seconds;
-using Clock = std::chrono::steady_clock;
 
 constexpr const char* kV4 = "192.0.2.100";
 constexpr const char* kV6 = "2001:db8:1::100";
@@ -193,6 +192,22 @@ class AgentNetnsTest : public ::testing::Test {
     }
   }
 
+  // Node `node`'s /metrics (served inside its namespace) once it contains `want`; the last answer
+  // and a test failure if that does not happen in 5 s.
+  std::string MetricsWith(int node, const std::string& want) {
+    std::string metrics;
+    EXPECT_TRUE(Eventually(
+        [&] {
+          metrics = Output({"curl", "-sf", "http://127.0.0.1:7473/metrics"},
+                           topo_->nodes()[static_cast<std::size_t>(node)].netns);
+          return metrics.find(want) != std::string::npos;
+        },
+        seconds(5)))
+        << want << " not in:\n"
+        << metrics;
+    return metrics;
+  }
+
   // Checks that the client reaches `ip` and its neighbour entry names node `holder`'s MAC.
   void ExpectClientReaches(const std::string& ip, int holder) {
     const std::string mac = Mac(holder);
@@ -261,16 +276,8 @@ TEST_F(AgentNetnsTest, ElectsAnnouncesAndFailsOver) {
       seconds(10)));
   ExpectClientReaches(kV4, w4);
   ExpectClientReaches(kV6, w6);
-  // The winner's /metrics (served inside its namespace).
-  std::string metrics;
-  EXPECT_TRUE(Eventually(
-      [&] {
-        metrics = Output({"curl", "-sf", "http://127.0.0.1:7473/metrics"},
-                         topo_->nodes()[static_cast<std::size_t>(w4)].netns);
-        return metrics.find("purelb_election_member_count 3") != std::string::npos;
-      },
-      seconds(5)))
-      << metrics;
+  // The winner's /metrics.
+  const std::string metrics = MetricsWith(w4, "purelb_election_member_count 3");
   EXPECT_NE(metrics.find("purelb_election_lease_healthy 1"), std::string::npos) << metrics;
   EXPECT_NE(metrics.find("purelb_garp_sent_total{family=\"IPv4\"}"), std::string::npos) << metrics;
   // No LBNodeAgent: PureLB's selector state "default".
@@ -364,15 +371,7 @@ TEST_F(AgentNetnsTest, HeartbeatsFailOverFasterThanTheLease) {
   ASSERT_GE(w, 0) << "no single IPv4 holder; logs in " << dir_;
   ExpectClientReaches(kV4, w);
   // The winner hears both peers.
-  std::string metrics;
-  EXPECT_TRUE(Eventually(
-      [&] {
-        metrics = Output({"curl", "-sf", "http://127.0.0.1:7473/metrics"},
-                         topo_->nodes()[static_cast<std::size_t>(w)].netns);
-        return metrics.find("purelb_heartbeat_peers{state=\"alive\"} 2") != std::string::npos;
-      },
-      seconds(5)))
-      << metrics;
+  const std::string metrics = MetricsWith(w, "purelb_heartbeat_peers{state=\"alive\"} 2");
   EXPECT_NE(metrics.find("purelb_heartbeat_self_healthy 1"), std::string::npos) << metrics;
   // Every agent publishes its heartbeat endpoint on its lease.
   for (const auto& n : topo_->nodes()) {
@@ -387,12 +386,17 @@ TEST_F(AgentNetnsTest, HeartbeatsFailOverFasterThanTheLease) {
   }
 
   // Measures, from now, when another node than `from` holds kV4 and when the client's ping
-  // through kV4 succeeds again. Returns {moved, reachable} (negative: not within 10 s).
-  auto measure = [&](int from) {
-    const auto t0 = Clock::now();
+  // through kV4 succeeds again. Prints both as a figure of `what`, records them as the properties
+  // `<name>_moved_s` and `<name>_ping_s`, and returns {moved, reachable} (negative: not within
+  // 10 s).
+  auto measure = [&](int from, const std::string& what, const std::string& name) {
+    const auto t0 = std::chrono::steady_clock::now();
+    auto elapsed_s = [&] {
+      return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    };
     double moved = -1, reachable = -1;
-    while (Clock::now() < t0 + seconds(10) && (moved < 0 || reachable < 0)) {
-      const double t = std::chrono::duration<double>(Clock::now() - t0).count();
+    while (elapsed_s() < 10 && (moved < 0 || reachable < 0)) {
+      const double t = elapsed_s();
       if (moved < 0) {
         for (int h : Holders(kV4)) {
           if (h != from) moved = t;
@@ -402,23 +406,23 @@ TEST_F(AgentNetnsTest, HeartbeatsFailOverFasterThanTheLease) {
         std::string out;
         auto rc = lab::RunCommand({"ping", "-c1", "-W0.3", kV4}, &out, topo_->ClientNetns());
         if (rc && *rc == 0) {
-          reachable = std::chrono::duration<double>(Clock::now() - t0).count();
+          reachable = elapsed_s();
         }
       }
       std::this_thread::sleep_for(milliseconds(20));
     }
+    std::printf(
+        "[ figure ] %s: address on another node after %.3f s, client ping OK after %.3f s\n",
+        what.c_str(), moved, reachable);
+    RecordProperty(name + "_moved_s", std::to_string(moved));
+    RecordProperty(name + "_ping_s", std::to_string(reachable));
     return std::pair{moved, reachable};
   };
 
   // SIGKILL of the winner: the peers stop hearing it and take over after ~3 missed heartbeats.
   ASSERT_TRUE(agents_[static_cast<std::size_t>(w)]->Signal(SIGKILL));
-  auto [killed_moved, killed_ping] = measure(w);
-  std::printf(
-      "[ figure ] SIGKILL of the winner: address on another node after %.3f s, client "
-      "ping OK after %.3f s (lease 10 s, heartbeat 100 ms x 3)\n",
-      killed_moved, killed_ping);
-  RecordProperty("sigkill_moved_s", std::to_string(killed_moved));
-  RecordProperty("sigkill_ping_s", std::to_string(killed_ping));
+  auto [killed_moved, killed_ping] =
+      measure(w, "SIGKILL of the winner (lease 10 s, heartbeat 100 ms x 3)", "sigkill");
   ASSERT_GE(killed_moved, 0) << "no takeover; logs in " << dir_;
   EXPECT_LT(killed_moved, 5.0) << "not faster than the 10 s lease";
   EXPECT_GE(killed_ping, 0);
@@ -458,13 +462,7 @@ TEST_F(AgentNetnsTest, HeartbeatsFailOverFasterThanTheLease) {
   // hearing it, takes over -- while the holder's lease is still being renewed.
   const auto& hn = topo_->nodes()[static_cast<std::size_t>(holder)];
   ASSERT_TRUE(lab::RunCommandChecked({"ip", "link", "set", "eth0", "down"}, hn.netns));
-  auto [down_moved, down_ping] = measure(holder);
-  std::printf(
-      "[ figure ] link down on the holder: address on the other node after %.3f s, "
-      "client ping OK after %.3f s\n",
-      down_moved, down_ping);
-  RecordProperty("linkdown_moved_s", std::to_string(down_moved));
-  RecordProperty("linkdown_ping_s", std::to_string(down_ping));
+  auto [down_moved, down_ping] = measure(holder, "link down on the holder", "linkdown");
   ASSERT_GE(down_moved, 0) << "no takeover after link down; logs in " << dir_;
   EXPECT_LT(down_moved, 5.0);
   EXPECT_GE(down_ping, 0);

@@ -126,6 +126,21 @@ class ObservingClient final : public k8s::Client {
   LockedNetlink& nl_;
 };
 
+// What an agent runs on: the given fakes and the system clock.
+AgentDeps FakeDeps(k8s::Client& client, k8s::EventRecorder& recorder, netlink::Netlink& nl,
+                   packet::Announcer& announcer, OwnershipStore& ownership,
+                   metrics::Registry* metrics) {
+  AgentDeps d;
+  d.client = &client;
+  d.recorder = &recorder;
+  d.netlink = &nl;
+  d.announcer = &announcer;
+  d.ownership = &ownership;
+  d.metrics = metrics;
+  d.clock = &SystemClock::Instance();
+  return d;
+}
+
 class AgentRuntimeTest : public ::testing::Test {
  protected:
   // Runs before the agent starts (the kernel and the API server as the test wants them).
@@ -168,16 +183,9 @@ class AgentRuntimeTest : public ::testing::Test {
     o.garp.interval = milliseconds(10);
     o.kube_proxy.enabled = false;  // no kube-proxy here
     o.pod_uid = "uid-agent-1";
-    AgentDeps d;
-    d.client = &observing_;
-    d.recorder = &recorder_;
-    d.netlink = &nl_;
-    d.announcer = &announcer_;
-    d.ownership = &store_;
-    d.metrics = &metrics_;
-    d.clock = &SystemClock::Instance();
     BeforeStart();
-    auto agent = Agent::Create(o, d);
+    auto agent =
+        Agent::Create(o, FakeDeps(observing_, recorder_, nl_, announcer_, store_, &metrics_));
     ASSERT_TRUE(agent);
     agent_ = std::move(*agent);
     auto st = agent_->Start(seconds(10));
@@ -398,14 +406,7 @@ TEST(AgentHeartbeatStartTest, MissingKeyFileRefusesToStart) {
   o.node_name = "node1";
   o.heartbeat.key_file = "/nonexistent/pylon-heartbeat-key";
   o.kube_proxy.enabled = false;
-  AgentDeps d;
-  d.client = &client;
-  d.recorder = &recorder;
-  d.netlink = &nl;
-  d.announcer = &announcer;
-  d.ownership = &store;
-  d.clock = &SystemClock::Instance();
-  auto agent = Agent::Create(o, d);
+  auto agent = Agent::Create(o, FakeDeps(client, recorder, nl, announcer, store, nullptr));
   ASSERT_TRUE(agent);
   auto st = (*agent)->Start(seconds(1));
   ASSERT_FALSE(st);

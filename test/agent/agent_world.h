@@ -114,6 +114,11 @@ inline ServiceInput Svc(const std::string& name, const SvcOpts& o,
   return in;
 }
 
+// Options of a Service at `ip` whose IPv4 announcing annotation is `announcer` ("node,interface").
+inline SvcOpts AnnouncedBy(const std::string& ip, const std::string& announcer) {
+  return SvcOpts{.ips = {ip}, .annotations = {{model::kAnnAnnouncingV4, announcer}}};
+}
+
 inline config::InForceConfig TestConfig() {
   json sg = {{"apiVersion", "purelb.io/v1"},
              {"kind", "ServiceGroup"},
@@ -358,6 +363,24 @@ class AgentWorld {
     return reconciler_->Run(in, membership_);
   }
 
+  // Adds Service `name` with `ips` and runs a pass.
+  PassResult Serve(const std::string& name, std::vector<std::string> ips) {
+    services_.push_back(Svc(name, {.ips = std::move(ips)}));
+    return Pass();
+  }
+
+  // Adds `svc` and runs a pass.
+  PassResult Serve(ServiceInput svc) {
+    services_.push_back(std::move(svc));
+    return Pass();
+  }
+
+  // Whether eth0 holds `ip` with its subnet's length (/24 or /64), the way a local address is
+  // added.
+  bool Holds(const std::string& ip) {
+    return KernelHas(eth0_, ip + (Ip(ip).is_v4() ? "/24" : "/64"));
+  }
+
   // The addresses on `ifindex` that the agent added (tagged or recorded), as "addr/len".
   std::vector<std::string> OwnAddresses(int ifindex) {
     std::vector<std::string> out;
@@ -419,6 +442,15 @@ class AgentWorld {
   FakeClaims claims_;
   std::map<std::string, std::string> macs_;  // node -> its purelb.io/macs lease annotation
   int renewals_ = 0;
+};
+
+// The world of the node that wins `ip` by the hash rule among `among`.
+class WinnerWorld : public AgentWorld {
+ public:
+  explicit WinnerWorld(std::string ip, const std::vector<std::string>& among = kNodes)
+      : AgentWorld(HashWinner(among, Ip(ip))), ip_(std::move(ip)) {}
+
+  const std::string ip_;
 };
 
 }  // namespace pylon::agent::testing

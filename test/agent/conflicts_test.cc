@@ -41,12 +41,8 @@ std::vector<std::string> Texts(const std::vector<ProbeTarget>& v) {
   for (const auto& t : v) out.push_back(t.address.ToString());
   return out;
 }
-std::vector<std::string> Texts(const std::set<net::IpAddress>& v) {
-  std::vector<std::string> out;
-  for (const auto& t : v) out.push_back(t.ToString());
-  return out;
-}
-std::vector<std::string> Texts(const std::vector<net::IpAddress>& v) {
+template <typename Addresses>
+std::vector<std::string> Texts(const Addresses& v) {
   std::vector<std::string> out;
   for (const auto& t : v) out.push_back(t.ToString());
   return out;
@@ -84,12 +80,20 @@ TEST_P(ProbeGateTest, Decides) {
 
 const std::string A = "192.0.2.100";
 const std::string B = "2001:db8:1::100";
+// A, a candidate, is probed: withheld until the result.
+const GateStep kProbeA{.candidates = {A}, .start = {A}, .withhold = {A}};
+// The probe of A finds kForeign holding it: withheld, the conflict reported.
+const GateStep kATaken{.result = {{A, kForeign}},
+                       .candidates = {A},
+                       .withhold = {A},
+                       .reported = {A + "@" + kForeign},
+                       .conflicts = 1};
 
 INSTANTIATE_TEST_SUITE_P(
     Scenarios, ProbeGateTest,
     ::testing::Values(
         GateCase{"FreeAddressWaitsForItsProbeOnly",
-                 {{.candidates = {A}, .start = {A}, .withhold = {A}},
+                 {kProbeA,
                   {.candidates = {A}, .withhold = {A}},  // still probing: no second probe
                   {.result = {{A, std::nullopt}}, .candidates = {A}},
                   {.candidates = {A}}}},  // stays free while a candidate
@@ -113,12 +117,8 @@ INSTANTIATE_TEST_SUITE_P(
                   {.result = {{A, std::nullopt}}, .candidates = {A}, .cleared = {A}},
                   {.candidates = {A}}}},
         GateCase{"AnotherOwnerOnRecheckIsReported",
-                 {{.candidates = {A}, .start = {A}, .withhold = {A}},
-                  {.result = {{A, kForeign}},
-                   .candidates = {A},
-                   .withhold = {A},
-                   .reported = {A + "@" + kForeign},
-                   .conflicts = 1},
+                 {kProbeA,
+                  kATaken,
                   {.advance = seconds(30), .candidates = {A}, .start = {A}, .withhold = {A}},
                   {.result = {{A, "02:00:00:00:99:99"}},
                    .candidates = {A},
@@ -126,20 +126,15 @@ INSTANTIATE_TEST_SUITE_P(
                    .reported = {A + "@02:00:00:00:99:99"},
                    .conflicts = 1}}},
         GateCase{"ProbeErrorFailsOpen",
-                 {{.candidates = {A}, .start = {A}, .withhold = {A}},
-                  {.result = {{A, kForeign}}, .result_error = true, .candidates = {A}}}},
+                 {kProbeA, {.result = {{A, kForeign}}, .result_error = true, .candidates = {A}}}},
         GateCase{"NoLongerACandidateForgetsTheConflict",
-                 {{.candidates = {A}, .start = {A}, .withhold = {A}},
-                  {.result = {{A, kForeign}},
-                   .candidates = {A},
-                   .withhold = {A},
-                   .reported = {A + "@" + kForeign},
-                   .conflicts = 1},
+                 {kProbeA,
+                  kATaken,
                   {.candidates = {}, .conflicts = 0},
                   // Won again later: probed again, from scratch.
-                  {.candidates = {A}, .start = {A}, .withhold = {A}}}},
+                  kProbeA}},
         GateCase{"ResultOfAProbeNoLongerWantedIsKeptUntilDecided",
-                 {{.candidates = {A}, .start = {A}, .withhold = {A}},
+                 {kProbeA,
                   {.candidates = {}},  // the probe still runs: its state stays
                   {.result = {{A, std::nullopt}}, .candidates = {A}}}}),
     [](const auto& p) { return p.param.name; });
@@ -300,16 +295,15 @@ const AnnotationPatch* PatchOf(const RecordingWriter& w, const std::string& key)
 TEST(ProbingReconcilerTest, FirstAnnouncementWaitsForAFreeProbe) {
   AgentWorld w(Winner());
   w.EnableProbing();
-  w.services_.push_back(Svc("web", {.ips = {kIp}}));
-  w.Pass();
-  EXPECT_FALSE(w.KernelHas(w.eth0_, kIp + "/24"));
+  w.Serve("web", {kIp});
+  EXPECT_FALSE(w.Holds(kIp));
   ASSERT_EQ(w.announcer_.probes().size(), 1u);
   EXPECT_EQ(w.announcer_.probes()[0].address, Ip(kIp));
   EXPECT_EQ(w.announcer_.probes()[0].iface.ifindex, w.eth0_);
   EXPECT_EQ(PatchOf(w.writer_, model::kAnnAnnouncingV4), nullptr);  // not announced yet
   EXPECT_EQ(EventsWith(w.writer_, "AnnouncingLocal"), 0u);
   w.Pass();
-  EXPECT_TRUE(w.KernelHas(w.eth0_, kIp + "/24"));
+  EXPECT_TRUE(w.Holds(kIp));
   EXPECT_NE(PatchOf(w.writer_, model::kAnnAnnouncingV4), nullptr);
   EXPECT_EQ(EventsWith(w.writer_, "AnnouncingLocal"), 1u);
   EXPECT_EQ(w.announcer_.probes().size(), 1u);
@@ -321,10 +315,9 @@ TEST(ProbingReconcilerTest, ForeignOwnerIsReportedAndTheAddressNotTaken) {
   AgentWorld w(Winner());
   w.EnableProbing(ProbeGateOptions{seconds(30)});
   w.announcer_.SetOwner(Ip(kIp), Mac(kForeign));
-  w.services_.push_back(Svc("web", {.ips = {kIp}}));
+  w.Serve("web", {kIp});
   w.Pass();
-  w.Pass();
-  EXPECT_FALSE(w.KernelHas(w.eth0_, kIp + "/24"));
+  EXPECT_FALSE(w.Holds(kIp));
   EXPECT_EQ(PatchOf(w.writer_, model::kAnnAnnouncingV4), nullptr);
   ASSERT_EQ(EventsWith(w.writer_, "AddressConflict"), 1u);
   const ServiceEvent& e = w.writer_.events.back();
@@ -361,9 +354,9 @@ TEST(ProbingReconcilerTest, ForeignOwnerIsReportedAndTheAddressNotTaken) {
   w.Advance(seconds(20), w.nodes_);
   w.Pass();
   EXPECT_EQ(w.announcer_.probes().size(), 2u);
-  EXPECT_FALSE(w.KernelHas(w.eth0_, kIp + "/24"));
+  EXPECT_FALSE(w.Holds(kIp));
   w.Pass();
-  EXPECT_TRUE(w.KernelHas(w.eth0_, kIp + "/24"));
+  EXPECT_TRUE(w.Holds(kIp));
   const AnnotationPatch* cleared = PatchOf(w.writer_, key);
   ASSERT_NE(cleared, nullptr);
   EXPECT_FALSE(cleared->annotations.at(key).has_value());
@@ -380,7 +373,7 @@ TEST(ProbingReconcilerTest, TakeoverIsNeverProbed) {
   w.services_.push_back(
       Svc("web", {.ips = {kIp}, .annotations = {{model::kAnnAnnouncingV4, dead + ",eth0"}}}));
   w.Pass();
-  EXPECT_TRUE(w.KernelHas(w.eth0_, kIp + "/24"));
+  EXPECT_TRUE(w.Holds(kIp));
   EXPECT_TRUE(w.announcer_.probes().empty());
 }
 
@@ -393,11 +386,10 @@ TEST(ProbingReconcilerTest, AnswersFromMemberNodesAreNotConflicts) {
   w.Renew(other);
   w.EnableProbing();
   w.announcer_.SetOwner(Ip(kIp), Mac("02:00:00:00:77:02"));
-  w.services_.push_back(Svc("web", {.ips = {kIp}}));
-  w.Pass();
+  w.Serve("web", {kIp});
   ASSERT_EQ(w.announcer_.probes().size(), 1u);
   w.Pass();
-  EXPECT_TRUE(w.KernelHas(w.eth0_, kIp + "/24"));
+  EXPECT_TRUE(w.Holds(kIp));
   EXPECT_EQ(EventsWith(w.writer_, "AddressConflict"), 0u);
 }
 
@@ -405,10 +397,9 @@ TEST(ProbingReconcilerTest, ProbeFailureTakesTheAddressUnprobed) {
   AgentWorld w(Winner());
   w.EnableProbing();
   w.announcer_.FailNext(Error(ErrorCode::kPermission, "socket: operation not permitted"));
-  w.services_.push_back(Svc("web", {.ips = {kIp}}));
+  w.Serve("web", {kIp});
   w.Pass();
-  w.Pass();
-  EXPECT_TRUE(w.KernelHas(w.eth0_, kIp + "/24"));
+  EXPECT_TRUE(w.Holds(kIp));
 }
 
 TEST(ProbingReconcilerTest, ForeignClaimOnAHeldAddressIsReportedAndDefended) {
@@ -421,7 +412,7 @@ TEST(ProbingReconcilerTest, ForeignClaimOnAHeldAddressIsReportedAndDefended) {
   w.services_.push_back(
       Svc("web", {.ips = {kIp}, .annotations = {{model::kAnnAnnouncingV4, winner + ",eth0"}}}));
   w.Pass();
-  ASSERT_TRUE(w.KernelHas(w.eth0_, kIp + "/24"));
+  ASSERT_TRUE(w.Holds(kIp));
   ASSERT_TRUE(w.claims_.watched.count(w.eth0_));
   EXPECT_TRUE(w.claims_.watched.at(w.eth0_).count(Ip(kIp)));
   for (int i = 0; i < 4; ++i) {
@@ -439,7 +430,7 @@ TEST(ProbingReconcilerTest, ForeignClaimOnAHeldAddressIsReportedAndDefended) {
   ASSERT_EQ(EventsWith(w.writer_, "AddressConflict"), 1u);
   EXPECT_NE(w.writer_.events.back().message.find("also claimed by " + kForeign), std::string::npos)
       << w.writer_.events.back().message;
-  EXPECT_TRUE(w.KernelHas(w.eth0_, kIp + "/24"));
+  EXPECT_TRUE(w.Holds(kIp));
   EXPECT_GT(w.announcer_.sent().size(), sent);  // the defence announcement
   EXPECT_EQ(w.metrics_.Get(kMetricConflictsDetected, {{"kind", "claim"}}), 1);
   EXPECT_EQ(w.metrics_.Get(kMetricAddressConflicts, {}), 1);

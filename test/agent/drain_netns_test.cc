@@ -30,7 +30,6 @@ namespace {
 
 using pylon::testing::InNetns;
 using pylon::testing::Netns;
-using pylon::testing::Sh;
 
 using test_support::Ip;
 
@@ -82,7 +81,7 @@ class Conn {
 class DrainNetnsTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    if (!pylon::testing::CanUseNetns() || Sh("command -v socat") != 0) {
+    if (!pylon::testing::CanUseNetns() || pylon::testing::Sh("command -v socat") != 0) {
       GTEST_SKIP() << "needs root, iproute2 and socat";
     }
     ASSERT_TRUE(br_.ok() && c_.ok() && l_.ok() && n_.ok());
@@ -105,10 +104,10 @@ class DrainNetnsTest : public ::testing::Test {
     ASSERT_EQ(l_.Ip("addr add 2001:db8:1::200/128 dev eth0 nodad"), 0);
     for (auto [ns, name] : {std::pair{&l_, "L"}, std::pair{&n_, "N"}}) {
       // (socat ends an address at ':', so the answer is "L=line".)
-      ASSERT_EQ(Sh("ip netns exec " + ns->name() +
-                   " socat TCP6-LISTEN:8080,ipv6only=0,reuseaddr,fork "
-                   "SYSTEM:'sed -u s/^/" +
-                   name + "=/' >/dev/null 2>&1 &"),
+      ASSERT_EQ(pylon::testing::Sh("ip netns exec " + ns->name() +
+                                   " socat TCP6-LISTEN:8080,ipv6only=0,reuseaddr,fork "
+                                   "SYSTEM:'sed -u s/^/" +
+                                   name + "=/' >/dev/null 2>&1 &"),
                 0);
     }
     ASSERT_TRUE(pylon::testing::Eventually([&] {
@@ -117,7 +116,8 @@ class DrainNetnsTest : public ::testing::Test {
     }));
   }
   void TearDown() override {
-    for (Netns* ns : {&l_, &n_}) Sh("ip netns pids " + ns->name() + " | xargs -r kill");
+    for (Netns* ns : {&l_, &n_})
+      pylon::testing::Sh("ip netns pids " + ns->name() + " | xargs -r kill");
   }
 
   // The move: L stops answering for the address on eth0 (its kube-proxy would still carry the

@@ -239,10 +239,8 @@ TEST(ReconcilerReannounceTest, HeldAddressesAreReannouncedEveryInterval) {
 // what is not.
 TEST(ReconcilerReannounceTest, ReannounceHeldSendsABurstForEveryHeldAddress) {
   const std::string ip = "192.0.2.100";
-  const std::string winner = HashWinner(kNodes, Ip(ip));
-  AgentWorld w(winner);
-  w.services_.push_back(Svc("web", {.ips = {ip}}));
-  w.Pass();
+  WinnerWorld w(ip);
+  w.Serve("web", {ip});
   const std::size_t takeover = w.announcer_.sent().size() + Idle(w, seconds(5));
   ASSERT_GT(takeover, 0u);
   EXPECT_EQ(Idle(w, seconds(5)), 0u);  // held throughout: nothing more by itself
@@ -253,9 +251,8 @@ TEST(ReconcilerReannounceTest, ReannounceHeldSendsABurstForEveryHeldAddress) {
     EXPECT_EQ(w.announcer_.sent()[i].address, Ip(ip));
   }
 
-  AgentWorld loser(SomeLoser(kNodes, winner));
-  loser.services_.push_back(Svc("web", {.ips = {ip}}));
-  loser.Pass();
+  AgentWorld loser(SomeLoser(kNodes, w.self_));
+  loser.Serve("web", {ip});
   loser.reconciler_->ReannounceHeld();
   EXPECT_EQ(Idle(loser, seconds(5)), 0u);
   EXPECT_TRUE(loser.announcer_.sent().empty());

@@ -24,16 +24,6 @@ namespace {
 using std::chrono::milliseconds;
 using std::chrono::seconds;
 
-// One character per check result: 'P' pass, 'F' fail. Expected state after each: 'U' unknown,
-// 'H' healthy, 'X' unhealthy.
-struct Scenario {
-  std::string name;
-  int fail_count;
-  int pass_count;
-  std::string results;
-  std::string states;
-};
-
 char Letter(KubeProxyState s) {
   switch (s) {
     case KubeProxyState::kUnknown:
@@ -46,21 +36,32 @@ char Letter(KubeProxyState s) {
   return '?';
 }
 
+// One character per check result: 'P' pass, 'F' fail. Expected state after each: 'U' unknown,
+// 'H' healthy, 'X' unhealthy. The hysteresis is 3 failures to leave, 2 passes to return, unless
+// a row says otherwise.
+struct Scenario {
+  std::string name;
+  std::string results;
+  std::string states;
+  int fail_count = 3;
+  int pass_count = 2;
+};
+
 TEST(KubeProxyHealth, ScenarioTable) {
   const std::vector<Scenario> cases = {
-      {"start: not eligible until pass_count passes", 3, 2, "PP", "UH"},
-      {"start: one pass is not enough", 3, 2, "PFPP", "UUUH"},
-      {"start: kube-proxy never comes up", 3, 2, "FFFF", "UUXX"},
-      {"one slow answer does not flap", 3, 2, "PPFPFFPP", "UHHHHHHH"},
-      {"two failures in a row are not enough", 3, 2, "PPFFPFF", "UHHHHHH"},
-      {"fail_count in a row leaves", 3, 2, "PPFFF", "UHHHX"},
-      {"a pass between failures restarts the count", 3, 2, "PPFFPFFF", "UHHHHHHX"},
-      {"one pass does not return", 3, 2, "PPFFFPF", "UHHHXXX"},
-      {"pass_count in a row returns", 3, 2, "PPFFFPP", "UHHHXXH"},
-      {"leave and return twice", 3, 2, "PPFFFPPFFFPP", "UHHHXXHHHXXH"},
-      {"fail_count 1: every failure leaves", 1, 1, "PFPF", "HXHX"},
-      {"pass_count 3", 2, 3, "PPPFFPPFP", "UUHHXXXXX"},
-      {"long outage then recovery", 2, 2, "PPFFFFFFFFPP", "UHHXXXXXXXXH"},
+      {"start: not eligible until pass_count passes", "PP", "UH"},
+      {"start: one pass is not enough", "PFPP", "UUUH"},
+      {"start: kube-proxy never comes up", "FFFF", "UUXX"},
+      {"one slow answer does not flap", "PPFPFFPP", "UHHHHHHH"},
+      {"two failures in a row are not enough", "PPFFPFF", "UHHHHHH"},
+      {"fail_count in a row leaves", "PPFFF", "UHHHX"},
+      {"a pass between failures restarts the count", "PPFFPFFF", "UHHHHHHX"},
+      {"one pass does not return", "PPFFFPF", "UHHHXXX"},
+      {"pass_count in a row returns", "PPFFFPP", "UHHHXXH"},
+      {"leave and return twice", "PPFFFPPFFFPP", "UHHHXXHHHXXH"},
+      {"fail_count 1: every failure leaves", "PFPF", "HXHX", 1, 1},
+      {"pass_count 3", "PPPFFPPFP", "UUHHXXXXX", 2, 3},
+      {"long outage then recovery", "PPFFFFFFFFPP", "UHHXXXXXXXXH", 2, 2},
   };
   for (const auto& c : cases) {
     SCOPED_TRACE(c.name);

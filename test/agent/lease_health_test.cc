@@ -9,7 +9,6 @@
 namespace pylon::agent {
 namespace {
 
-using std::chrono::hours;
 using std::chrono::milliseconds;
 using std::chrono::seconds;
 
@@ -56,7 +55,7 @@ TEST(LeaseTimingTest, FromEnvironment) {
 
 TEST(LeaseHealthTest, UnhealthyAfterRenewDeadlineOfFailures) {
   LeaseHealth h(LeaseTiming{seconds(10), seconds(7), seconds(2)});
-  SteadyTime t0{hours(1)};
+  SteadyTime t0{std::chrono::hours(1)};
   EXPECT_FALSE(h.Healthy(t0));  // never renewed
   h.RenewSucceeded(t0);
   EXPECT_TRUE(h.Healthy(t0));

@@ -23,30 +23,15 @@ TEST(QuietPace, DerivedFromThePureLbTiming) {
     LeaseTiming loud;
     Duration renew, duration, deadline;
   };
+  // clang-format off
   const Row rows[] = {
-      {"PureLB defaults: kubelet's 10 s / 40 s, deadline 7 s x 4", kPureLbDefaults, seconds(10),
-       seconds(40), seconds(28)},
-      {"the lab's 3 s / 2 s / 500 ms: deadline 2 s x 40/3",
-       {seconds(3), seconds(2), milliseconds(500)},
-       seconds(10),
-       seconds(40),
-       milliseconds(26667)},
-      {"a short deadline is raised to halfway between renewal and expiry",
-       {seconds(10), milliseconds(2500), seconds(2)},
-       seconds(10),
-       seconds(40),
-       seconds(25)},
-      {"never louder than loud: a 60 s lease renewed every 15 s stays so",
-       {seconds(60), seconds(45), seconds(15)},
-       seconds(15),
-       seconds(60),
-       seconds(45)},
-      {"a 30 s lease: duration 40 s, deadline 20 s x 4/3",
-       {seconds(30), seconds(20), seconds(12)},
-       seconds(12),
-       seconds(40),
-       milliseconds(26667)},
+      {"PureLB defaults: kubelet's 10 s / 40 s, deadline 7 s x 4", kPureLbDefaults, seconds(10), seconds(40), seconds(28)},
+      {"the lab's 3 s / 2 s / 500 ms: deadline 2 s x 40/3", {seconds(3), seconds(2), milliseconds(500)}, seconds(10), seconds(40), milliseconds(26667)},
+      {"a short deadline is raised to halfway between renewal and expiry", {seconds(10), milliseconds(2500), seconds(2)}, seconds(10), seconds(40), seconds(25)},
+      {"never louder than loud: a 60 s lease renewed every 15 s stays so", {seconds(60), seconds(45), seconds(15)}, seconds(15), seconds(60), seconds(45)},
+      {"a 30 s lease: duration 40 s, deadline 20 s x 4/3", {seconds(30), seconds(20), seconds(12)}, seconds(12), seconds(40), milliseconds(26667)},
   };
+  // clang-format on
   for (const Row& row : rows) {
     SCOPED_TRACE(row.name);
     ASSERT_TRUE(ValidateLeaseTiming(row.loud));
@@ -93,6 +78,7 @@ TEST(HeartbeatsCarryLiveness, EveryFactMustHold) {
 // Membership ("a" is this node; leases observed at t0, 10 s long; heartbeat bound 300 ms).
 TEST(LivenessFacts, FromPeersAndMembership) {
   using heartbeat::PeerState;
+  using enum heartbeat::PeerState;
   struct Lease {
     const char* node;
     const char* holder;     // "" = released
@@ -110,98 +96,23 @@ TEST(LivenessFacts, FromPeersAndMembership) {
     int now_ms;
     bool lease_only, settled, hears, carried;
   };
+  // clang-format off
   const std::vector<Lease> abc = {{"a", "a"}, {"b", "b"}, {"c", "c"}};
   const Row rows[] = {
-      {"both peers heard within their bound",
-       abc,
-       {{"b", PeerState::kAlive, 900}, {"c", PeerState::kAlive, 950}},
-       1000,
-       false,
-       true,
-       true,
-       true},
-      {"b past its bound, the detector not yet run",
-       abc,
-       {{"b", PeerState::kAlive, 600}, {"c", PeerState::kAlive, 950}},
-       1000,
-       false,
-       false,
-       true,
-       false},
-      {"b dead: settled",
-       abc,
-       {{"b", PeerState::kDead, 100}, {"c", PeerState::kUnhealthy, 950}},
-       1000,
-       false,
-       true,
-       true,
-       true},
-      {"b never heard, its lease live: it may judge a by its lease",
-       abc,
-       {{"b", PeerState::kNeverHeard, std::nullopt}, {"c", PeerState::kAlive, 950}},
-       1000,
-       false,
-       false,
-       true,
-       false},
-      {"b never heard, its lease expired here (dead before a started)",
-       abc,
-       {{"b", PeerState::kNeverHeard, std::nullopt}, {"c", PeerState::kAlive, 11950}},
-       12000,
-       false,
-       true,
-       true,
-       true},
-      {"b silent, its lease live",
-       abc,
-       {{"b", PeerState::kSilent, 100}, {"c", PeerState::kAlive, 950}},
-       1000,
-       false,
-       false,
-       true,
-       false},
-      {"d has no heartbeats and a live lease: lease-only",
-       {{"a", "a"}, {"b", "b"}, {"d", "d", false}},
-       {{"b", PeerState::kAlive, 950}},
-       1000,
-       true,
-       true,
-       true,
-       false},
-      {"d has no heartbeats, its lease expired here",
-       {{"a", "a"}, {"b", "b"}, {"d", "d", false}},
-       {{"b", PeerState::kAlive, 11950}},
-       12000,
-       false,
-       true,
-       true,
-       true},
-      {"d released (not eligible): judges nobody",
-       {{"a", "a"}, {"b", "b"}, {"d", "", false}},
-       {{"b", PeerState::kAlive, 950}},
-       1000,
-       false,
-       true,
-       true,
-       true},
-      {"e is a ring member but no neighbour (judged by reports): not lease-only",
-       {{"a", "a"}, {"b", "b"}, {"c", "c"}, {"e", "e"}},
-       {{"b", PeerState::kAlive, 950}, {"c", PeerState::kAlive, 950}},
-       1000,
-       false,
-       true,
-       true,
-       true},
+      {"both peers heard within their bound", abc, {{"b", kAlive, 900}, {"c", kAlive, 950}}, 1000, false, true, true, true},
+      {"b past its bound, the detector not yet run", abc, {{"b", kAlive, 600}, {"c", kAlive, 950}}, 1000, false, false, true, false},
+      {"b dead: settled", abc, {{"b", kDead, 100}, {"c", kUnhealthy, 950}}, 1000, false, true, true, true},
+      {"b never heard, its lease live: it may judge a by its lease", abc, {{"b", kNeverHeard, std::nullopt}, {"c", kAlive, 950}}, 1000, false, false, true, false},
+      {"b never heard, its lease expired here (dead before a started)", abc, {{"b", kNeverHeard, std::nullopt}, {"c", kAlive, 11950}}, 12000, false, true, true, true},
+      {"b silent, its lease live", abc, {{"b", kSilent, 100}, {"c", kAlive, 950}}, 1000, false, false, true, false},
+      {"d has no heartbeats and a live lease: lease-only", {{"a", "a"}, {"b", "b"}, {"d", "d", false}}, {{"b", kAlive, 950}}, 1000, true, true, true, false},
+      {"d has no heartbeats, its lease expired here", {{"a", "a"}, {"b", "b"}, {"d", "d", false}}, {{"b", kAlive, 11950}}, 12000, false, true, true, true},
+      {"d released (not eligible): judges nobody", {{"a", "a"}, {"b", "b"}, {"d", "", false}}, {{"b", kAlive, 950}}, 1000, false, true, true, true},
+      {"e is a ring member but no neighbour (judged by reports): not lease-only", {{"a", "a"}, {"b", "b"}, {"c", "c"}, {"e", "e"}}, {{"b", kAlive, 950}, {"c", kAlive, 950}}, 1000, false, true, true, true},
       {"no heartbeat peer at all", {{"a", "a"}}, {}, 1000, false, true, false, false},
-      {"cut off: every peer silent",
-       abc,
-       {{"b", PeerState::kSilent, 100}, {"c", PeerState::kSilent, 120}},
-       1000,
-       false,
-       false,
-       false,
-       false},
+      {"cut off: every peer silent", abc, {{"b", kSilent, 100}, {"c", kSilent, 120}}, 1000, false, false, false, false},
   };
+  // clang-format on
   const SteadyTime t0{std::chrono::hours(1)};
   for (const Row& row : rows) {
     SCOPED_TRACE(row.name);

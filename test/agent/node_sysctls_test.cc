@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <map>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -19,44 +20,45 @@ using std::chrono::seconds;
 
 struct VerdictCase {
   std::string name;
-  std::map<std::string, std::string> values;  // "all/arp_ignore" -> "1"; absent: unreadable
-  NodeSysctlNeeds needs;
+  std::string changes;  // to the kernel defaults (0 everywhere), as Values() reads them
   std::vector<std::string> missing;  // "eth0 arp_ignore=0"
   bool strict_arp_ok;
   bool promote_ok;
+  NodeSysctlNeeds needs = {{"eth0"}, "kube-lb0"};
 };
 
-std::map<std::string, std::string> Defaults() {
+// The sysctl values of a case: "all/arp_ignore", ... "kube-lb0/promote_secondaries" of the
+// interfaces all, eth0, eth1 and kube-lb0, 0 but for `changes` ("eth0/arp_ignore=1
+// all/arp_announce=2"; the value "?" makes one unreadable).
+std::map<std::string, std::string> Values(const std::string& changes) {
   std::map<std::string, std::string> v;
   for (const char* i : {"all", "eth0", "eth1", "kube-lb0"}) {
     for (const char* n : {"arp_ignore", "arp_announce", "promote_secondaries"}) {
       v[std::string(i) + "/" + n] = "0";
     }
   }
-  return v;
-}
-
-std::map<std::string, std::string> With(std::map<std::string, std::string> base,
-                                        const std::map<std::string, std::string>& changes) {
-  for (const auto& [k, v] : changes) {
-    if (v == "<unreadable>") {
-      base.erase(k);
+  std::istringstream in(changes);
+  for (std::string change; in >> change;) {
+    const auto eq = change.find('=');
+    const std::string key = change.substr(0, eq), value = change.substr(eq + 1);
+    EXPECT_EQ(v.count(key), 1u) << key;
+    if (value == "?") {
+      v.erase(key);
     } else {
-      base[k] = v;
+      v[key] = value;
     }
   }
-  return base;
+  return v;
 }
-
-const NodeSysctlNeeds kEth0AndLb0{{"eth0"}, "kube-lb0"};
 
 class VerdictTest : public ::testing::TestWithParam<VerdictCase> {};
 
 TEST_P(VerdictTest, EffectiveValueIsTheLargerOfAllAndTheInterface) {
   const VerdictCase& c = GetParam();
+  const auto values = Values(c.changes);
   auto read = [&](const netlink::SysctlKey& key, std::string* error) -> std::optional<std::string> {
-    auto it = c.values.find(key.interface + "/" + key.name);
-    if (it == c.values.end()) {
+    auto it = values.find(key.interface + "/" + key.name);
+    if (it == values.end()) {
       *error = "read sysctl: Permission denied";
       return std::nullopt;
     }
@@ -75,90 +77,25 @@ TEST_P(VerdictTest, EffectiveValueIsTheLargerOfAllAndTheInterface) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(
-    Table, VerdictTest,
-    ::testing::Values(
-        VerdictCase{"kernel_defaults",
-                    Defaults(),
-                    kEth0AndLb0,
-                    {"eth0 arp_ignore=0", "eth0 arp_announce=0", "kube-lb0 promote_secondaries=0"},
-                    false,
-                    false},
-        VerdictCase{"init_container_set_all",
-                    With(Defaults(), {{"all/arp_ignore", "1"},
-                                      {"all/arp_announce", "2"},
-                                      {"all/promote_secondaries", "1"}}),
-                    kEth0AndLb0,
-                    {},
-                    true,
-                    true},
-        VerdictCase{"per_interface_values",
-                    With(Defaults(), {{"eth0/arp_ignore", "1"},
-                                      {"eth0/arp_announce", "2"},
-                                      {"kube-lb0/promote_secondaries", "1"}}),
-                    kEth0AndLb0,
-                    {},
-                    true,
-                    true},
-        VerdictCase{"stricter_arp_ignore_counts",
-                    With(Defaults(), {{"all/arp_ignore", "2"},
-                                      {"eth0/arp_announce", "2"},
-                                      {"all/promote_secondaries", "1"}}),
-                    kEth0AndLb0,
-                    {},
-                    true,
-                    true},
-        VerdictCase{"arp_announce_1_is_not_enough",
-                    With(Defaults(), {{"all/arp_ignore", "1"},
-                                      {"all/arp_announce", "1"},
-                                      {"all/promote_secondaries", "1"}}),
-                    kEth0AndLb0,
-                    {"eth0 arp_announce=1"},
-                    false,
-                    true},
-        VerdictCase{"only_promote_secondaries_missing",
-                    With(Defaults(), {{"all/arp_ignore", "1"}, {"all/arp_announce", "2"}}),
-                    kEth0AndLb0,
-                    {"kube-lb0 promote_secondaries=0"},
-                    true,
-                    false},
-        VerdictCase{"second_lan_interface_checked",
-                    With(Defaults(), {{"eth0/arp_ignore", "1"},
-                                      {"eth0/arp_announce", "2"},
-                                      {"all/promote_secondaries", "1"}}),
-                    NodeSysctlNeeds{{"eth0", "eth1"}, "kube-lb0"},
-                    {"eth1 arp_ignore=0", "eth1 arp_announce=0"},
-                    false,
-                    true},
-        VerdictCase{"unreadable_interface_but_all_in_force",
-                    With(Defaults(), {{"all/arp_ignore", "1"},
-                                      {"all/arp_announce", "2"},
-                                      {"all/promote_secondaries", "1"},
-                                      {"eth0/arp_ignore", "<unreadable>"}}),
-                    kEth0AndLb0,
-                    {},
-                    true,
-                    true},
-        VerdictCase{"unreadable_and_not_in_force",
-                    With(Defaults(), {{"eth0/arp_ignore", "<unreadable>"},
-                                      {"eth0/arp_announce", "2"},
-                                      {"all/promote_secondaries", "1"}}),
-                    kEth0AndLb0,
-                    {"eth0 arp_ignore=unreadable (read sysctl: Permission denied)"},
-                    false,
-                    true},
-        VerdictCase{"garbage_is_not_a_value",
-                    With(Defaults(), {{"eth0/arp_ignore", "x"},
-                                      {"eth0/arp_announce", "2"},
-                                      {"all/promote_secondaries", "1"}}),
-                    kEth0AndLb0,
-                    {"eth0 arp_ignore=unreadable ('x')"},
-                    false,
-                    true},
-        VerdictCase{"no_virtual_interface_yet", Defaults(), NodeSysctlNeeds{{"eth0"}, ""},
-                    std::vector<std::string>{"eth0 arp_ignore=0", "eth0 arp_announce=0"}, false,
-                    true}),
-    [](const auto& p) { return p.param.name; });
+// Rows: name, changes to the defaults, what is missing, strict ARP ok, promote ok (, needs).
+// clang-format off
+const VerdictCase kVerdictCases[] = {
+    {"kernel_defaults", "", {"eth0 arp_ignore=0", "eth0 arp_announce=0", "kube-lb0 promote_secondaries=0"}, false, false},
+    {"init_container_set_all", "all/arp_ignore=1 all/arp_announce=2 all/promote_secondaries=1", {}, true, true},
+    {"per_interface_values", "eth0/arp_ignore=1 eth0/arp_announce=2 kube-lb0/promote_secondaries=1", {}, true, true},
+    {"stricter_arp_ignore_counts", "all/arp_ignore=2 eth0/arp_announce=2 all/promote_secondaries=1", {}, true, true},
+    {"arp_announce_1_is_not_enough", "all/arp_ignore=1 all/arp_announce=1 all/promote_secondaries=1", {"eth0 arp_announce=1"}, false, true},
+    {"only_promote_secondaries_missing", "all/arp_ignore=1 all/arp_announce=2", {"kube-lb0 promote_secondaries=0"}, true, false},
+    {"second_lan_interface_checked", "eth0/arp_ignore=1 eth0/arp_announce=2 all/promote_secondaries=1", {"eth1 arp_ignore=0", "eth1 arp_announce=0"}, false, true, {{"eth0", "eth1"}, "kube-lb0"}},
+    {"unreadable_interface_but_all_in_force", "all/arp_ignore=1 all/arp_announce=2 all/promote_secondaries=1 eth0/arp_ignore=?", {}, true, true},
+    {"unreadable_and_not_in_force", "eth0/arp_ignore=? eth0/arp_announce=2 all/promote_secondaries=1", {"eth0 arp_ignore=unreadable (read sysctl: Permission denied)"}, false, true},
+    {"garbage_is_not_a_value", "eth0/arp_ignore=x eth0/arp_announce=2 all/promote_secondaries=1", {"eth0 arp_ignore=unreadable ('x')"}, false, true},
+    {"no_virtual_interface_yet", "", {"eth0 arp_ignore=0", "eth0 arp_announce=0"}, false, true, {{"eth0"}, ""}},
+};
+// clang-format on
+
+INSTANTIATE_TEST_SUITE_P(Table, VerdictTest, ::testing::ValuesIn(kVerdictCases),
+                         [](const auto& p) { return p.param.name; });
 
 // --- NodeSysctlCheck: one check walked through a scenario ------------------------------------
 

@@ -181,8 +181,18 @@ TEST(ProbeGatePreprobedTest, AnnouncedAtOnceAndWithdrawnIfTheShortProbeIsAnswere
 const std::string kIp = "192.0.2.100";
 std::string Winner() { return HashWinner({"node1", "node2", "node3"}, Ip(kIp)); }
 
+// An address not proven free ahead: the full probe (3 requests) before it is added, the pass
+// after.
+void ExpectFullProbeThenHeld(AgentWorld& w) {
+  EXPECT_FALSE(w.Holds(kIp));
+  ASSERT_EQ(w.prober_->started().size(), 1u);
+  EXPECT_EQ(w.prober_->started()[0].options.count, 3);
+  w.Pass();
+  EXPECT_TRUE(w.Holds(kIp));
+}
+
 TEST(ProbeAheadReconcilerTest, ACandidateProbedAheadIsAnnouncedInTheFirstPass) {
-  AgentWorld w(Winner());
+  WinnerWorld w(kIp);
   w.EnableProbeAhead();
   w.reconciler_->SetProbeAhead({Ip(kIp)}, {});
   w.Pass();
@@ -196,15 +206,14 @@ TEST(ProbeAheadReconcilerTest, ACandidateProbedAheadIsAnnouncedInTheFirstPass) {
   EXPECT_EQ(w.metrics_.Get(kMetricProbeAheadFresh, {}), 1);
   EXPECT_EQ(w.metrics_.Get(kMetricProbeAheadProbes, {}), 1);
   // The Service gets it: added, announced and recorded in the same pass; one short probe runs.
-  w.services_.push_back(Svc("web", {.ips = {kIp}}));
-  w.Pass();
-  EXPECT_TRUE(w.KernelHas(w.eth0_, kIp + "/24"));
+  w.Serve("web", {kIp});
+  EXPECT_TRUE(w.Holds(kIp));
   EXPECT_EQ(EventsWith(w.writer_, "AnnouncingLocal"), 1u);
   ASSERT_EQ(w.prober_->started().size(), 1u);
   EXPECT_EQ(w.prober_->started()[0].options.count, 1);
   EXPECT_EQ(w.metrics_.Get(kMetricProbeAheadAnnounced, {}), 1);
   w.Pass();
-  EXPECT_TRUE(w.KernelHas(w.eth0_, kIp + "/24"));
+  EXPECT_TRUE(w.Holds(kIp));
   EXPECT_EQ(w.prober_->started().size(), 1u);
   EXPECT_EQ(EventsWith(w.writer_, "AddressConflict"), 0u);
 }
@@ -220,20 +229,16 @@ TEST(ProbeAheadReconcilerTest, OnlyTheElectedNodeProbesAhead) {
 }
 
 TEST(ProbeAheadReconcilerTest, ARequestedAddressKeepsTheFullProbeEvenProbedAhead) {
-  AgentWorld w(Winner());
+  WinnerWorld w(kIp);
   w.EnableProbeAhead();
   w.reconciler_->SetProbeAhead({}, {Ip(kIp)});
   w.services_.push_back(Svc("web", {.ips = {kIp}, .annotations = {{"purelb.io/addresses", kIp}}}));
   w.Pass();
-  EXPECT_FALSE(w.KernelHas(w.eth0_, kIp + "/24"));
-  ASSERT_EQ(w.prober_->started().size(), 1u);
-  EXPECT_EQ(w.prober_->started()[0].options.count, 3);
-  w.Pass();
-  EXPECT_TRUE(w.KernelHas(w.eth0_, kIp + "/24"));
+  ExpectFullProbeThenHeld(w);
 }
 
 TEST(ProbeAheadReconcilerTest, NothingIsProbedAheadDuringTheStartUpHoldOff) {
-  AgentWorld w(Winner());
+  WinnerWorld w(kIp);
   w.EnableProbeAhead();
   w.reconciler_->SetProbeAhead({Ip(kIp)}, {});
   w.hold_off_ = true;
@@ -265,31 +270,25 @@ TEST(ProbeAheadReconcilerTest, AnAnswerFromAMemberNodeIsNoForeignOwner) {
 }
 
 TEST(ProbeAheadReconcilerTest, FreeElsewhereCountsAndUnprovenAddressesKeepTheFullProbe) {
-  AgentWorld w(Winner());
+  WinnerWorld w(kIp);
   w.EnableProbeAhead();
   // Proven free by a live peer (its lease annotation): announced at once here.
   w.reconciler_->SetProbeAhead({}, {Ip(kIp)});
-  w.services_.push_back(Svc("web", {.ips = {kIp}}));
-  w.Pass();
-  EXPECT_TRUE(w.KernelHas(w.eth0_, kIp + "/24"));
+  w.Serve("web", {kIp});
+  EXPECT_TRUE(w.Holds(kIp));
   ASSERT_EQ(w.prober_->started().size(), 1u);
   EXPECT_EQ(w.prober_->started()[0].options.count, 1);
 
   // Not pre-probed anywhere: the full probe before the first announcement, as before.
-  AgentWorld v(Winner());
+  WinnerWorld v(kIp);
   v.EnableProbeAhead();
   v.reconciler_->SetProbeAhead({}, {});
-  v.services_.push_back(Svc("web", {.ips = {kIp}}));
-  v.Pass();
-  EXPECT_FALSE(v.KernelHas(v.eth0_, kIp + "/24"));
-  ASSERT_EQ(v.prober_->started().size(), 1u);
-  EXPECT_EQ(v.prober_->started()[0].options.count, 3);
-  v.Pass();
-  EXPECT_TRUE(v.KernelHas(v.eth0_, kIp + "/24"));
+  v.Serve("web", {kIp});
+  ExpectFullProbeThenHeld(v);
 }
 
 TEST(ProbeAheadReconcilerTest, AForeignOwnerFoundAheadIsPublishedAndNeverAnnounced) {
-  AgentWorld w(Winner());
+  WinnerWorld w(kIp);
   w.EnableProbeAhead();
   w.announcer_.SetOwner(Ip(kIp), Mac(kForeign));
   w.reconciler_->SetProbeAhead({Ip(kIp)}, {});
@@ -309,30 +308,29 @@ TEST(ProbeAheadReconcilerTest, AForeignOwnerFoundAheadIsPublishedAndNeverAnnounc
   EXPECT_EQ(w.reconciler_->ProbeAheadFindings().size(), 1u);
   // A Service that gets it anyway (a race, or it asked for it) goes through the full probe and
   // is refused as before.
-  w.services_.push_back(Svc("web", {.ips = {kIp}}));
+  w.Serve("web", {kIp});
   w.Pass();
-  w.Pass();
-  EXPECT_FALSE(w.KernelHas(w.eth0_, kIp + "/24"));
+  EXPECT_FALSE(w.Holds(kIp));
   EXPECT_EQ(EventsWith(w.writer_, "AddressConflict"), 1u);
 }
 
 TEST(ProbeAheadReconcilerTest, AnAnswerToTheShortProbeWithdrawsAndReports) {
-  AgentWorld w(Winner());
+  WinnerWorld w(kIp);
   w.EnableProbeAhead();
   w.reconciler_->SetProbeAhead({}, {Ip(kIp)});
   w.services_.push_back(Svc("web", {.ips = {kIp}}));
   // The foreign host appears between the background probe and the Service.
   w.announcer_.SetOwner(Ip(kIp), Mac(kForeign));
   w.Pass();
-  EXPECT_TRUE(w.KernelHas(w.eth0_, kIp + "/24"));  // announced at once
+  EXPECT_TRUE(w.Holds(kIp));  // announced at once
   // The Service now shows this node as announcing (written by the pass above).
   w.services_[0] =
       Svc("web", {.ips = {kIp}, .annotations = {{model::kAnnAnnouncingV4, w.self_ + ",eth0"}}});
   w.Pass();
-  EXPECT_FALSE(w.KernelHas(w.eth0_, kIp + "/24"));  // withdrawn
+  EXPECT_FALSE(w.Holds(kIp));  // withdrawn
   EXPECT_EQ(EventsWith(w.writer_, "AddressConflict"), 1u);
   w.Pass();
-  EXPECT_FALSE(w.KernelHas(w.eth0_, kIp + "/24"));  // and stays withdrawn
+  EXPECT_FALSE(w.Holds(kIp));  // and stays withdrawn
   EXPECT_EQ(EventsWith(w.writer_, "AddressConflict"), 1u);
 }
 

@@ -80,20 +80,17 @@ TEST(ReconcilerTest, DualStackFamiliesAreElectedIndependently) {
     AgentWorld w(self);
     w.services_.push_back(Svc("dual", {.ips = {v4, v6}}));
     w.Pass();
-    EXPECT_EQ(w.KernelHas(w.eth0_, v4 + "/24"), self == HashWinner(kNodes, Ip(v4))) << self;
+    EXPECT_EQ(w.Holds(v4), self == HashWinner(kNodes, Ip(v4))) << self;
     EXPECT_EQ(w.KernelHas(w.eth0_, v6 + "/64"), self == HashWinner(kNodes, Ip(v6))) << self;
   }
 }
 
 TEST(ReconcilerTest, UnchangedAnnotationIsNeverRewritten) {
-  const std::string ip = "192.0.2.100";
-  const std::string self = HashWinner(kNodes, Ip(ip));
-  AgentWorld w(self);
-  w.services_.push_back(
-      Svc("web", {.ips = {ip}, .annotations = {{model::kAnnAnnouncingV4, self + ",eth0"}}}));
+  WinnerWorld w("192.0.2.100");
+  w.services_.push_back(Svc("web", AnnouncedBy(w.ip_, w.self_ + ",eth0")));
   w.Pass();
   w.Pass();
-  EXPECT_TRUE(w.KernelHas(w.eth0_, ip + "/24"));
+  EXPECT_TRUE(w.Holds(w.ip_));
   EXPECT_TRUE(w.writer_.patches.empty());
 }
 
@@ -183,7 +180,7 @@ TEST(ReconcilerTest, EtpLocalResetByTheWinnerOnly) {
     if (self == winner) {
       ASSERT_EQ(w.writer_.etp_resets.size(), 1u);
       EXPECT_EQ(w.writer_.etp_resets[0].name, "web");
-      EXPECT_TRUE(w.KernelHas(w.eth0_, ip + "/24"));
+      EXPECT_TRUE(w.Holds(ip));
     } else {
       EXPECT_TRUE(w.writer_.etp_resets.empty());
     }
@@ -200,7 +197,7 @@ TEST(ReconcilerTest, EtpLocalElectAmongNodesWithReadyEndpoints) {
     w.services_.push_back(
         Svc("web", {.ips = {ip}, .etp = "Local"}, {Slice("default", "web", {{with_pod, true}})}));
     w.Pass();
-    EXPECT_EQ(w.KernelHas(w.eth0_, ip + "/24"), self == with_pod);
+    EXPECT_EQ(w.Holds(ip), self == with_pod);
     EXPECT_TRUE(w.writer_.etp_resets.empty());  // the Service is left as written
   }
   // No ready endpoint anywhere: nobody announces.
@@ -208,7 +205,7 @@ TEST(ReconcilerTest, EtpLocalElectAmongNodesWithReadyEndpoints) {
   w.services_.push_back(
       Svc("web", {.ips = {ip}, .etp = "Local"}, {Slice("default", "web", {{with_pod, false}})}));
   w.Pass();
-  EXPECT_FALSE(w.KernelHas(w.eth0_, ip + "/24"));
+  EXPECT_FALSE(w.Holds(ip));
 }
 
 // Each family follows its own EndpointSlices, as kube-proxy programs each family from the slices
@@ -231,7 +228,7 @@ TEST(ReconcilerTest, EtpLocalElectFollowsEachFamilysSlices) {
     slice6.address_type = "IPv6";
     w.services_.push_back(Svc("dual", {.ips = {v4, v6}, .etp = "Local"}, {slice4, slice6}));
     w.Pass();
-    EXPECT_EQ(w.KernelHas(w.eth0_, v4 + "/24"), self == v4_node);
+    EXPECT_EQ(w.Holds(v4), self == v4_node);
     EXPECT_EQ(w.KernelHas(w.eth0_, v6 + "/64"), self == v6_node);
   }
 }
@@ -251,7 +248,7 @@ TEST(ReconcilerTest, NodeAffinityPrefersEndpointNodesAndFallsBack) {
       w.services_.push_back(Svc("web", {.ips = {ip}, .annotations = affinity},
                                 {Slice("default", "web", {{with_pod, true}})}));
       w.Pass();
-      EXPECT_EQ(w.KernelHas(w.eth0_, ip + "/24"), self == with_pod);
+      EXPECT_EQ(w.Holds(ip), self == with_pod);
       EXPECT_EQ(w.metrics_.Get(kMetricAffinityFallbacks, {}), 0);
     }
     {
@@ -261,7 +258,7 @@ TEST(ReconcilerTest, NodeAffinityPrefersEndpointNodesAndFallsBack) {
                                 {Slice("default", "web", {{"node9", true}})}));
       w.Pass();
       w.Pass();
-      EXPECT_EQ(w.KernelHas(w.eth0_, ip + "/24"), self == hash_winner);
+      EXPECT_EQ(w.Holds(ip), self == hash_winner);
       EXPECT_EQ(w.metrics_.Get(kMetricAffinityFallbacks, {}), 1);  // once, not per pass
     }
     {
@@ -271,7 +268,7 @@ TEST(ReconcilerTest, NodeAffinityPrefersEndpointNodesAndFallsBack) {
       w.services_.push_back(Svc("web", {.ips = {ip}, .annotations = shared},
                                 {Slice("default", "web", {{with_pod, true}})}));
       w.Pass();
-      EXPECT_EQ(w.KernelHas(w.eth0_, ip + "/24"), self == hash_winner);
+      EXPECT_EQ(w.Holds(ip), self == hash_winner);
     }
   }
 }
@@ -287,15 +284,14 @@ TEST(ReconcilerTest, TakesOverWhenTheWinnerLeavesAndIsSticky) {
   }
   const std::string second = HashWinner(rest, Ip(ip));
   AgentWorld w(second);
-  w.services_.push_back(
-      Svc("web", {.ips = {ip}, .annotations = {{model::kAnnAnnouncingV4, first + ",eth0"}}}));
+  w.services_.push_back(Svc("web", AnnouncedBy(ip, first + ",eth0")));
   w.Pass();
-  EXPECT_FALSE(w.KernelHas(w.eth0_, ip + "/24"));
+  EXPECT_FALSE(w.Holds(ip));
 
   // Graceful: the winner deletes its lease -> taken over at once.
   w.DeleteLease(first);
   w.Pass();
-  EXPECT_TRUE(w.KernelHas(w.eth0_, ip + "/24"));
+  EXPECT_TRUE(w.Holds(ip));
   EXPECT_EQ(w.metrics_.Get(kMetricWinnerChanges, {}), 1);
   EXPECT_EQ(w.metrics_.Get(kMetricMemberCount, {}), 2);
   w.services_[0].service.annotations[model::kAnnAnnouncingV4] = second + ",eth0";
@@ -303,7 +299,7 @@ TEST(ReconcilerTest, TakesOverWhenTheWinnerLeavesAndIsSticky) {
   // The preferred node returns: sticky, the current announcer keeps the address.
   w.Renew(first);
   w.Pass();
-  EXPECT_TRUE(w.KernelHas(w.eth0_, ip + "/24"));
+  EXPECT_TRUE(w.Holds(ip));
 }
 
 TEST(ReconcilerTest, TakesOverWhenTheWinnersLeaseExpires) {
@@ -315,16 +311,15 @@ TEST(ReconcilerTest, TakesOverWhenTheWinnersLeaseExpires) {
     if (n != first) live.push_back(n);
   }
   AgentWorld w(self);
-  w.services_.push_back(Svc("web", {.ips = {ip}}));
-  w.Pass();
-  EXPECT_FALSE(w.KernelHas(w.eth0_, ip + "/24"));
+  w.Serve("web", {ip});
+  EXPECT_FALSE(w.Holds(ip));
   w.Advance(seconds(5), live);
   w.Pass();
   // Still inside the winner's lease: nobody takes over yet.
-  EXPECT_FALSE(w.KernelHas(w.eth0_, ip + "/24"));
+  EXPECT_FALSE(w.Holds(ip));
   w.Advance(seconds(6), live);  // 11 s without a renewal from `first`
   w.Pass();
-  EXPECT_EQ(w.KernelHas(w.eth0_, ip + "/24"), self == HashWinner(live, Ip(ip)));
+  EXPECT_EQ(w.Holds(ip), self == HashWinner(live, Ip(ip)));
 }
 
 TEST(ReconcilerTest, NodeBeingDeletedStopsAnnouncing) {
@@ -334,30 +329,28 @@ TEST(ReconcilerTest, NodeBeingDeletedStopsAnnouncing) {
     AgentWorld w(self);
     w.services_.push_back(Svc("web", {.ips = {ip}}));
     w.Pass();
-    EXPECT_EQ(w.KernelHas(w.eth0_, ip + "/24"), self == first);
+    EXPECT_EQ(w.Holds(ip), self == first);
     w.excluded_ = {NodeName(first)};  // e.g. deletionTimestamp set on the winner's Node
     w.Pass();
     std::vector<std::string> rest;
     for (const auto& n : kNodes) {
       if (n != first) rest.push_back(n);
     }
-    EXPECT_EQ(w.KernelHas(w.eth0_, ip + "/24"), self == HashWinner(rest, Ip(ip))) << self;
+    EXPECT_EQ(w.Holds(ip), self == HashWinner(rest, Ip(ip))) << self;
   }
 }
 
 TEST(ReconcilerTest, SubnetChangeWithdraws) {
-  const std::string ip = "192.0.2.108";
-  const std::string self = HashWinner(kNodes, Ip(ip));
-  AgentWorld w(self);
-  w.services_.push_back(Svc("web", {.ips = {ip}}));
-  w.Pass();
-  ASSERT_TRUE(w.KernelHas(w.eth0_, ip + "/24"));
+  WinnerWorld w("192.0.2.108");
+  w.Serve("web", {w.ip_});
+  ASSERT_TRUE(w.Holds(w.ip_));
   // This node moves to another subnet: its interface and its lease say so.
   w.network_.interfaces[0].subnets = {Pfx("198.51.100.0/24")};
-  w.Renew(self, "198.51.100.0/24");
+  w.Renew(w.self_, "198.51.100.0/24");
   w.Pass();
-  EXPECT_FALSE(w.KernelHas(w.eth0_, ip + "/24"));
-  EXPECT_FALSE(w.KernelHas(w.lb0_, ip + "/24"));  // still local for the others: never virtual here
+  EXPECT_FALSE(w.Holds(w.ip_));
+  // Still local for the others: never virtual here.
+  EXPECT_FALSE(w.KernelHas(w.lb0_, w.ip_ + "/24"));
 }
 
 // --- Ownership: sweep, foreign addresses --------------------------------------------------
@@ -422,59 +415,53 @@ TEST(ReconcilerTest, RecordIsWrittenBeforeTheAddressIsAdded) {
   // The add failed: the record does not keep the address.
   EXPECT_TRUE(x.store_.Load()->empty());
   x.Pass();
-  EXPECT_TRUE(x.KernelHas(x.eth0_, ip + "/24"));
+  EXPECT_TRUE(x.Holds(ip));
   EXPECT_EQ(x.store_.Load()->count(OwnedAddress{"eth0", Pfx(ip + "/24")}), 1u);
 }
 
 TEST(ReconcilerTest, ForeignHolderOfADesiredAddressIsLeftAlone) {
-  const std::string ip = "192.0.2.110";
-  const std::string self = HashWinner(kNodes, Ip(ip));
-  AgentWorld w(self);
-  w.Host(w.eth0_, ip + "/24");  // the admin put it there by hand
-  w.services_.push_back(Svc("web", {.ips = {ip}}));
+  WinnerWorld w("192.0.2.110");
+  w.Host(w.eth0_, w.ip_ + "/24");  // the admin put it there by hand
+  w.services_.push_back(Svc("web", {.ips = {w.ip_}}));
   auto r = w.Pass();
   EXPECT_EQ(r.sync.conflicts.size(), 1u);
   EXPECT_EQ(w.writer_.node_events.size(), 1u);
   EXPECT_TRUE(w.OwnAddresses(w.eth0_).empty());
   w.services_.clear();
   w.Pass();
-  EXPECT_TRUE(w.KernelHas(w.eth0_, ip + "/24"));  // not ours: never removed
-  EXPECT_EQ(w.writer_.node_events.size(), 1u);    // reported once
+  EXPECT_TRUE(w.Holds(w.ip_));                  // not ours: never removed
+  EXPECT_EQ(w.writer_.node_events.size(), 1u);  // reported once
 }
 
 // --- Health, shutdown, departures ----------------------------------------------------------
 
 TEST(ReconcilerTest, UnhealthyLeaseWithdrawsLocalKeepsVirtual) {
-  const std::string ip = "192.0.2.111";
-  const std::string self = HashWinner(kNodes, Ip(ip));
-  AgentWorld w(self);
-  w.services_.push_back(Svc("web", {.ips = {ip}}));
+  WinnerWorld w("192.0.2.111");
+  w.services_.push_back(Svc("web", {.ips = {w.ip_}}));
   w.services_.push_back(Svc("v", {.ips = {"203.0.113.7"}}));
   w.Pass();
-  ASSERT_TRUE(w.KernelHas(w.eth0_, ip + "/24"));
+  ASSERT_TRUE(w.Holds(w.ip_));
   w.healthy_ = false;
   w.writer_.Clear();
   w.Pass();
-  EXPECT_FALSE(w.KernelHas(w.eth0_, ip + "/24"));
+  EXPECT_FALSE(w.Holds(w.ip_));
   EXPECT_TRUE(w.KernelHas(w.lb0_, "203.0.113.7/24"));
   EXPECT_TRUE(w.writer_.patches.empty());  // no writes while unhealthy
   w.healthy_ = true;
   w.Pass();
-  EXPECT_TRUE(w.KernelHas(w.eth0_, ip + "/24"));
+  EXPECT_TRUE(w.Holds(w.ip_));
 }
 
 TEST(ReconcilerTest, ShutdownWithdrawsEverythingOfOursOnly) {
-  const std::string ip = "192.0.2.112";
-  const std::string self = HashWinner(kNodes, Ip(ip));
-  AgentWorld w(self);
-  w.services_.push_back(Svc("web", {.ips = {ip}}));
+  WinnerWorld w("192.0.2.112");
+  w.services_.push_back(Svc("web", {.ips = {w.ip_}}));
   w.services_.push_back(Svc("v", {.ips = {"203.0.113.8"}}));
   w.Pass();
   w.shutting_down_ = true;
   w.Pass();
   EXPECT_TRUE(w.OwnAddresses(w.eth0_).empty());
   EXPECT_TRUE(w.OwnAddresses(w.lb0_).empty());
-  EXPECT_FALSE(w.KernelHas(w.eth0_, ip + "/24"));
+  EXPECT_FALSE(w.Holds(w.ip_));
   EXPECT_FALSE(w.KernelHas(w.lb0_, "203.0.113.8/24"));
   EXPECT_EQ(w.KernelAddresses(w.eth0_).size(), 2u);  // the host's two addresses
 }
@@ -483,20 +470,18 @@ TEST(ReconcilerTest, StartupHoldOffTakesNoNewAddressButKeepsHeldOnes) {
   const std::string a = "192.0.2.115", b = "192.0.2.116";
   const std::string self = HashWinner(kNodes, Ip(a));
   AgentWorld w(self);
-  w.services_.push_back(Svc("a", {.ips = {a}}));
-  w.Pass();
-  ASSERT_TRUE(w.KernelHas(w.eth0_, a + "/24"));
+  w.Serve("a", {a});
+  ASSERT_TRUE(w.Holds(a));
   // A restart: the agent holds `a` already; `b` is new. Neither is withdrawn nor taken.
   w.hold_off_ = true;
-  w.services_.push_back(Svc("b", {.ips = {b}}));
   w.writer_.Clear();
-  w.Pass();
-  EXPECT_TRUE(w.KernelHas(w.eth0_, a + "/24"));
-  EXPECT_FALSE(w.KernelHas(w.eth0_, b + "/24"));
+  w.Serve("b", {b});
+  EXPECT_TRUE(w.Holds(a));
+  EXPECT_FALSE(w.Holds(b));
   for (const auto& p : w.writer_.patches) EXPECT_NE(p.service.name, "b");
   w.hold_off_ = false;
   w.Pass();
-  EXPECT_EQ(w.KernelHas(w.eth0_, b + "/24"), self == HashWinner(kNodes, Ip(b)));
+  EXPECT_EQ(w.Holds(b), self == HashWinner(kNodes, Ip(b)));
 }
 
 // Start-up: an address whose recorded announcer this agent does not see yet is not taken, even by
@@ -504,33 +489,27 @@ TEST(ReconcilerTest, StartupHoldOffTakesNoNewAddressButKeepsHeldOnes) {
 // lease yet: agents starting together, a migration from PureLB, e2e_migration_test). A lease
 // duration later an announcer never seen is dead and the address is taken.
 TEST(ReconcilerTest, StartupDefersToAnAnnouncerNotSeenYet) {
-  const std::string ip = "192.0.2.117";
-  const std::string self = HashWinner(kNodes, Ip(ip));
-  AgentWorld w(self);
+  WinnerWorld w("192.0.2.117");
   w.defer_unseen_ = true;
-  w.services_.push_back(
-      Svc("m", {.ips = {ip}, .annotations = {{model::kAnnAnnouncingV4, "node9,eth0," + ip}}}));
+  w.services_.push_back(Svc("m", AnnouncedBy(w.ip_, "node9,eth0," + w.ip_)));
   w.Pass();
-  EXPECT_FALSE(w.KernelHas(w.eth0_, ip + "/24"));
+  EXPECT_FALSE(w.Holds(w.ip_));
   for (const auto& p : w.writer_.patches) EXPECT_NE(p.service.name, "m");
   w.defer_unseen_ = false;
   w.Pass();
-  EXPECT_TRUE(w.KernelHas(w.eth0_, ip + "/24"));
+  EXPECT_TRUE(w.Holds(w.ip_));
 }
 
 TEST(ReconcilerTest, DepartedServiceWithdrawsAtOnceAndClearsItsAnnotation) {
-  const std::string ip = "192.0.2.113";
-  const std::string self = HashWinner(kNodes, Ip(ip));
-  AgentWorld w(self);
-  w.services_.push_back(Svc("web", {.ips = {ip}}));
-  w.Pass();
-  ASSERT_TRUE(w.KernelHas(w.eth0_, ip + "/24"));
+  WinnerWorld w("192.0.2.113");
+  w.Serve("web", {w.ip_});
+  ASSERT_TRUE(w.Holds(w.ip_));
   // The allocator released the address; our annotation is still on the Service.
   w.services_[0] =
-      Svc("web", {.ips = {}, .annotations = {{model::kAnnAnnouncingV4, self + ",eth0"}}});
+      Svc("web", {.ips = {}, .annotations = {{model::kAnnAnnouncingV4, w.self_ + ",eth0"}}});
   w.writer_.Clear();
   w.Pass();
-  EXPECT_FALSE(w.KernelHas(w.eth0_, ip + "/24"));
+  EXPECT_FALSE(w.Holds(w.ip_));
   ASSERT_EQ(w.writer_.patches.size(), 1u);
   EXPECT_FALSE(w.writer_.patches[0].annotations.at(model::kAnnAnnouncingV4).has_value());
   // Deleted altogether.
@@ -540,34 +519,29 @@ TEST(ReconcilerTest, DepartedServiceWithdrawsAtOnceAndClearsItsAnnotation) {
 }
 
 TEST(ReconcilerTest, DeadManSwitchRenewalKeepsTheAddress) {
-  const std::string ip = "192.0.2.114";
-  const std::string self = HashWinner(kNodes, Ip(ip));
-  AgentWorld w(self);
-  w.services_.push_back(Svc("web", {.ips = {ip}}));
-  w.Pass();
+  WinnerWorld w("192.0.2.114");
+  w.Serve("web", {w.ip_});
   for (int i = 0; i < 6; ++i) {  // a minute of passes every 10 s
     w.Advance(seconds(10), kNodes);
     w.Pass();
   }
-  EXPECT_TRUE(w.KernelHas(w.eth0_, ip + "/24"));
+  EXPECT_TRUE(w.Holds(w.ip_));
   // The agent dies: nothing renews; the kernel drops the address by itself.
   w.clock_.Advance(seconds(31));
-  EXPECT_FALSE(w.KernelHas(w.eth0_, ip + "/24"));
+  EXPECT_FALSE(w.Holds(w.ip_));
 }
 
 // --- Lace classes ---------------------------------------------------------------------------
 
 TEST(ReconcilerTest, LaceWinnerKeepsItsL2AdvertisementCurrent) {
-  const std::string ip = "192.0.2.201";
-  const std::string self = HashWinner(kNodes, Ip(ip));
-  AgentWorld w(self);
-  w.services_.push_back(Svc("lace", {.ips = {ip}, .lb_class = "lace-cni.io/public"}));
+  WinnerWorld w("192.0.2.201");
+  w.services_.push_back(Svc("lace", {.ips = {w.ip_}, .lb_class = "lace-cni.io/public"}));
   w.Pass();
-  EXPECT_TRUE(w.KernelHas(w.eth0_, ip + "/24"));
+  EXPECT_TRUE(w.Holds(w.ip_));
   ASSERT_EQ(w.writer_.l2_upserts.size(), 1u);
   const L2Advertisement& l2 = w.writer_.l2_upserts[0];
   EXPECT_EQ(l2.name, "ipv4-192-0-2-201");
-  EXPECT_EQ(l2.node, self);
+  EXPECT_EQ(l2.node, w.self_);
   EXPECT_EQ(l2.interface, "eth0");
   EXPECT_EQ(l2.load_balancer_class, "lace-cni.io/public");
   EXPECT_EQ(l2.service_namespace, "default");
@@ -624,9 +598,8 @@ TEST(ReconcilerTest, V2GroupsWriteTheV2AnnouncingForm) {
   const std::string winner = HashWinner(kNodes, Ip(ip));
   {
     AgentWorld w(winner);
-    w.services_.push_back(Svc("v2svc", {.ips = {ip}}));
-    w.Pass();
-    EXPECT_TRUE(w.KernelHas(w.eth0_, ip + "/24"));
+    w.Serve("v2svc", {ip});
+    EXPECT_TRUE(w.Holds(ip));
     ASSERT_EQ(w.writer_.patches.size(), 1u);
     EXPECT_EQ(w.writer_.patches[0].annotations.at(model::kAnnAnnouncingV4), winner + ",eth0," + ip);
   }
@@ -648,10 +621,9 @@ TEST(ReconcilerTest, V2GroupsWriteTheV2AnnouncingForm) {
     // Sticky on a v1-form announcer (a group that moved from v1 to v2): the named node keeps it.
     const std::string other = SomeLoser(kNodes, winner);
     AgentWorld w(winner);
-    w.services_.push_back(
-        Svc("v2svc", {.ips = {ip}, .annotations = {{model::kAnnAnnouncingV4, other + ",eth0"}}}));
+    w.services_.push_back(Svc("v2svc", AnnouncedBy(ip, other + ",eth0")));
     w.Pass();
-    EXPECT_FALSE(w.KernelHas(w.eth0_, ip + "/24"));
+    EXPECT_FALSE(w.Holds(ip));
   }
 }
 
@@ -679,8 +651,7 @@ TEST(ReconcilerTest, EtpLocalOnAnAggregateIsWarnedAboutOnce) {
   // 203.0.113.0/26 of the world's ServiceGroup has aggregation default: the /24 subnet.
   for (const auto& self : kNodes) {
     AgentWorld w(self);
-    w.services_.push_back(Svc("agg", {.ips = {"203.0.113.5"}, .etp = "Local"}));
-    w.Pass();
+    w.Serve(Svc("agg", {.ips = {"203.0.113.5"}, .etp = "Local"}));
     w.Pass();
     if (self == "node1") {
       ASSERT_EQ(w.writer_.events.size(), 1u);
@@ -711,19 +682,16 @@ namespace {
 // --- The successor's wire check (takeover.h) ---------------------------------------------------
 
 TEST(ReconcilerTest, TakeoverWaitsWhileTheSilentHolderStillAnswers) {
-  const std::string ip = "192.0.2.100";
-  const std::string self = HashWinner({"node2", "node3"}, Ip(ip));
-  AgentWorld w(self);
+  WinnerWorld w("192.0.2.100", {"node2", "node3"});
   FakeWireChecker wire;
   // Longer than the lease (10 s): the holder's addresses outlive its lease's expiry.
   w.EnableWireCheck(&wire, std::chrono::seconds(30));
   w.macs_["node1"] = "02:00:00:00:00:01";
   w.Renew("node1");
   w.peer_signs_[NodeName("node1")].kube_proxy_url = "http://192.0.2.11:10256/healthz";
-  w.services_.push_back(
-      Svc("web", {.ips = {ip}, .annotations = {{model::kAnnAnnouncingV4, "node1,eth0"}}}));
+  w.services_.push_back(Svc("web", AnnouncedBy(w.ip_, "node1,eth0")));
   w.Pass();
-  EXPECT_FALSE(w.KernelHas(w.eth0_, ip + "/24")) << "node1 is alive and sticky";
+  EXPECT_FALSE(w.Holds(w.ip_)) << "node1 is alive and sticky";
   EXPECT_TRUE(wire.jobs.empty());
 
   // node1's agent dies; its lease runs out. A check starts, the address waits for it.
@@ -733,17 +701,17 @@ TEST(ReconcilerTest, TakeoverWaitsWhileTheSilentHolderStillAnswers) {
   EXPECT_EQ(wire.jobs[0].holder, NodeName("node1"));
   EXPECT_EQ(wire.jobs[0].holder_macs.size(), 1u);
   EXPECT_EQ(wire.jobs[0].kube_proxy_url, "http://192.0.2.11:10256/healthz");
-  EXPECT_FALSE(w.KernelHas(w.eth0_, ip + "/24"));
+  EXPECT_FALSE(w.Holds(w.ip_));
   // node1's kernel answers and its kube-proxy passes: deferred, nothing written.
   wire.Answer(true, true);
   w.Pass();
-  EXPECT_FALSE(w.KernelHas(w.eth0_, ip + "/24"));
+  EXPECT_FALSE(w.Holds(w.ip_));
   EXPECT_TRUE(w.writer_.patches.empty());
   EXPECT_TRUE(w.announcer_.sent().empty());
   // node1's agent is back: the address stays there, no check is due.
   w.Advance(milliseconds(100), {"node1", "node2", "node3"});
   w.Pass();
-  EXPECT_FALSE(w.KernelHas(w.eth0_, ip + "/24"));
+  EXPECT_FALSE(w.Holds(w.ip_));
   EXPECT_TRUE(wire.jobs.empty());
   EXPECT_EQ(w.metrics_.Get(kMetricAddressMoves, {{"reason", "crash"}}), 0);
 
@@ -753,34 +721,31 @@ TEST(ReconcilerTest, TakeoverWaitsWhileTheSilentHolderStillAnswers) {
   ASSERT_EQ(wire.jobs.size(), 1u);
   wire.Answer(false, false);
   w.Pass();
-  EXPECT_TRUE(w.KernelHas(w.eth0_, ip + "/24"));
+  EXPECT_TRUE(w.Holds(w.ip_));
   EXPECT_EQ(w.metrics_.Get(kMetricAddressMoves, {{"reason", "crash"}}), 1);
   bool moved_event = false;
   for (const auto& e : w.writer_.events) {
     if (e.reason == "AddressMoved") {
       moved_event = true;
-      EXPECT_NE(e.message.find("took over " + ip + " (crash)"), std::string::npos) << e.message;
+      EXPECT_NE(e.message.find("took over " + w.ip_ + " (crash)"), std::string::npos) << e.message;
     }
   }
   EXPECT_TRUE(moved_event);
 }
 
 TEST(ReconcilerTest, TakeoverFromAHolderThatLeftIsImmediateAndCountedPlanned) {
-  const std::string ip = "192.0.2.100";
-  const std::string self = HashWinner({"node2", "node3"}, Ip(ip));
-  AgentWorld w(self);
+  WinnerWorld w("192.0.2.100", {"node2", "node3"});
   FakeWireChecker wire;
   w.EnableWireCheck(&wire);
   w.macs_["node1"] = "02:00:00:00:00:01";
   w.Renew("node1");
   w.peer_signs_[NodeName("node1")].kube_proxy_url = "http://192.0.2.11:10256/healthz";
-  w.services_.push_back(
-      Svc("web", {.ips = {ip}, .annotations = {{model::kAnnAnnouncingV4, "node1,eth0"}}}));
+  w.services_.push_back(Svc("web", AnnouncedBy(w.ip_, "node1,eth0")));
   w.Pass();
   w.DeleteLease("node1");  // a graceful stop: withdrawn, then the lease deleted
   w.Pass();
   EXPECT_TRUE(wire.jobs.empty());
-  EXPECT_TRUE(w.KernelHas(w.eth0_, ip + "/24"));
+  EXPECT_TRUE(w.Holds(w.ip_));
   EXPECT_EQ(w.metrics_.Get(kMetricAddressMoves, {{"reason", "planned"}}), 1);
 }
 
@@ -790,20 +755,17 @@ TEST(ReconcilerTest, TakeoverFromAHolderThatLeftIsImmediateAndCountedPlanned) {
 // address and, before adding it, forwards the flows node1 still carries to node1's address on
 // the segment; for the timeout, then not.
 TEST(ReconcilerTest, TakeoverFromAnExcludedLiveHolderForwardsItsFlowsFirst) {
-  const std::string ip = "192.0.2.100";
-  const std::string self = HashWinner({"node2", "node3"}, Ip(ip));
-  AgentWorld w(self);
-  w.EnableDrain(std::chrono::seconds(60), ip + "/24");
+  WinnerWorld w("192.0.2.100", {"node2", "node3"});
+  w.EnableDrain(std::chrono::seconds(60), w.ip_ + "/24");
   w.peer_signs_[NodeName("node1")].addresses = {Ip("2001:db8:1::11"), Ip("192.0.2.11")};
-  w.services_.push_back(
-      Svc("web", {.ips = {ip}, .annotations = {{model::kAnnAnnouncingV4, "node1,eth0"}}}));
+  w.services_.push_back(Svc("web", AnnouncedBy(w.ip_, "node1,eth0")));
   w.Pass();
-  EXPECT_FALSE(w.KernelHas(w.eth0_, ip + "/24")) << "node1 is alive and sticky";
+  EXPECT_FALSE(w.Holds(w.ip_)) << "node1 is alive and sticky";
   EXPECT_TRUE(w.drain_rulesets_.empty());
 
   w.excluded_.push_back(NodeName("node1"));  // e.g. labelled exclude-from-external-load-balancers
   w.Pass();
-  EXPECT_TRUE(w.KernelHas(w.eth0_, ip + "/24"));
+  EXPECT_TRUE(w.Holds(w.ip_));
   ASSERT_EQ(w.drain_rulesets_.size(), 1u);
   EXPECT_NE(w.drain_rulesets_[0].find("ip daddr 192.0.2.100 tcp flags & (syn | ack) != syn ct "
                                       "state { new, invalid } dup to 192.0.2.11 device \"eth0\""),
@@ -823,7 +785,7 @@ TEST(ReconcilerTest, TakeoverFromAnExcludedLiveHolderForwardsItsFlowsFirst) {
   ASSERT_EQ(w.drain_rulesets_.size(), 2u);
   EXPECT_EQ(w.drain_rulesets_[1], RenderDrainRuleset({}));
   EXPECT_EQ(w.metrics_.Get(kMetricDrainForwards, {}), 0);
-  EXPECT_TRUE(w.KernelHas(w.eth0_, ip + "/24"));
+  EXPECT_TRUE(w.Holds(w.ip_));
 }
 
 // Which takeovers drain: only from a holder that is excluded, still alive, and has an address on
@@ -833,8 +795,7 @@ TEST(ReconcilerTest, OnlyPlannedMovesFromLiveHoldersWithAnAddressDrain) {
   const std::string self = HashWinner({"node2", "node3"}, Ip(ip));
   struct Row {
     const char* what;
-    bool excluded;
-    bool alive;
+    bool excluded, alive;
     std::vector<std::string> addresses;
     bool drains;
   };
@@ -848,13 +809,12 @@ TEST(ReconcilerTest, OnlyPlannedMovesFromLiveHoldersWithAnAddressDrain) {
     AgentWorld w(self);
     w.EnableDrain(std::chrono::seconds(60));
     for (const auto& a : r.addresses) w.peer_signs_[NodeName("node1")].addresses.push_back(Ip(a));
-    w.services_.push_back(
-        Svc("web", {.ips = {ip}, .annotations = {{model::kAnnAnnouncingV4, "node1,eth0"}}}));
+    w.services_.push_back(Svc("web", AnnouncedBy(ip, "node1,eth0")));
     w.Pass();
     if (r.excluded) w.excluded_.push_back(NodeName("node1"));
     if (!r.alive) w.Advance(std::chrono::seconds(11), {"node2", "node3"});
     w.Pass();
-    EXPECT_TRUE(w.KernelHas(w.eth0_, ip + "/24"));
+    EXPECT_TRUE(w.Holds(ip));
     EXPECT_EQ(!w.drain_rulesets_.empty(), r.drains);
     EXPECT_EQ(w.metrics_.Get(kMetricDrainForwards, {}), r.drains ? 1 : 0);
   }
@@ -863,18 +823,15 @@ TEST(ReconcilerTest, OnlyPlannedMovesFromLiveHoldersWithAnAddressDrain) {
 // A table that cannot be written does not stop the move (flows are reset, as without a drain),
 // and is written on the next pass.
 TEST(ReconcilerTest, AFailedDrainWriteIsRetriedAndNeverHoldsTheMove) {
-  const std::string ip = "192.0.2.100";
-  const std::string self = HashWinner({"node2", "node3"}, Ip(ip));
-  AgentWorld w(self);
+  WinnerWorld w("192.0.2.100", {"node2", "node3"});
   w.EnableDrain(std::chrono::seconds(60));
   w.peer_signs_[NodeName("node1")].addresses = {Ip("192.0.2.11")};
-  w.services_.push_back(
-      Svc("web", {.ips = {ip}, .annotations = {{model::kAnnAnnouncingV4, "node1,eth0"}}}));
+  w.services_.push_back(Svc("web", AnnouncedBy(w.ip_, "node1,eth0")));
   w.Pass();
   w.excluded_.push_back(NodeName("node1"));
   w.drain_fail_ = true;
   w.Pass();
-  EXPECT_TRUE(w.KernelHas(w.eth0_, ip + "/24"));
+  EXPECT_TRUE(w.Holds(w.ip_));
   EXPECT_TRUE(w.drain_rulesets_.empty());
   w.drain_fail_ = false;
   w.Pass();
@@ -883,33 +840,29 @@ TEST(ReconcilerTest, AFailedDrainWriteIsRetriedAndNeverHoldsTheMove) {
 }
 
 TEST(ReconcilerTest, RestartedAgentKeepsWhatItHoldsUntilFirstHealthy) {
-  const std::string ip = "192.0.2.100";
-  const std::string self = HashWinner(kNodes, Ip(ip));
-  AgentWorld w(self);
-  w.services_.push_back(Svc("web", {.ips = {ip}}));
-  w.Pass();
-  ASSERT_TRUE(w.KernelHas(w.eth0_, ip + "/24"));
+  WinnerWorld w("192.0.2.100");
+  w.Serve("web", {w.ip_});
+  ASSERT_TRUE(w.Holds(w.ip_));
   const auto patches = w.writer_.patches.size();
   // Not healthy yet (lease not renewed, kube-proxy not checked): kept while in PlanInputs::keep.
   w.healthy_ = false;
-  w.keep_ = {Ip(ip)};
+  w.keep_ = {Ip(w.ip_)};
   w.Pass();
-  EXPECT_TRUE(w.KernelHas(w.eth0_, ip + "/24"));
+  EXPECT_TRUE(w.Holds(w.ip_));
   EXPECT_EQ(w.writer_.patches.size(), patches) << "no write for a kept address";
   // Nothing new is taken meanwhile.
   std::string other;
   for (int i = 101; i < 140 && other.empty(); ++i) {
     const std::string cand = "192.0.2." + std::to_string(i);
-    if (HashWinner(kNodes, Ip(cand)) == self) other = cand;
+    if (HashWinner(kNodes, Ip(cand)) == w.self_) other = cand;
   }
   ASSERT_FALSE(other.empty());
-  w.services_.push_back(Svc("other", {.ips = {other}}));
-  w.Pass();
-  EXPECT_FALSE(w.KernelHas(w.eth0_, other + "/24"));
+  w.Serve("other", {other});
+  EXPECT_FALSE(w.Holds(other));
   // Without it, an unhealthy node withdraws.
   w.keep_.clear();
   w.Pass();
-  EXPECT_FALSE(w.KernelHas(w.eth0_, ip + "/24"));
+  EXPECT_FALSE(w.Holds(w.ip_));
 }
 
 }  // namespace

@@ -93,58 +93,37 @@ TEST(TakeoverGate, FirstVerdicts) {
     std::optional<WireCheckResult> result;
     Outcome want;
   };
+  // Answers: nobody; the holder's kernel with its kube-proxy failing; both; another host; none.
+  const auto nobody = Answer(false, false, std::nullopt);
+  const auto no_proxy = Answer(true, false, kHolderMac);
+  const auto serving = Answer(true, true, kHolderMac);
+  const auto other_host = Answer(false, false, kOtherMac);
+  const WireCheckResult failed{kIp, kHolder, false, std::nullopt, false, "probe failed"};
+  // Outcomes: allowed at once (no check), allowed after the check, deferred after it.
+  auto at_once = [](MoveReason r) { return Outcome{false, r, false}; };
+  auto checked = [](MoveReason r) { return Outcome{true, r, false}; };
+  const Outcome defer{true, std::nullopt, true};
+  // clang-format off
   const std::vector<Case> cases = {
-      {"holder unknown (no lease)", nullptr, {}, {false, MoveReason::kPlanned, false}},
-      {"lease deleted", &gone, {}, {false, MoveReason::kPlanned, false}},
-      {"heartbeat said leaving", &leaving, {}, {false, MoveReason::kPlanned, false}},
-      {"holder excluded (being deleted)", &excluded, {}, {false, MoveReason::kPlanned, false}},
-      {"released (its kube-proxy fails): withdrawn, nobody answers",
-       &released,
-       Answer(false, false, std::nullopt),
-       {true, MoveReason::kKubeProxy, false}},
-      {"released, answers, its kube-proxy fails",
-       &released,
-       Answer(true, false, kHolderMac),
-       {true, MoveReason::kKubeProxy, false}},
-      {"released by a restarted agent not checked yet, node serving: defer",
-       &released,
-       Answer(true, true, kHolderMac),
-       {true, std::nullopt, true}},
-      {"holder alive: an election input changed", &live, {}, {false, MoveReason::kElection, false}},
-      {"holder's MACs unknown", &no_mac, {}, {false, MoveReason::kCrash, false}},
-      {"holder's kube-proxy cannot be checked",
-       &no_kube_proxy,
-       {},
-       {false, MoveReason::kCrash, false}},
-      {"silent, nobody answers (frozen / crashed node)",
-       &silent,
-       Answer(false, false, std::nullopt),
-       {true, MoveReason::kCrash, false}},
-      {"silent, another host answers",
-       &silent,
-       Answer(false, false, kOtherMac),
-       {true, MoveReason::kCrash, false}},
-      {"silent, the probe could not run",
-       &silent,
-       WireCheckResult{kIp, kHolder, false, std::nullopt, false, "probe failed"},
-       {true, MoveReason::kCrash, false}},
-      {"silent, holder answers, kube-proxy healthy: defer",
-       &silent,
-       Answer(true, true, kHolderMac),
-       {true, std::nullopt, true}},
-      {"silent, holder answers, kube-proxy fails",
-       &silent,
-       Answer(true, false, kHolderMac),
-       {true, MoveReason::kCrash, false}},
-      {"restarting, holder answers: defer without kube-proxy",
-       &restarting,
-       Answer(true, false, kHolderMac),
-       {true, std::nullopt, true}},
-      {"restarting, nobody answers",
-       &restarting,
-       Answer(false, false, std::nullopt),
-       {true, MoveReason::kCrash, false}},
+      {"holder unknown (no lease)", nullptr, {}, at_once(MoveReason::kPlanned)},
+      {"lease deleted", &gone, {}, at_once(MoveReason::kPlanned)},
+      {"heartbeat said leaving", &leaving, {}, at_once(MoveReason::kPlanned)},
+      {"holder excluded (being deleted)", &excluded, {}, at_once(MoveReason::kPlanned)},
+      {"released (its kube-proxy fails): withdrawn, nobody answers", &released, nobody, checked(MoveReason::kKubeProxy)},
+      {"released, answers, its kube-proxy fails", &released, no_proxy, checked(MoveReason::kKubeProxy)},
+      {"released by a restarted agent not checked yet, node serving: defer", &released, serving, defer},
+      {"holder alive: an election input changed", &live, {}, at_once(MoveReason::kElection)},
+      {"holder's MACs unknown", &no_mac, {}, at_once(MoveReason::kCrash)},
+      {"holder's kube-proxy cannot be checked", &no_kube_proxy, {}, at_once(MoveReason::kCrash)},
+      {"silent, nobody answers (frozen / crashed node)", &silent, nobody, checked(MoveReason::kCrash)},
+      {"silent, another host answers", &silent, other_host, checked(MoveReason::kCrash)},
+      {"silent, the probe could not run", &silent, failed, checked(MoveReason::kCrash)},
+      {"silent, holder answers, kube-proxy healthy: defer", &silent, serving, defer},
+      {"silent, holder answers, kube-proxy fails", &silent, no_proxy, checked(MoveReason::kCrash)},
+      {"restarting, holder answers: defer without kube-proxy", &restarting, no_proxy, defer},
+      {"restarting, nobody answers", &restarting, nobody, checked(MoveReason::kCrash)},
   };
+  // clang-format on
   for (const auto& c : cases) {
     const Outcome o = RunGate(c.signs, c.result);
     EXPECT_EQ(o.checked, c.want.checked) << c.name;
@@ -182,6 +161,11 @@ class Episode {
     return d;
   }
   void Answered(int ms, const WireCheckResult& r) { gate_.Record(r, kT0 + milliseconds(ms)); }
+  // `r` recorded at kT0 + `ms`, then a pass 10 ms later.
+  TakeoverGate::Decision AnswerThenPass(int ms, const WireCheckResult& r) {
+    Answered(ms, r);
+    return Pass(ms + 10);
+  }
   std::optional<SteadyTime> Wakeup() const { return gate_.NextWakeup(); }
   int deferred_notes_ = 0;
   int checks_ = 0;
@@ -192,35 +176,31 @@ class Episode {
 };
 
 TEST(TakeoverGate, DefersUntilTheHolderStopsAnswering) {
+  const auto serving = Answer(true, true, kHolderMac);
+  const auto nobody = Answer(false, false, std::nullopt);
   Episode e(Silent());
   EXPECT_TRUE(e.Pass(300).withhold.count(kIp));
-  e.Answered(310, Answer(true, true, kHolderMac));
-  EXPECT_TRUE(e.Pass(320).withhold.count(kIp));
+  EXPECT_TRUE(e.AnswerThenPass(310, serving).withhold.count(kIp));
   EXPECT_EQ(e.Wakeup(), kT0 + milliseconds(510)) << "recheck 200 ms after the answer";
   // The recheck starts at its time, and the address stays withheld while it runs.
   auto d = e.Pass(510);
   EXPECT_EQ(d.start.size(), 1u);
   EXPECT_TRUE(d.withhold.count(kIp));
   EXPECT_EQ(e.Wakeup(), std::nullopt) << "the checker wakes the loop";
-  e.Answered(520, Answer(true, true, kHolderMac));
-  EXPECT_TRUE(e.Pass(530).withhold.count(kIp));
+  EXPECT_TRUE(e.AnswerThenPass(520, serving).withhold.count(kIp));
   e.Pass(720);
   // One check without an answer: confirmed at once by another, still withheld.
-  e.Answered(730, Answer(false, false, std::nullopt));
-  d = e.Pass(740);
+  d = e.AnswerThenPass(730, nobody);
   EXPECT_TRUE(d.withhold.count(kIp));
   EXPECT_EQ(d.start.size(), 1u);
   // It answers again (a lost packet): still deferred.
-  e.Answered(750, Answer(true, true, kHolderMac));
-  EXPECT_TRUE(e.Pass(760).withhold.count(kIp));
+  EXPECT_TRUE(e.AnswerThenPass(750, serving).withhold.count(kIp));
   e.Pass(950);
   // The holder's lifetime ended: its kernel no longer answers, twice in a row. Taken.
-  e.Answered(960, Answer(false, false, std::nullopt));
-  d = e.Pass(970);
+  d = e.AnswerThenPass(960, nobody);
   EXPECT_TRUE(d.withhold.count(kIp));
   EXPECT_EQ(d.start.size(), 1u);
-  e.Answered(980, Answer(false, false, std::nullopt));
-  d = e.Pass(990);
+  d = e.AnswerThenPass(980, nobody);
   EXPECT_FALSE(d.withhold.count(kIp));
   EXPECT_EQ(d.allowed.at(kIp), MoveReason::kCrash);
   EXPECT_EQ(e.deferred_notes_, 1) << "one log line per deferral";

@@ -66,8 +66,7 @@ TEST(Time, MicroTimeIsStrict) {
 TEST(Time, ParsesOffsetsAndLowerCaseAndChecksTheCalendar) {
   struct Row {
     const char* text;
-    int64_t seconds;
-    int64_t micros;
+    int64_t seconds, micros;
   };
   const Row ok[] = {
       {"1970-01-01T00:00:00Z", 0, 0},

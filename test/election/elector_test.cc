@@ -153,8 +153,7 @@ TEST(Elector, ExpiryExactlyAtTheBoundaryAndNextExpiry) {
   World w;
   w.Address(kA4);
   const auto order = Order(kA4, {"a", "b"});
-  w.Renew("a", "192.0.2.0/24");
-  w.Renew("b", "192.0.2.0/24");
+  for (const char* n : {"a", "b"}) w.Renew(n, "192.0.2.0/24");
   w.Eval();
   ASSERT_EQ(w.Winner(kA4), order[0]);
   // Only the runner-up keeps renewing; the winner's lease runs out at t0+10s.
@@ -291,8 +290,7 @@ TEST(Elector, ClockSkewImmunity) {
   World w;
   w.Address(kA4);
   const auto order = Order(kA4, {"a", "b"});
-  w.Renew("a", "192.0.2.0/24");
-  w.Renew("b", "192.0.2.0/24");
+  for (const char* n : {"a", "b"}) w.Renew(n, "192.0.2.0/24");
   w.RenewWithTime(order[1], "2999-01-01T00:00:00Z");
   const char* times[] = {"1970-01-01T00:00:00Z", "2999-12-31T23:59:59Z", "1970-01-01T00:00:01Z",
                          "garbage"};
@@ -415,8 +413,7 @@ TEST(Elector, AddressRemovedAndSetAgainBetweenEvaluatesIsNotNew) {
   const auto order = Order(kA4, {"a", "b"});
   w.Address(kA4);
   w.Address(kB4);
-  w.Renew("a", "192.0.2.0/24");
-  w.Renew("b", "192.0.2.0/24");
+  for (const char* n : {"a", "b"}) w.Renew(n, "192.0.2.0/24");
   w.Eval();
   ASSERT_EQ(w.Winner(kA4), order[0]);
 

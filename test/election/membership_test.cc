@@ -76,144 +76,54 @@ void Walk(Driver& d, const std::vector<Row>& rows) {
 
 TEST(Membership, LifecycleOnTheLocalClock) {
   Driver d;
+  // clang-format off
   Walk(d, {
-              {"empty", [](Driver&) {}, {}, 0},
-              {"a joins", [](Driver& x) { EXPECT_TRUE(x.Renew("a").joined); }, {"a"}, 1},
-              {"b joins 3 s later",
-               [](Driver& x) {
-                 x.clock.Advance(seconds(3));
-                 x.Renew("b");
-               },
-               {"a", "b"},
-               2},
-              {"a just before its expiry (t=10s-1ns)",
-               [](Driver& x) { x.clock.Advance(seconds(7) - nanoseconds(1)); },
-               {"a", "b"},
-               2},
-              {"a exactly at expiry (t=10s): dead, still a member",
-               [](Driver& x) { x.clock.Advance(nanoseconds(1)); },
-               {"b"},
-               2},
-              {"a renews: live again for a full duration from now",
-               [](Driver& x) { EXPECT_TRUE(x.Renew("a").renewed); },
-               {"a", "b"},
-               2},
-              {"unchanged resync of b does not extend it; b expires at t=13s",
-               [](Driver& x) {
-                 EXPECT_FALSE(x.Resync("b").renewed);
-                 x.clock.Advance(seconds(3));
-               },
-               {"a"},
-               2},
-              {"a deleted (graceful shutdown): gone at once",
-               [](Driver& x) { EXPECT_TRUE(x.Delete("a").left); },
-               {},
-               1},
-              {"deleting an unknown lease is a no-op",
-               [](Driver& x) { EXPECT_FALSE(x.Delete("zz").left); },
-               {},
-               1},
-              {"b renews after expiry: live", [](Driver& x) { x.Renew("b"); }, {"b"}, 1},
-              {"b releases the lease (empty holderIdentity): not live",
-               [](Driver& x) { x.Release("b"); },
-               {},
-               1},
-          });
+      {"empty", [](Driver&) {}, {}, 0},
+      {"a joins", [](Driver& x) { EXPECT_TRUE(x.Renew("a").joined); }, {"a"}, 1},
+      {"b joins 3 s later", [](Driver& x) { x.clock.Advance(seconds(3)); x.Renew("b"); }, {"a", "b"}, 2},
+      {"a just before its expiry (t=10s-1ns)", [](Driver& x) { x.clock.Advance(seconds(7) - nanoseconds(1)); }, {"a", "b"}, 2},
+      {"a exactly at expiry (t=10s): dead, still a member", [](Driver& x) { x.clock.Advance(nanoseconds(1)); }, {"b"}, 2},
+      {"a renews: live again for a full duration from now", [](Driver& x) { EXPECT_TRUE(x.Renew("a").renewed); }, {"a", "b"}, 2},
+      {"unchanged resync of b does not extend it; b expires at t=13s", [](Driver& x) { EXPECT_FALSE(x.Resync("b").renewed); x.clock.Advance(seconds(3)); }, {"a"}, 2},
+      {"a deleted (graceful shutdown): gone at once", [](Driver& x) { EXPECT_TRUE(x.Delete("a").left); }, {}, 1},
+      {"deleting an unknown lease is a no-op", [](Driver& x) { EXPECT_FALSE(x.Delete("zz").left); }, {}, 1},
+      {"b renews after expiry: live", [](Driver& x) { x.Renew("b"); }, {"b"}, 1},
+      {"b releases the lease (empty holderIdentity): not live", [](Driver& x) { x.Release("b"); }, {}, 1},
+  });
+  // clang-format on
 }
 
 TEST(Membership, ClockSkewImmunity) {
   // The remote renewTime is opaque: far past, far future or garbage changes nothing as long as
   // it keeps changing; a "future" renewTime that stops changing still expires on the local clock.
   Driver d;
+  // clang-format off
   Walk(d, {
-              {"joins with a renewTime from 1970",
-               [](Driver& x) { x.RenewWithTime("a", "1970-01-01T00:00:00Z"); },
-               {"a"},
-               1},
-              {"9 s later, renewTime jumps to 2999",
-               [](Driver& x) {
-                 x.clock.Advance(seconds(9));
-                 x.RenewWithTime("a", "2999-12-31T23:59:59Z");
-               },
-               {"a"},
-               1},
-              {"9 s later, back to 1970 (a different value)",
-               [](Driver& x) {
-                 x.clock.Advance(seconds(9));
-                 x.RenewWithTime("a", "1970-01-01T00:00:01Z");
-               },
-               {"a"},
-               1},
-              {"9 s later, unparseable renewTime",
-               [](Driver& x) {
-                 x.clock.Advance(seconds(9));
-                 x.RenewWithTime("a", "not a time");
-               },
-               {"a"},
-               1},
-              {"a stops renewing: dead 10 s after the last change, whatever renewTime says",
-               [](Driver& x) {
-                 x.clock.Advance(seconds(10));
-                 x.RenewWithTime("a", "not a time");
-               },
-               {},
-               1},
-          });
+      {"joins with a renewTime from 1970", [](Driver& x) { x.RenewWithTime("a", "1970-01-01T00:00:00Z"); }, {"a"}, 1},
+      {"9 s later, renewTime jumps to 2999", [](Driver& x) { x.clock.Advance(seconds(9)); x.RenewWithTime("a", "2999-12-31T23:59:59Z"); }, {"a"}, 1},
+      {"9 s later, back to 1970 (a different value)", [](Driver& x) { x.clock.Advance(seconds(9)); x.RenewWithTime("a", "1970-01-01T00:00:01Z"); }, {"a"}, 1},
+      {"9 s later, unparseable renewTime", [](Driver& x) { x.clock.Advance(seconds(9)); x.RenewWithTime("a", "not a time"); }, {"a"}, 1},
+      {"a stops renewing: dead 10 s after the last change, whatever renewTime says", [](Driver& x) { x.clock.Advance(seconds(10)); x.RenewWithTime("a", "not a time"); }, {}, 1},
+  });
+  // clang-format on
 }
 
 TEST(Membership, OverridesRefineLivenessButNotMembership) {
   Driver d;
   const auto t0 = d.clock.Now();
+  // clang-format off
   Walk(d, {
-              {"a and b join",
-               [](Driver& x) {
-                 x.Renew("a");
-                 x.Renew("b");
-               },
-               {"a", "b"},
-               2},
-              {"detector: a dead (lease still fresh)",
-               [](Driver& x) {
-                 x.members.SetOverride(NodeName("a"), {Liveness::kDead, std::nullopt});
-               },
-               {"b"},
-               2},
-              {"a renewing does not undo the detector",
-               [](Driver& x) {
-                 x.clock.Advance(seconds(1));
-                 x.Renew("a");
-               },
-               {"b"},
-               2},
-              {"detector clears: lease decides again",
-               [](Driver& x) { x.members.ClearOverride(NodeName("a")); },
-               {"a", "b"},
-               2},
-              {"detector: b alive until t0+30s, its lease goes stale at t0+10s",
-               [t0](Driver& x) {
-                 x.members.SetOverride(NodeName("b"), {Liveness::kAlive, t0 + seconds(30)});
-                 x.clock.Advance(seconds(14));  // t0+15s
-               },
-               {"b"},
-               2},
-              {"override lapses at t0+30s: b judged by its stale lease",
-               [](Driver& x) { x.clock.Advance(seconds(15)); },
-               {},
-               2},
-              {"an override never creates a member",
-               [](Driver& x) {
-                 x.members.SetOverride(NodeName("ghost"), {Liveness::kAlive, std::nullopt});
-               },
-               {},
-               2},
-              {"an alive override does not revive a deleted lease",
-               [](Driver& x) {
-                 x.members.SetOverride(NodeName("b"), {Liveness::kAlive, std::nullopt});
-                 x.Delete("b");
-               },
-               {},
-               1},
-          });
+      {"a and b join", [](Driver& x) { x.Renew("a"); x.Renew("b"); }, {"a", "b"}, 2},
+      {"detector: a dead (lease still fresh)", [](Driver& x) { x.members.SetOverride(NodeName("a"), {Liveness::kDead, std::nullopt}); }, {"b"}, 2},
+      {"a renewing does not undo the detector", [](Driver& x) { x.clock.Advance(seconds(1)); x.Renew("a"); }, {"b"}, 2},
+      {"detector clears: lease decides again", [](Driver& x) { x.members.ClearOverride(NodeName("a")); }, {"a", "b"}, 2},
+      // Then the clock is at t0+15s.
+      {"detector: b alive until t0+30s, its lease goes stale at t0+10s", [t0](Driver& x) { x.members.SetOverride(NodeName("b"), {Liveness::kAlive, t0 + seconds(30)}); x.clock.Advance(seconds(14)); }, {"b"}, 2},
+      {"override lapses at t0+30s: b judged by its stale lease", [](Driver& x) { x.clock.Advance(seconds(15)); }, {}, 2},
+      {"an override never creates a member", [](Driver& x) { x.members.SetOverride(NodeName("ghost"), {Liveness::kAlive, std::nullopt}); }, {}, 2},
+      {"an alive override does not revive a deleted lease", [](Driver& x) { x.members.SetOverride(NodeName("b"), {Liveness::kAlive, std::nullopt}); x.Delete("b"); }, {}, 1},
+  });
+  // clang-format on
 }
 
 TEST(Membership, NextExpiryIsTheEarliestLivenessChange) {
@@ -273,39 +183,17 @@ TEST(Membership, LeaseDurationDefaultsAndClamps) {
 // issue reported; a switch of duration alone counts as a renewal.
 TEST(Membership, QuietAndLoudLeaseDurations) {
   Driver d;
+  // clang-format off
   Walk(d, {
-              {"n1 loud, n2 quiet",
-               [](Driver& x) {
-                 x.Renew("n1", "192.0.2.0/24", 10);
-                 EXPECT_TRUE(x.Renew("n2", "192.0.2.0/24", 40).issues.empty());
-               },
-               {"n1", "n2"},
-               2},
-              {"11 s: the loud lease expired, the quiet one not",
-               [](Driver& x) { x.clock.Advance(seconds(11)); },
-               {"n2"},
-               2},
-              {"39.9 s: still live",
-               [](Driver& x) { x.clock.Advance(milliseconds(28900)); },
-               {"n2"},
-               2},
-              {"40 s after it was seen: expired",
-               [](Driver& x) { x.clock.Advance(milliseconds(100)); },
-               {},
-               2},
-              {"n2 renews quiet", [](Driver& x) { x.Renew("n2", "192.0.2.0/24", 40); }, {"n2"}, 2},
-              {"30 s later n2 goes loud",
-               [](Driver& x) {
-                 x.clock.Advance(seconds(30));
-                 EXPECT_TRUE(x.Renew("n2", "192.0.2.0/24", 10).renewed);
-               },
-               {"n2"},
-               2},
-              {"10 s after the loud write: expired (not 40 s after the quiet one)",
-               [](Driver& x) { x.clock.Advance(seconds(10)); },
-               {},
-               2},
-          });
+      {"n1 loud, n2 quiet", [](Driver& x) { x.Renew("n1", "192.0.2.0/24", 10); EXPECT_TRUE(x.Renew("n2", "192.0.2.0/24", 40).issues.empty()); }, {"n1", "n2"}, 2},
+      {"11 s: the loud lease expired, the quiet one not", [](Driver& x) { x.clock.Advance(seconds(11)); }, {"n2"}, 2},
+      {"39.9 s: still live", [](Driver& x) { x.clock.Advance(milliseconds(28900)); }, {"n2"}, 2},
+      {"40 s after it was seen: expired", [](Driver& x) { x.clock.Advance(milliseconds(100)); }, {}, 2},
+      {"n2 renews quiet", [](Driver& x) { x.Renew("n2", "192.0.2.0/24", 40); }, {"n2"}, 2},
+      {"30 s later n2 goes loud", [](Driver& x) { x.clock.Advance(seconds(30)); EXPECT_TRUE(x.Renew("n2", "192.0.2.0/24", 10).renewed); }, {"n2"}, 2},
+      {"10 s after the loud write: expired (not 40 s after the quiet one)", [](Driver& x) { x.clock.Advance(seconds(10)); }, {}, 2},
+  });
+  // clang-format on
   const Member* n2 = d.members.Find(NodeName("n2"));
   ASSERT_NE(n2, nullptr);
   EXPECT_EQ(n2->lease_duration, seconds(10));

@@ -8,13 +8,16 @@
 namespace pylon::heartbeat {
 namespace {
 
+// A purelb.io/heartbeat annotation value, its canonical form, and how many issues parsing it
+// reports.
+struct EndpointsCase {
+  const char* value;
+  const char* canonical;
+  std::size_t issues;
+};
+
 TEST(Endpoints, ParseTable) {
-  struct Row {
-    const char* value;
-    const char* canonical;
-    std::size_t issues;
-  };
-  const Row rows[] = {
+  const EndpointsCase rows[] = {
       {"192.0.2.11:7934,[2001:db8:1::11]:7934", "192.0.2.11:7934,[2001:db8:1::11]:7934", 0},
       {" [2001:DB8:1:0::11]:7934 , 192.0.2.11:7934 ,", "192.0.2.11:7934,[2001:db8:1::11]:7934", 0},
       {"192.0.2.11:7934,192.0.2.11:7934", "192.0.2.11:7934", 0},

@@ -139,62 +139,41 @@ void Walk(World& w, const std::vector<Row>& rows) {
 
 TEST(Engine, CrashIsDetectedByTheOthers) {
   World w;
+  // clang-format off
   Walk(w, {
-              {"all start", 0, nullptr, {"a:b=alive", "a:c=alive", "b:c=alive", "c:a=alive"}},
-              {"c crashes",
-               1000,
-               [](World& x) { x.crashed_.insert("c"); },
-               {"a:c=dead", "b:c=dead", "a:b=alive", "b:a=alive"}},
-              {"c runs again (it was frozen)",
-               2000,
-               [](World& x) { x.crashed_.erase("c"); },
-               {"a:c=alive", "b:c=alive", "c:a=alive", "c:b=alive"}},
-          });
+      {"all start", 0, nullptr, {"a:b=alive", "a:c=alive", "b:c=alive", "c:a=alive"}},
+      {"c crashes", 1000, [](World& x) { x.crashed_.insert("c"); }, {"a:c=dead", "b:c=dead", "a:b=alive", "b:a=alive"}},
+      {"c runs again (it was frozen)", 2000, [](World& x) { x.crashed_.erase("c"); }, {"a:c=alive", "b:c=alive", "c:a=alive", "c:b=alive"}},
+  });
+  // clang-format on
 }
 
 TEST(Engine, CutOffNodeGivesNoVerdictTheOthersCondemnIt) {
   World w;
+  // clang-format off
   Walk(w, {
-              {"all start", 0, nullptr, {"a:c=alive", "c:a=alive"}},
-              {"a cut off",
-               1000,
-               [](World& x) { x.cut_.insert("a"); },
-               // a hears nobody: silence, not death (the lease decides); b and c still hear
-               // each other, so a is the one gone.
-               {"a:b=silent", "a:c=silent", "b:a=dead", "c:a=dead", "b:c=alive"}},
-              {"a back",
-               2000,
-               [](World& x) { x.cut_.clear(); },
-               {"a:b=alive", "a:c=alive", "b:a=alive", "c:a=alive"}},
-          });
+      {"all start", 0, nullptr, {"a:c=alive", "c:a=alive"}},
+      // a hears nobody: silence, not death (the lease decides); b and c still hear
+      // each other, so a is the one gone.
+      {"a cut off", 1000, [](World& x) { x.cut_.insert("a"); }, {"a:b=silent", "a:c=silent", "b:a=dead", "c:a=dead", "b:c=alive"}},
+      {"a back", 2000, [](World& x) { x.cut_.clear(); }, {"a:b=alive", "a:c=alive", "b:a=alive", "c:a=alive"}},
+  });
+  // clang-format on
   EXPECT_EQ(w.at("a").stats().rejoined, 2u);  // b and c heard again after the silence
 }
 
 TEST(Engine, LeavingAndLinkDownAndNotEligible) {
   World w;
+  // clang-format off
   Walk(w, {
-              {"all start", 0, nullptr, {"a:c=alive"}},
-              {"c's link goes down",
-               1000,
-               [](World& x) { EXPECT_TRUE(x.at("c").SetLinkUp(false)); },
-               {"a:c=dead", "b:c=dead"}},
-              {"c's link comes back",
-               1500,
-               [](World& x) { EXPECT_TRUE(x.at("c").SetLinkUp(true)); },
-               {"a:c=alive"}},
-              {"b says it is not eligible",
-               2000,
-               [](World& x) { EXPECT_TRUE(x.at("b").SetEligible(false)); },
-               {"a:b=unhealthy", "c:b=unhealthy"}},
-              {"b eligible again",
-               2500,
-               [](World& x) { EXPECT_TRUE(x.at("b").SetEligible(true)); },
-               {"a:b=alive"}},
-              {"c leaves",
-               3000,
-               [](World& x) { x.at("c").StartLeaving(); },
-               {"a:c=dead", "b:c=dead", "a:b=alive"}},
-          });
+      {"all start", 0, nullptr, {"a:c=alive"}},
+      {"c's link goes down", 1000, [](World& x) { EXPECT_TRUE(x.at("c").SetLinkUp(false)); }, {"a:c=dead", "b:c=dead"}},
+      {"c's link comes back", 1500, [](World& x) { EXPECT_TRUE(x.at("c").SetLinkUp(true)); }, {"a:c=alive"}},
+      {"b says it is not eligible", 2000, [](World& x) { EXPECT_TRUE(x.at("b").SetEligible(false)); }, {"a:b=unhealthy", "c:b=unhealthy"}},
+      {"b eligible again", 2500, [](World& x) { EXPECT_TRUE(x.at("b").SetEligible(true)); }, {"a:b=alive"}},
+      {"c leaves", 3000, [](World& x) { x.at("c").StartLeaving(); }, {"a:c=dead", "b:c=dead", "a:b=alive"}},
+  });
+  // clang-format on
   EXPECT_GT(w.at("c").leaving_rounds(), 0u);
   EXPECT_EQ(w.at("c").JudgeSelf(true, false, w.now()), SelfHealth::kLeaving);
 }

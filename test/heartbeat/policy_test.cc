@@ -44,35 +44,26 @@ TEST(CombinedLiveness, Table) {
   }
 }
 
+// What JudgeSelf decides from its inputs.
+struct SelfCase {
+  const char* what;
+  SelfInputs in;  // heartbeats_enabled, link_up, leaving, lease_healthy, peers_settled, lease_only
+  SelfHealth want;
+};
+
 TEST(JudgeSelf, Table) {
-  struct Row {
-    const char* what;
-    SelfInputs in;
-    SelfHealth want;
-  };
-  // Fields: heartbeats_enabled, link_up, leaving, lease_healthy, peers_settled, lease_only.
-  const Row rows[] = {
+  // clang-format off
+  const SelfCase rows[] = {
       {"normal", {true, true, false, true, true, false}, SelfHealth::kHealthy},
-      {"link down beats everything",
-       {true, false, false, true, true, false},
-       SelfHealth::kLinkDown},
+      {"link down beats everything", {true, false, false, true, true, false}, SelfHealth::kLinkDown},
       {"leaving", {true, true, true, true, true, false}, SelfHealth::kLeaving},
-      {"API outage, every peer heard or known dead: keep announcing",
-       {true, true, false, false, true, false},
-       SelfHealth::kHealthy},
-      {"API outage, a peer silent/never heard (may judge us by lease): withdraw",
-       {true, true, false, false, false, false},
-       SelfHealth::kLeaseUnhealthy},
-      {"API outage, a lease-only member exists: withdraw (lease semantics)",
-       {true, true, false, false, true, true},
-       SelfHealth::kLeaseUnhealthy},
-      {"API outage, heartbeats off: lease semantics",
-       {false, true, false, false, true, false},
-       SelfHealth::kLeaseUnhealthy},
-      {"heartbeats off, lease fine",
-       {false, true, false, true, false, false},
-       SelfHealth::kHealthy},
+      {"API outage, every peer heard or known dead: keep announcing", {true, true, false, false, true, false}, SelfHealth::kHealthy},
+      {"API outage, a peer silent/never heard (may judge us by lease): withdraw", {true, true, false, false, false, false}, SelfHealth::kLeaseUnhealthy},
+      {"API outage, a lease-only member exists: withdraw (lease semantics)", {true, true, false, false, true, true}, SelfHealth::kLeaseUnhealthy},
+      {"API outage, heartbeats off: lease semantics", {false, true, false, false, true, false}, SelfHealth::kLeaseUnhealthy},
+      {"heartbeats off, lease fine", {false, true, false, true, false, false}, SelfHealth::kHealthy},
   };
+  // clang-format on
   for (const auto& r : rows) EXPECT_EQ(JudgeSelf(r.in), r.want) << r.what;
 }
 

@@ -8,27 +8,27 @@ namespace {
 using V = ReplayGuard::Verdict;
 
 TEST(ReplayGuard, ScenarioTable) {
-  const election::NodeName a("a"), b("b");
+  const election::NodeName b("b");
   struct Row {
     const char* what;
-    election::NodeName sender;
     std::uint64_t boot;
     std::uint64_t seq;
     V want;
+    election::NodeName sender = election::NodeName("a");
   };
   const Row rows[] = {
-      {"first datagram of a", a, 100, 1, V::kNewBoot},
-      {"next sequence", a, 100, 2, V::kAccepted},
-      {"duplicate (second endpoint)", a, 100, 2, V::kDuplicate},
-      {"older", a, 100, 1, V::kReplay},
-      {"gap is fine (losses)", a, 100, 7, V::kAccepted},
-      {"b is independent", b, 100, 1, V::kNewBoot},
-      {"a restarts: new boot id resets the sequence", a, 200, 1, V::kAccepted},
-      {"old boot id replayed after the restart", a, 100, 8, V::kReplay},
-      {"new boot continues", a, 200, 2, V::kAccepted},
-      {"another restart", a, 300, 1, V::kNewBoot},
-      {"both retired boots stay rejected", a, 200, 3, V::kReplay},
-      {"", a, 100, 9, V::kReplay},
+      {"first datagram of a", 100, 1, V::kNewBoot},
+      {"next sequence", 100, 2, V::kAccepted},
+      {"duplicate (second endpoint)", 100, 2, V::kDuplicate},
+      {"older", 100, 1, V::kReplay},
+      {"gap is fine (losses)", 100, 7, V::kAccepted},
+      {"b is independent", 100, 1, V::kNewBoot, b},
+      {"a restarts: new boot id resets the sequence", 200, 1, V::kAccepted},
+      {"old boot id replayed after the restart", 100, 8, V::kReplay},
+      {"new boot continues", 200, 2, V::kAccepted},
+      {"another restart", 300, 1, V::kNewBoot},
+      {"both retired boots stay rejected", 200, 3, V::kReplay},
+      {"", 100, 9, V::kReplay},
   };
   ReplayGuard g;
   for (const auto& r : rows) {

@@ -116,6 +116,13 @@ class RingWorld {
   }
   const std::string& name(std::size_t i) const { return names_[i]; }
   Engine& at(const std::string& n) { return engines_.at(n); }
+  // The first of the four nodes that monitor `subject` (send it heartbeats); "" if it has none.
+  // Fails the test unless there are four.
+  std::string Monitor(const std::string& subject) {
+    const auto monitors = at(subject).HeartbeatPeers();
+    EXPECT_EQ(monitors.size(), 4u) << subject;
+    return monitors.empty() ? "" : monitors[0].str();
+  }
 
   void Run(Duration span) {
     const SteadyTime until = now_ + span;
@@ -275,9 +282,7 @@ TEST(RingEngine, OneMonitorLosingHeartbeatsMovesNothing) {
   RingWorld w(12);
   w.Run(milliseconds(1000));
   const std::string subject = w.name(3);
-  const auto monitors = w.at(subject).HeartbeatPeers();
-  ASSERT_EQ(monitors.size(), 4u);
-  const std::string monitor = monitors[0].str();
+  const std::string monitor = w.Monitor(subject);
   w.cut_.insert({subject, monitor});   // that monitor alone stops hearing the subject
   w.deaf_to_reports_.insert(subject);  // and the subject cannot refute
   w.Run(milliseconds(600));
@@ -299,9 +304,7 @@ TEST(RingEngine, ALoneSuspicionIsNotFlooded) {
   RingWorld w(16);
   w.Run(milliseconds(1000));
   const std::string subject = w.name(3);
-  const auto monitors = w.at(subject).HeartbeatPeers();
-  ASSERT_EQ(monitors.size(), 4u);
-  const std::string monitor = monitors[0].str();
+  const std::string monitor = w.Monitor(subject);
   auto reports = [&] {
     std::uint64_t sent = 0, received = 0;
     for (std::size_t i = 0; i < 16; ++i) {

@@ -14,7 +14,6 @@ namespace {
 
 using pylon::testing::Eventually;
 using pylon::testing::InNetns;
-using pylon::testing::Netns;
 using std::chrono::seconds;
 
 using test_support::Pfx;
@@ -33,21 +32,9 @@ std::vector<net::Prefix> Subnets(Netlink& nl, int ifindex, net::Family family) {
   return InterfaceSubnets(*addrs, *routes, ifindex, family, kPylonAddressProto);
 }
 
-class NetlinkNetnsTest : public ::testing::Test {
+class NetlinkNetnsTest : public pylon::testing::TwoNetnsTest {
  protected:
-  void SetUp() override {
-    if (!pylon::testing::CanUseNetns()) GTEST_SKIP() << "needs root and ip netns";
-    a_ = std::make_unique<Netns>("pylon-nl-a");
-    b_ = std::make_unique<Netns>("pylon-nl-b");
-    ASSERT_TRUE(a_->ok() && b_->ok());
-    for (const char* i : {"0", "1"}) {
-      ASSERT_EQ(a_->Ip(std::string("link add a") + i + " type veth peer name b" + i + " netns " +
-                       b_->name()),
-                0);
-      ASSERT_EQ(a_->Ip(std::string("link set a") + i + " up"), 0);
-      ASSERT_EQ(b_->Ip(std::string("link set b") + i + " up"), 0);
-    }
-  }
+  NetlinkNetnsTest() : TwoNetnsTest("pylon-nl", 2) {}
 
   // `ip -j addr show dev <dev>` in A: the addr_info entry for `local`, or null.
   nlohmann::json IpAddrEntry(const std::string& dev, const std::string& local) {
@@ -64,8 +51,6 @@ class NetlinkNetnsTest : public ::testing::Test {
     EXPECT_TRUE(nl.has_value()) << nl.error().message();
     return nl ? std::move(*nl) : nullptr;
   }
-
-  std::unique_ptr<Netns> a_, b_;
 };
 
 TEST_F(NetlinkNetnsTest, AddRenewRemoveAddresses) {

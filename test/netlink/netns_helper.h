@@ -1,6 +1,7 @@
 // Test-only helpers for root tests in network namespaces: a RAII namespace (deleted even when the
-// test fails), running a body with the calling thread moved into a namespace, shell commands, and
-// polling with a deadline. Header-only; shared by test/netlink and test/packet.
+// test fails), running a body with the calling thread moved into a namespace, a fixture of two
+// namespaces joined by veth pairs, shell commands, and polling with a deadline. Header-only;
+// shared by test/netlink, test/packet and test/agent.
 #pragma once
 
 #include <fcntl.h>
@@ -15,6 +16,7 @@
 #include <memory>
 #include <string>
 #include <thread>
+#include <utility>
 
 #include <gtest/gtest.h>
 
@@ -76,6 +78,35 @@ inline void InNetns(const Netns& ns, const std::function<void()>& body) {
   });
   t.join();
 }
+
+// Namespaces a_ ("<prefix>-a-...") and b_ ("<prefix>-b-...") joined by `pairs` veth pairs
+// a<i> (in A) <-> b<i> (in B), every end up: the topology of the netlink and packet root tests.
+// Skips without root; a fixture that sets up more returns when IsSkipped() or HasFatalFailure()
+// after calling this SetUp.
+class TwoNetnsTest : public ::testing::Test {
+ protected:
+  TwoNetnsTest(std::string prefix, int pairs) : prefix_(std::move(prefix)), pairs_(pairs) {}
+
+  void SetUp() override {
+    if (!CanUseNetns()) GTEST_SKIP() << "needs root and ip netns";
+    a_ = std::make_unique<Netns>(prefix_ + "-a");
+    b_ = std::make_unique<Netns>(prefix_ + "-b");
+    ASSERT_TRUE(a_->ok() && b_->ok());
+    for (int n = 0; n < pairs_; ++n) {
+      const std::string i = std::to_string(n);
+      ASSERT_EQ(a_->Ip("link add a" + i + " type veth peer name b" + i + " netns " + b_->name()),
+                0);
+      ASSERT_EQ(a_->Ip("link set a" + i + " up"), 0);
+      ASSERT_EQ(b_->Ip("link set b" + i + " up"), 0);
+    }
+  }
+
+  std::unique_ptr<Netns> a_, b_;
+
+ private:
+  std::string prefix_;
+  int pairs_;
+};
 
 // Polls every 20 ms, for 5 s unless told.
 inline constexpr test_support::Poll Eventually{.timeout = std::chrono::seconds(5)};

@@ -255,33 +255,17 @@ TEST(InterfaceSubnets, Ipv6HostAddressMatchedToOnLinkPrefix) {
       Addr(2, "2001:db8:bbbb::1/64", IFA_F_DADFAILED | IFA_F_TENTATIVE),
       Addr(2, "2001:db8:777::9/128"),  // matched via a static on-link /48
   };
+  // clang-format off
   auto routes = Parse({
-      {.af = AF_INET6,
-       .dst = "2001:db8:154::",
-       .dst_len = 64,
-       .protocol = RTPROT_RA,
-       .metric = 100,
-       .hops = {{2, nullptr}}},
+      {.af = AF_INET6, .dst = "2001:db8:154::", .dst_len = 64, .protocol = RTPROT_RA, .metric = 100, .hops = {{2, nullptr}}},
       // A wider kernel route covering the same address: the RA route is preferred.
-      {.af = AF_INET6,
-       .dst = "2001:db8::",
-       .dst_len = 32,
-       .protocol = RTPROT_KERNEL,
-       .metric = 256,
-       .hops = {{2, nullptr}}},
+      {.af = AF_INET6, .dst = "2001:db8::", .dst_len = 32, .protocol = RTPROT_KERNEL, .metric = 256, .hops = {{2, nullptr}}},
       // Via a gateway: not on-link.
-      {.af = AF_INET6,
-       .dst = "2001:db8:999::",
-       .dst_len = 64,
-       .protocol = RTPROT_STATIC,
-       .hops = {{2, "fe80::1"}}},
-      {.af = AF_INET6,
-       .dst = "2001:db8:777::",
-       .dst_len = 48,
-       .protocol = RTPROT_STATIC,
-       .hops = {{2, nullptr}}},
+      {.af = AF_INET6, .dst = "2001:db8:999::", .dst_len = 64, .protocol = RTPROT_STATIC, .hops = {{2, "fe80::1"}}},
+      {.af = AF_INET6, .dst = "2001:db8:777::", .dst_len = 48, .protocol = RTPROT_STATIC, .hops = {{2, nullptr}}},
       {.af = AF_INET6, .metric = 1024, .hops = {{2, "fe80::1"}}},
   });
+  // clang-format on
   // Without the /32 kernel route, 2001:db8:999::5 would have no on-link route at all; with it,
   // the /32 is what covers it. Check both situations.
   auto subnets = InterfaceSubnets(addrs, routes, 2, net::Family::kV6, std::nullopt);
@@ -302,8 +286,7 @@ TEST(InterfaceSubnets, Ipv6HostAddressMatchedToOnLinkPrefix) {
 TEST(KernelRelease, ParseAndProtoSupport) {
   struct Row {
     const char* text;
-    bool ok;
-    bool proto;
+    bool ok, proto;
   };
   for (const Row& r : std::vector<Row>{{"6.18.44-fc-v769", true, true},
                                        {"6.1.0-13-amd64", true, true},

@@ -20,24 +20,17 @@
 namespace pylon::packet {
 namespace {
 
-using pylon::testing::Eventually;
 using pylon::testing::InNetns;
-using pylon::testing::Netns;
-using std::chrono::milliseconds;
 
 using test_support::Ip;
-using test_support::Pfx;
 
-class PacketNetnsTest : public ::testing::Test {
+class PacketNetnsTest : public pylon::testing::TwoNetnsTest {
  protected:
+  PacketNetnsTest() : TwoNetnsTest("pylon-pk", 1) {}
+
   void SetUp() override {
-    if (!pylon::testing::CanUseNetns()) GTEST_SKIP() << "needs root and ip netns";
-    a_ = std::make_unique<Netns>("pylon-pk-a");
-    b_ = std::make_unique<Netns>("pylon-pk-b");
-    ASSERT_TRUE(a_->ok() && b_->ok());
-    ASSERT_EQ(a_->Ip("link add a0 type veth peer name b0 netns " + b_->name()), 0);
-    ASSERT_EQ(a_->Ip("link set a0 up"), 0);
-    ASSERT_EQ(b_->Ip("link set b0 up"), 0);
+    TwoNetnsTest::SetUp();
+    if (IsSkipped() || HasFatalFailure()) return;
     ASSERT_EQ(a_->Ip("addr add 192.0.2.1/24 dev a0"), 0);
     ASSERT_EQ(b_->Ip("addr add 192.0.2.2/24 dev b0"), 0);
     ASSERT_EQ(a_->Ip("addr add 2001:db8::1/64 dev a0 nodad"), 0);
@@ -69,7 +62,22 @@ class PacketNetnsTest : public ::testing::Test {
     return j[0].value("lladdr", "");
   }
 
-  std::unique_ptr<Netns> a_, b_;
+  // B believes `ip` is at an old owner's MAC (a failover just happened); A announces it; B's
+  // entry must then name A's MAC.
+  void ExpectAnnouncementOverridesPeerEntry(const std::string& ip) {
+    const std::string family = Ip(ip).is_v6() ? "-6 " : "";
+    ASSERT_EQ(b_->Ip(family + "neigh replace " + ip + " lladdr 02:00:00:00:00:99 dev b0 nud stale"),
+              0);
+    ASSERT_EQ(PeerLladdr(ip), "02:00:00:00:00:99");
+    InNetns(*a_, [&] {
+      AnnouncerImpl announcer(clock_);
+      auto st = announcer.Announce(iface_, Ip(ip));
+      ASSERT_TRUE(st.has_value()) << st.error().message();
+    });
+    EXPECT_TRUE(pylon::testing::Eventually([&] { return PeerLladdr(ip) == iface_.mac.ToString(); }))
+        << "B still has " << PeerLladdr(ip);
+  }
+
   Interface iface_;
   MacAddress b_mac_;
   SystemClock& clock_ = SystemClock::Instance();
@@ -77,16 +85,7 @@ class PacketNetnsTest : public ::testing::Test {
 
 TEST_F(PacketNetnsTest, GratuitousArpOverridesPeerNeighbourEntry) {
   ASSERT_EQ(a_->Ip("addr add 192.0.2.10/24 dev a0"), 0);
-  // B believes 192.0.2.10 is at an old owner's MAC (a failover just happened).
-  ASSERT_EQ(b_->Ip("neigh replace 192.0.2.10 lladdr 02:00:00:00:00:99 dev b0 nud stale"), 0);
-  ASSERT_EQ(PeerLladdr("192.0.2.10"), "02:00:00:00:00:99");
-  InNetns(*a_, [&] {
-    AnnouncerImpl announcer(clock_);
-    auto st = announcer.Announce(iface_, Ip("192.0.2.10"));
-    ASSERT_TRUE(st.has_value()) << st.error().message();
-  });
-  EXPECT_TRUE(Eventually([&] { return PeerLladdr("192.0.2.10") == iface_.mac.ToString(); }))
-      << "B still has " << PeerLladdr("192.0.2.10");
+  ExpectAnnouncementOverridesPeerEntry("192.0.2.10");
 }
 
 TEST_F(PacketNetnsTest, PeerReceivesBothGratuitousArpFormsOnTheWire) {
@@ -123,18 +122,11 @@ TEST_F(PacketNetnsTest, UnsolicitedNaOverridesPeerNeighbourEntry) {
   InNetns(*a_, [&] {
     auto nl = netlink::NetlinkImpl::Create();
     ASSERT_TRUE(nl.has_value());
-    ASSERT_TRUE((*nl)->AddAddress(netlink::VipAddressSpec(
-        iface_.ifindex, Pfx("2001:db8::10/64"), std::chrono::seconds(300), std::nullopt)));
+    ASSERT_TRUE((*nl)->AddAddress(
+        netlink::VipAddressSpec(iface_.ifindex, test_support::Pfx("2001:db8::10/64"),
+                                std::chrono::seconds(300), std::nullopt)));
   });
-  ASSERT_EQ(b_->Ip("-6 neigh replace 2001:db8::10 lladdr 02:00:00:00:00:99 dev b0 nud stale"), 0);
-  ASSERT_EQ(PeerLladdr("2001:db8::10"), "02:00:00:00:00:99");
-  InNetns(*a_, [&] {
-    AnnouncerImpl announcer(clock_);
-    auto st = announcer.Announce(iface_, Ip("2001:db8::10"));
-    ASSERT_TRUE(st.has_value()) << st.error().message();
-  });
-  EXPECT_TRUE(Eventually([&] { return PeerLladdr("2001:db8::10") == iface_.mac.ToString(); }))
-      << "B still has " << PeerLladdr("2001:db8::10");
+  ExpectAnnouncementOverridesPeerEntry("2001:db8::10");
 }
 
 TEST_F(PacketNetnsTest, ProbesFindTheOwnerAndOnlyTheOwner) {
@@ -148,8 +140,8 @@ TEST_F(PacketNetnsTest, ProbesFindTheOwnerAndOnlyTheOwner) {
                                          {"192.0.2.77", false},
                                          {"2001:db8::2", true},
                                          {"2001:db8::77", false}}) {
-      auto owner =
-          announcer.ProbeOwner(iface_, Ip(r.address), milliseconds(r.owned_by_b ? 2000 : 300));
+      auto owner = announcer.ProbeOwner(iface_, Ip(r.address),
+                                        std::chrono::milliseconds(r.owned_by_b ? 2000 : 300));
       ASSERT_TRUE(owner.has_value()) << r.address << ": " << owner.error().message();
       if (r.owned_by_b) {
         ASSERT_TRUE(owner->has_value()) << r.address << ": nobody answered";
@@ -229,7 +221,7 @@ TEST_F(PacketNetnsTest, ReceiverTimesOutWithoutTraffic) {
   InNetns(*a_, [&] {
     auto sock = PacketSocket::Open(iface_.ifindex, 0x88b5);  // IEEE local experimental EtherType
     ASSERT_TRUE(sock.has_value()) << sock.error().message();
-    auto frame = sock->Receive(clock_, clock_.Now() + milliseconds(50));
+    auto frame = sock->Receive(clock_, clock_.Now() + std::chrono::milliseconds(50));
     ASSERT_TRUE(frame.has_value());
     EXPECT_FALSE(frame->has_value());
   });

@@ -26,8 +26,7 @@ TEST(ScenarioTest, RequestedAddressesAreInTheRequestedRange) {
 TEST(ScenarioTest, PoolsAndVirtualSubnets) {
   struct Case {
     const char* ip;
-    bool in_pools;
-    bool is_virtual;
+    bool in_pools, is_virtual;
   };
   const Case cases[] = {
       {"192.0.2.64", true, false},        {"192.0.2.95", true, false},  // sa dynamic at its largest
@@ -43,14 +42,13 @@ TEST(ScenarioTest, PoolsAndVirtualSubnets) {
 }
 
 TEST(ScenarioTest, ServiceYamlFollowsTheState) {
-  ServiceState s;
-  s.exists = true;
-  s.config = 0;  // ServiceGroup sa
-  s.policy = 2;
-  s.requested = true;
-  s.share = 1;
-  s.local_etp = true;
-  const std::string y = ServiceYaml(3, s);
+  // ServiceGroup sa, RequireDualStack, sharing key k1.
+  const std::string y = ServiceYaml(3, ServiceState{.exists = true,
+                                                    .config = 0,
+                                                    .policy = 2,
+                                                    .requested = true,
+                                                    .share = 1,
+                                                    .local_etp = true});
   EXPECT_TRUE(Has(y, "name: s3\n"));
   EXPECT_TRUE(Has(y, "purelb.io/service-group: sa\n"));
   EXPECT_TRUE(Has(y, "purelb.io/allow-shared-ip: k1\n"));
@@ -60,12 +58,9 @@ TEST(ScenarioTest, ServiceYamlFollowsTheState) {
   EXPECT_TRUE(Has(y, "port: 8003\n"));
   EXPECT_FALSE(Has(y, "loadBalancerClass"));
 
-  s = ServiceState{};
-  s.exists = true;
-  s.config = 3;  // the Lace class c1
-  s.v6_primary = true;
-  s.requested = true;
-  const std::string lace = ServiceYaml(0, s);
+  // The Lace class c1.
+  const std::string lace =
+      ServiceYaml(0, {.exists = true, .config = 3, .v6_primary = true, .requested = true});
   EXPECT_TRUE(Has(lace, "loadBalancerClass: lace-cni.io/c1\n"));
   EXPECT_TRUE(Has(lace, "loadbalancer.lace-cni.io/loadBalancerIPs: \"2001:db8:1::f:1\"\n"));
   EXPECT_TRUE(Has(lace, "ipFamilyPolicy: SingleStack\n  ipFamilies:\n  - IPv6\n  selector"));
