@@ -6,6 +6,7 @@
 
 #include <map>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "allocator/rebuild.h"
@@ -37,6 +38,12 @@ class Phases {
   Owner Resolve(const model::Service& svc) const {
     return ResolveOwner(svc, *pool::ServiceKey::Make(svc.ns, svc.name), config_, pool_,
                         "purelb-system");
+  }
+  // `s` as the phases after ResolveOwner take it: its view and its owner.
+  std::pair<model::Service, Owner> ViewAndOwner(const SvcSpec& s) const {
+    model::Service svc = View(s);
+    Owner owner = Resolve(svc);
+    return {std::move(svc), std::move(owner)};
   }
   const config::InForceConfig& config() const { return config_; }
 
@@ -202,8 +209,7 @@ TEST(ParseRequestTest, Table) {
   Phases p(Config());
   for (const Row& r : rows) {
     SCOPED_TRACE(r.what);
-    const model::Service svc = p.View(r.svc);
-    const Owner o = p.Resolve(svc);
+    const auto [svc, o] = p.ViewAndOwner(r.svc);
     ASSERT_EQ(o.status, Status::kResolved);
     const ParsedRequest parsed = ParseRequest(svc, o);
     EXPECT_EQ(ReasonName(parsed.refusal ? parsed.refusal->reason : Reason::kNone),
@@ -219,6 +225,7 @@ TEST(ParseRequestTest, Table) {
 TEST(ActiveConflictsTest, Table) {
   const WallTime t0 = ParseWholeSecondsTime("2025-03-01T10:00:00Z").value();
   const auto hold = std::chrono::minutes(5);
+  Phases p(Config());
   auto conflict = [&](const std::string& ip, WallTime at) {
     return std::pair<const std::string, std::string>{
         model::ConflictAnnotationKey(*net::IpAddress::Parse(ip)),
@@ -258,11 +265,9 @@ TEST(ActiveConflictsTest, Table) {
        false,
        hold},
   };
-  Phases p(Config());
   for (const Row& r : rows) {
     SCOPED_TRACE(r.what);
-    const model::Service svc = p.View(r.svc);
-    const Owner o = p.Resolve(svc);
+    const auto [svc, o] = p.ViewAndOwner(r.svc);
     ASSERT_EQ(o.status, Status::kResolved);
     const ConflictState st =
         ActiveConflicts(svc, *RequestedOf(svc), *o.group, p.config(), nullptr, r.now, hold);
@@ -289,8 +294,7 @@ TEST(ActiveConflictsTest, AnotherOwnersReservationCountsForARequest) {
                        t0 + std::chrono::minutes(5)};
   bool changed = false;
   book.Set("default/other", {"ServiceGroup purelb-system/default", {other}}, &changed);
-  const model::Service svc = p.View(Svc({{"purelb.io/addresses", "192.0.2.11"}}));
-  const Owner o = p.Resolve(svc);
+  const auto [svc, o] = p.ViewAndOwner(Svc({{"purelb.io/addresses", "192.0.2.11"}}));
   ConflictState st = ActiveConflicts(svc, *RequestedOf(svc), *o.group, p.config(), &book,
                                      t0 + std::chrono::minutes(2), std::chrono::minutes(5));
   ASSERT_TRUE(st.requested.has_value());

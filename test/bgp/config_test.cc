@@ -20,6 +20,21 @@ struct PeerCase {
   const char* error;  // nullptr: valid
 };
 
+// `got` is what `c` says: accepted when c.error is nullptr, else refused with a message that
+// contains c.error.
+template <class T>
+::testing::AssertionResult AsExpected(const Result<T>& got, const PeerCase& c) {
+  if (c.error == nullptr) {
+    if (got) return ::testing::AssertionSuccess();
+    return ::testing::AssertionFailure() << "refused: " << got.error().message();
+  }
+  if (got) return ::testing::AssertionFailure() << "accepted; want \"" << c.error << "\"";
+  if (got.error().message().find(c.error) == std::string::npos) {
+    return ::testing::AssertionFailure() << "no \"" << c.error << "\" in " << got.error().message();
+  }
+  return ::testing::AssertionSuccess();
+}
+
 TEST(BgpPeerTest, Scenarios) {
   const PeerCase cases[] = {
       {"minimal", R"({"peerAddress":"192.0.2.1","peerASN":64512,"myASN":64513})", nullptr},
@@ -147,13 +162,7 @@ TEST(BfdProfileTest, Scenarios) {
   };
   for (const auto& c : cases) {
     SCOPED_TRACE(c.name);
-    auto b = ParseBfdProfile(Object("BFDProfile", c.spec));
-    if (c.error == nullptr) {
-      EXPECT_TRUE(b) << b.error().message();
-    } else {
-      ASSERT_FALSE(b);
-      EXPECT_NE(b.error().message().find(c.error), std::string::npos) << b.error().message();
-    }
+    EXPECT_TRUE(AsExpected(ParseBfdProfile(Object("BFDProfile", c.spec)), c));
   }
   auto d = ParseBfdProfile(Object("BFDProfile", "{}"));
   ASSERT_TRUE(d);
@@ -176,13 +185,7 @@ TEST(BgpAdvertisementTest, Scenarios) {
   };
   for (const auto& c : cases) {
     SCOPED_TRACE(c.name);
-    auto a = ParseAdvertisement(Object("BGPAdvertisement", c.spec));
-    if (c.error == nullptr) {
-      EXPECT_TRUE(a) << a.error().message();
-    } else {
-      ASSERT_FALSE(a);
-      EXPECT_NE(a.error().message().find(c.error), std::string::npos) << a.error().message();
-    }
+    EXPECT_TRUE(AsExpected(ParseAdvertisement(Object("BGPAdvertisement", c.spec)), c));
   }
   auto a = ParseAdvertisement(
       Object("BGPAdvertisement", R"({"communities":["64512:100","large:64512:1:2","no-export"]})"));

@@ -1,10 +1,13 @@
-// Builders for configuration objects as the Kubernetes API returns them, for the config tests.
+// Builders for configuration objects as the Kubernetes API returns them, and the check of a
+// refusal, for the config tests.
 #pragma once
 
 #include <string>
 
+#include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include "common/result.h"
 #include "support/k8s/objects.h"
 
 namespace pylon::config::testing {
@@ -87,6 +90,21 @@ inline nlohmann::json SeedPublicClass() {
              "ipv4Pools": [{"cidr": "198.51.100.0/24"},
                            {"start": "203.0.113.10", "end": "203.0.113.20"}],
              "ipv6Pools": [{"cidr": "2001:db8:f00d::/64"}]}})");
+}
+
+// `got` is a refusal as invalid (kInvalidArgument) with exactly `message`.
+template <class T>
+::testing::AssertionResult RefusedWith(const Result<T>& got, const std::string& message) {
+  if (got) return ::testing::AssertionFailure() << "accepted; want \"" << message << "\"";
+  if (got.error().code() != ErrorCode::kInvalidArgument) {
+    return ::testing::AssertionFailure() << ErrorCodeName(got.error().code())
+                                         << ", not InvalidArgument: " << got.error().message();
+  }
+  if (got.error().message() != message) {
+    return ::testing::AssertionFailure()
+           << "message\n  got:  " << got.error().message() << "\n  want: " << message;
+  }
+  return ::testing::AssertionSuccess();
 }
 
 }  // namespace pylon::config::testing

@@ -258,110 +258,107 @@ TEST(Validate, LastValidConfigStaysInForce) {
     const char* name;
     std::vector<Step> steps;
   };
+  // An object in force at `generation` with the IPv4 ranges `v4`; `message` "" = don't check.
+  auto in_force = [](const char* name, std::int64_t generation, std::vector<const char*> v4,
+                     const char* message = "in force") {
+    return Expect{Sg(name), true, generation, std::move(v4), message};
+  };
+  // An object refused; `kept` is the generation that stays in force (with `v4`), if any.
+  auto refused = [](const char* name, std::optional<std::int64_t> kept, std::vector<const char*> v4,
+                    const char* message = "") {
+    return Expect{Sg(name), false, kept, std::move(v4), message};
+  };
+  // A step with one object and one expectation.
+  auto one_object = [](const char* what, Json object, Expect expect) {
+    return Step{what, {std::move(object)}, {std::move(expect)}};
+  };
   const Json a1 = V4Group("a", "10.0.0.1-10.0.0.10", "10.0.0.0/24", kT1, 1);
   const Json b1 = V4Group("b", "10.0.0.20-10.0.0.30", "10.0.0.0/24", kT2, 1);
+  // The first step of most scenarios: a1 alone, or a1 and b1, accepted.
+  const Step a_valid = {"a valid", {a1}, {in_force("a", 1, {"10.0.0.1-10.0.0.10"})}};
+  const Step ab_valid = {
+      "a and b valid",
+      {a1, b1},
+      {in_force("a", 1, {"10.0.0.1-10.0.0.10"}), in_force("b", 1, {"10.0.0.20-10.0.0.30"})}};
   const Scenario scenarios[] = {
       {"edited into something invalid, then fixed",
-       {{"a valid", {a1}, {{Sg("a"), true, 1, {"10.0.0.1-10.0.0.10"}, "in force"}}},
-        {"a edited: pool outside subnet",
-         {V4Group("a", "10.0.1.1-10.0.1.10", "10.0.0.0/24", kT1, 2)},
-         {{Sg("a"),
-           false,
-           1,
-           {"10.0.0.1-10.0.0.10"},
-           "generation 2 rejected: ServiceGroup purelb-system/a: spec.local.v4pools[0].pool: "
-           "10.0.1.1-10.0.1.10 is outside subnet 10.0.0.0/24; generation 1 stays in force"}}},
-        {"a edited again: wrong type",
-         {testing::ServiceGroup("a", Parse(R"({"v4pools":"oops"})"), kT1, 3)},
-         {{Sg("a"),
-           false,
-           1,
-           {"10.0.0.1-10.0.0.10"},
-           "generation 3 rejected: ServiceGroup purelb-system/a: spec.local.v4pools: must be an "
-           "array, got a string; generation 1 stays in force"}}},
-        {"a fixed",
-         {V4Group("a", "10.0.0.1-10.0.0.5", "10.0.0.0/24", kT1, 4)},
-         {{Sg("a"), true, 4, {"10.0.0.1-10.0.0.5"}, "in force"}}}}},
+       {a_valid,
+        one_object(
+            "a edited: pool outside subnet",
+            V4Group("a", "10.0.1.1-10.0.1.10", "10.0.0.0/24", kT1, 2),
+            refused(
+                "a", 1, {"10.0.0.1-10.0.0.10"},
+                "generation 2 rejected: ServiceGroup purelb-system/a: spec.local.v4pools[0].pool: "
+                "10.0.1.1-10.0.1.10 is outside subnet 10.0.0.0/24; generation 1 stays in force")),
+        one_object(
+            "a edited again: wrong type",
+            testing::ServiceGroup("a", Parse(R"({"v4pools":"oops"})"), kT1, 3),
+            refused("a", 1, {"10.0.0.1-10.0.0.10"},
+                    "generation 3 rejected: ServiceGroup purelb-system/a: spec.local.v4pools: "
+                    "must be an array, got a string; generation 1 stays in force")),
+        one_object("a fixed", V4Group("a", "10.0.0.1-10.0.0.5", "10.0.0.0/24", kT1, 4),
+                   in_force("a", 4, {"10.0.0.1-10.0.0.5"}))}},
       {"earlier object edited into an overlap keeps its old version",
-       {{"a and b valid",
-         {a1, b1},
-         {{Sg("a"), true, 1, {"10.0.0.1-10.0.0.10"}, "in force"},
-          {Sg("b"), true, 1, {"10.0.0.20-10.0.0.30"}, "in force"}}},
+       {ab_valid,
         {"a grows over b",
          {V4Group("a", "10.0.0.1-10.0.0.25", "10.0.0.0/24", kT1, 2), b1},
-         {{Sg("a"),
-           false,
-           1,
-           {"10.0.0.1-10.0.0.10"},
-           "generation 2 rejected: ServiceGroup purelb-system/a: spec.local.v4pools[0].pool: "
-           "10.0.0.1-10.0.0.25 overlaps 10.0.0.20-10.0.0.30 (spec.local.v4pools[0].pool) of "
-           "ServiceGroup purelb-system/b, which is in force; generation 1 stays in force"},
-          {Sg("b"), true, 1, {"10.0.0.20-10.0.0.30"}, "in force"}}},
-        {"b deleted: a's edit goes through",
-         {V4Group("a", "10.0.0.1-10.0.0.25", "10.0.0.0/24", kT1, 2)},
-         {{Sg("a"), true, 2, {"10.0.0.1-10.0.0.25"}, "in force"}}}}},
+         {refused(
+              "a", 1, {"10.0.0.1-10.0.0.10"},
+              "generation 2 rejected: ServiceGroup purelb-system/a: spec.local.v4pools[0].pool: "
+              "10.0.0.1-10.0.0.25 overlaps 10.0.0.20-10.0.0.30 (spec.local.v4pools[0].pool) "
+              "of ServiceGroup purelb-system/b, which is in force; generation 1 stays in "
+              "force"),
+          in_force("b", 1, {"10.0.0.20-10.0.0.30"})}},
+        one_object("b deleted: a's edit goes through",
+                   V4Group("a", "10.0.0.1-10.0.0.25", "10.0.0.0/24", kT1, 2),
+                   in_force("a", 2, {"10.0.0.1-10.0.0.25"}))}},
       {"later object edited into an overlap keeps its old version",
-       {{"a and b valid",
-         {a1, b1},
-         {{Sg("a"), true, 1, {"10.0.0.1-10.0.0.10"}, ""},
-          {Sg("b"), true, 1, {"10.0.0.20-10.0.0.30"}, ""}}},
+       {ab_valid,
         {"b edited to contain a",
          {a1, V4Group("b", "10.0.0.0/24", "10.0.0.0/24", kT2, 2)},
-         {{Sg("a"), true, 1, {"10.0.0.1-10.0.0.10"}, "in force"},
-          {Sg("b"),
-           false,
-           1,
-           {"10.0.0.20-10.0.0.30"},
-           "generation 2 rejected: ServiceGroup purelb-system/b: spec.local.v4pools[0].pool: "
-           "10.0.0.0/24 overlaps 10.0.0.1-10.0.0.10 (spec.local.v4pools[0].pool) of "
-           "ServiceGroup purelb-system/a, which is in force; generation 1 stays in force"}}}}},
+         {in_force("a", 1, {"10.0.0.1-10.0.0.10"}),
+          refused(
+              "b", 1, {"10.0.0.20-10.0.0.30"},
+              "generation 2 rejected: ServiceGroup purelb-system/b: spec.local.v4pools[0].pool: "
+              "10.0.0.0/24 overlaps 10.0.0.1-10.0.0.10 (spec.local.v4pools[0].pool) of "
+              "ServiceGroup purelb-system/a, which is in force; generation 1 stays in force")}}}},
       {"a rejected object is accepted once the overlap goes away",
        {{"b overlaps a",
          {a1, V4Group("b", "10.0.0.0/24", "10.0.0.0/24", kT2, 1)},
-         {{Sg("a"), true, 1, {"10.0.0.1-10.0.0.10"}, ""}, {Sg("b"), false, std::nullopt, {}, ""}}},
+         {in_force("a", 1, {"10.0.0.1-10.0.0.10"}, ""), refused("b", std::nullopt, {})}},
         {"a moves away",
          {V4Group("a", "10.1.0.1", "10.1.0.0/24", kT1, 2),
           V4Group("b", "10.0.0.0/24", "10.0.0.0/24", kT2, 1)},
-         {{Sg("a"), true, 2, {"10.1.0.1"}, ""},
-          {Sg("b"), true, 1, {"10.0.0.1-10.0.0.254"}, "in force"}}}}},
+         {in_force("a", 2, {"10.1.0.1"}, ""), in_force("b", 1, {"10.0.0.1-10.0.0.254"})}}}},
       {"an edit may take addresses another edit releases in the same round",
-       {{"a and b valid",
-         {a1, b1},
-         {{Sg("a"), true, 1, {"10.0.0.1-10.0.0.10"}, ""},
-          {Sg("b"), true, 1, {"10.0.0.20-10.0.0.30"}, ""}}},
+       {ab_valid,
         {"a moves into b's old space, b moves on",
          {V4Group("a", "10.0.0.20-10.0.0.25", "10.0.0.0/24", kT1, 2),
           V4Group("b", "10.0.0.40-10.0.0.50", "10.0.0.0/24", kT2, 2)},
-         {{Sg("a"), true, 2, {"10.0.0.20-10.0.0.25"}, "in force"},
-          {Sg("b"), true, 2, {"10.0.0.40-10.0.0.50"}, "in force"}}}}},
+         {in_force("a", 2, {"10.0.0.20-10.0.0.25"}), in_force("b", 2, {"10.0.0.40-10.0.0.50"})}}}},
       {"a new object never displaces one in force, even if created earlier",
        {{"b valid; a invalid",
          {V4Group("a", "bogus", "10.0.0.0/24", kT1, 1), b1},
-         {{Sg("a"), false, std::nullopt, {}, ""}, {Sg("b"), true, 1, {"10.0.0.20-10.0.0.30"}, ""}}},
+         {refused("a", std::nullopt, {}), in_force("b", 1, {"10.0.0.20-10.0.0.30"}, "")}},
         {"a fixed into b's space",
          {V4Group("a", "10.0.0.25", "10.0.0.0/24", kT1, 2), b1},
-         {{Sg("a"),
-           false,
-           std::nullopt,
-           {},
-           "generation 2 rejected: ServiceGroup purelb-system/a: spec.local.v4pools[0].pool: "
-           "10.0.0.25 overlaps 10.0.0.20-10.0.0.30 (spec.local.v4pools[0].pool) of ServiceGroup "
-           "purelb-system/b, which is in force"},
-          {Sg("b"), true, 1, {"10.0.0.20-10.0.0.30"}, "in force"}}}}},
+         {refused(
+              "a", std::nullopt, {},
+              "generation 2 rejected: ServiceGroup purelb-system/a: spec.local.v4pools[0].pool: "
+              "10.0.0.25 overlaps 10.0.0.20-10.0.0.30 (spec.local.v4pools[0].pool) of "
+              "ServiceGroup purelb-system/b, which is in force"),
+          in_force("b", 1, {"10.0.0.20-10.0.0.30"})}}}},
       {"metadata-only change keeps the object in force with its new generation",
-       {{"a valid", {a1}, {{Sg("a"), true, 1, {"10.0.0.1-10.0.0.10"}, ""}}},
-        {"same spec, generation 5",
-         {V4Group("a", "10.0.0.1-10.0.0.10", "10.0.0.0/24", kT1, 5)},
-         {{Sg("a"), true, 5, {"10.0.0.1-10.0.0.10"}, "in force"}}}}},
+       {a_valid, one_object("same spec, generation 5",
+                            V4Group("a", "10.0.0.1-10.0.0.10", "10.0.0.0/24", kT1, 5),
+                            in_force("a", 5, {"10.0.0.1-10.0.0.10"}))}},
       {"an invalid new object that was never valid",
-       {{"never valid",
-         {V4Group("a", "10.0.0.9-10.0.0.1", "10.0.0.0/24", kT1, 1)},
-         {{Sg("a"),
-           false,
-           std::nullopt,
-           {},
-           "generation 1 rejected: ServiceGroup purelb-system/a: spec.local.v4pools[0].pool: "
-           "10.0.0.9-10.0.0.1: start 10.0.0.9 is after end 10.0.0.1"}}}}},
+       {one_object(
+           "never valid", V4Group("a", "10.0.0.9-10.0.0.1", "10.0.0.0/24", kT1, 1),
+           refused(
+               "a", std::nullopt, {},
+               "generation 1 rejected: ServiceGroup purelb-system/a: spec.local.v4pools[0].pool: "
+               "10.0.0.9-10.0.0.1: start 10.0.0.9 is after end 10.0.0.1"))}},
   };
   for (const auto& sc : scenarios) {
     SCOPED_TRACE(sc.name);

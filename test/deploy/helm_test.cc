@@ -96,22 +96,15 @@ constexpr char kKubeVersion[] = "--kube-version 1.35.4";
 class HelmTest : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
-    if (test_support::ApiServerMissing()) return;
-    auto started = test_support::TestControlPlane::Start("helm-test");
-    ASSERT_TRUE(started) << started.error().message();
-    suite_ = started->release();
-    dir_ = &suite_->dir();
-    cp_ = &suite_->plane();
+    ASSERT_EQ(test_support::StartSuiteControlPlane("helm-test", &suite_), "");
   }
   static void TearDownTestSuite() {
     delete suite_;
     suite_ = nullptr;
-    dir_ = nullptr;
-    cp_ = nullptr;
   }
   void SetUp() override {
     PYLON_NEED_APISERVER();
-    ASSERT_NE(cp_, nullptr);
+    ASSERT_NE(suite_, nullptr);
     ASSERT_TRUE(fs::exists(HelmBinary())) << HelmBinary() << ": build it with scripts/helm.sh";
   }
 
@@ -121,21 +114,21 @@ class HelmTest : public ::testing::Test {
   }
   static std::string Chart() { return std::string(PYLON_SOURCE_DIR) + "/deploy/helm/pylon"; }
   static Output Helm(const std::string& args, bool merge_stderr = true) {
-    const std::string home = *dir_ + "/helm";
+    const std::string home = dir() + "/helm";
     return Shell("HELM_CACHE_HOME=" + Quote(home + "/cache") +
                      " HELM_CONFIG_HOME=" + Quote(home + "/config") +
                      " HELM_DATA_HOME=" + Quote(home + "/data") + " " + Quote(HelmBinary()) +
-                     " --kubeconfig " + Quote(cp_->AdminKubeconfig()) + " " + args,
+                     " --kubeconfig " + Quote(cp().AdminKubeconfig()) + " " + args,
                  merge_stderr);
   }
   static Output Kubectl(const std::string& args, bool merge_stderr = true) {
-    return Shell(Quote(cp_->KubectlBinary()) + " --kubeconfig " + Quote(cp_->AdminKubeconfig()) +
-                     " --cache-dir " + Quote(*dir_ + "/cache") + " " + args,
+    return Shell(Quote(cp().KubectlBinary()) + " --kubeconfig " + Quote(cp().AdminKubeconfig()) +
+                     " --cache-dir " + Quote(dir() + "/cache") + " " + args,
                  merge_stderr);
   }
   static std::string WriteTemp(const std::string& text) {
     static int seq = 0;
-    std::string file = *dir_ + "/file-" + std::to_string(++seq) + ".yaml";
+    std::string file = dir() + "/file-" + std::to_string(++seq) + ".yaml";
     std::ofstream(file) << text;
     return file;
   }
@@ -184,9 +177,11 @@ class HelmTest : public ::testing::Test {
     }
   }
 
+  // The suite's control plane and test directory.
+  static lab::ControlPlane& cp() { return suite_->plane(); }
+  static const std::string& dir() { return suite_->dir(); }
+
   static inline test_support::TestControlPlane* suite_ = nullptr;
-  static inline const std::string* dir_ = nullptr;
-  static inline lab::ControlPlane* cp_ = nullptr;
 };
 
 TEST_F(HelmTest, LintPasses) {
@@ -225,7 +220,7 @@ TEST_F(HelmTest, DefaultValuesRenderExactlyTheKustomizeInstall) {
 
 // bgp.enabled renders what the kustomize component deploy/components/bgp adds (docs/bgp.md).
 TEST_F(HelmTest, BgpValueRendersExactlyTheKustomizeBgpComponent) {
-  const std::string overlay = *dir_ + "/bgp-overlay";
+  const std::string overlay = dir() + "/bgp-overlay";
   fs::create_directories(overlay);
   const std::string rel = fs::relative(std::string(PYLON_SOURCE_DIR) + "/deploy", overlay).string();
   std::ofstream(overlay + "/kustomization.yaml")

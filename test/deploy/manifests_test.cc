@@ -199,10 +199,8 @@ std::string Id(const Json& o) {
 class DeployTest : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
-    if (test_support::ApiServerMissing()) return;
-    auto started = test_support::TestControlPlane::Start("deploy-test");
-    ASSERT_TRUE(started) << started.error().message();
-    suite_ = started->release();
+    ASSERT_EQ(test_support::StartSuiteControlPlane("deploy-test", &suite_), "");
+    if (suite_ == nullptr) return;
     dir_ = &suite_->dir();
     cp_ = &suite_->plane();
     rendered_ = new std::string();
@@ -262,6 +260,20 @@ class DeployTest : public ::testing::Test {
     return r;
   }
 
+  // An object the server must refuse.
+  struct Rejected {
+    const char* what;
+    const char* yaml;
+    std::vector<const char*> errors;  // each in kubectl's output
+  };
+  // `kubectl apply` of the case's YAML fails, and its output names each of the case's errors.
+  static void ExpectRejected(const Rejected& c) {
+    Output r = Kubectl("apply -f " + Quote(WriteTemp(c.yaml)));
+    EXPECT_NE(r.code, 0) << c.what << ": accepted\n" << r.out;
+    for (const char* e : c.errors) {
+      EXPECT_NE(r.out.find(e), std::string::npos) << c.what << ": no \"" << e << "\" in\n" << r.out;
+    }
+  }
   static std::string WriteTemp(const std::string& yaml) {
     static int seq = 0;
     std::string file = *dir_ + "/apply-" + std::to_string(++seq) + ".yaml";
@@ -769,12 +781,7 @@ TEST_F(DeployTest, EveryYamlBlockInTheDocsApplies) {
 
 TEST_F(DeployTest, CrdSchemasRejectWhatTheyCan) {
   ApplyInstall();
-  struct Case {
-    const char* what;
-    const char* yaml;
-    std::vector<const char*> errors;  // each in kubectl's output
-  };
-  const Case cases[] = {
+  const Rejected cases[] = {
       {"mode outside the enum",
        "apiVersion: lace-cni.io/v1alpha1\nkind: LoadBalancerClass\nmetadata: {name: bad-mode}\n"
        "spec: {mode: bgp, ipv4Pools: [{cidr: 192.0.2.0/24}]}\n",
@@ -817,13 +824,7 @@ TEST_F(DeployTest, CrdSchemasRejectWhatTheyCan) {
        "spec: {address: 192.0.2.9, service: {namespace: default, name: web}}\n",
        {"spec.node", "Required value"}},
   };
-  for (const Case& c : cases) {
-    Output r = Kubectl("apply -f " + Quote(WriteTemp(c.yaml)));
-    EXPECT_NE(r.code, 0) << c.what << ": accepted\n" << r.out;
-    for (const char* e : c.errors) {
-      EXPECT_NE(r.out.find(e), std::string::npos) << c.what << ": no \"" << e << "\" in\n" << r.out;
-    }
-  }
+  for (const Rejected& c : cases) ExpectRejected(c);
   // A status value outside its enum: the status subresource validates too.
   ApplyExamples();
   Json obj = KubectlJson("get servicegroup -n purelb-system virtual");
@@ -946,12 +947,7 @@ TEST_F(DeployTest, PurelbV1AndV2ServedTogetherNothingLost) {
 // Each version's own rules, on the real server.
 TEST_F(DeployTest, PurelbV2CelRulesAndV1Boundaries) {
   ApplyInstall();
-  struct Case {
-    const char* what;
-    const char* yaml;
-    std::vector<const char*> errors;
-  };
-  const Case cases[] = {
+  const Rejected cases[] = {
       {"v2: local and remote",
        "apiVersion: purelb.io/v2\nkind: ServiceGroup\n"
        "metadata: {name: both, namespace: purelb-system}\n"
@@ -1026,13 +1022,7 @@ TEST_F(DeployTest, PurelbV2CelRulesAndV1Boundaries) {
        "metadata: {name: nospec, namespace: purelb-system}\n",
        {"spec", "Required value"}},
   };
-  for (const Case& c : cases) {
-    Output r = Kubectl("apply -f " + Quote(WriteTemp(c.yaml)));
-    EXPECT_NE(r.code, 0) << c.what << ": accepted\n" << r.out;
-    for (const char* e : c.errors) {
-      EXPECT_NE(r.out.find(e), std::string::npos) << c.what << ": no \"" << e << "\" in\n" << r.out;
-    }
-  }
+  for (const Rejected& c : cases) ExpectRejected(c);
   // What the API server accepts and Pylon refuses itself (with a condition): external IPAM.
   Apply(
       "apiVersion: purelb.io/v2\nkind: ServiceGroup\n"

@@ -35,6 +35,7 @@
 #include "support/apiserver.h"
 #include "support/binaries.h"
 #include "support/eventually.h"
+#include "support/kubectl_json.h"
 
 namespace {
 
@@ -255,13 +256,7 @@ class RbacLabTest : public ::testing::Test {
     auto up = lab_->Up();
     ASSERT_TRUE(up) << up.error().message();
   }
-  Json Get(const std::vector<std::string>& args) {
-    std::vector<std::string> a = args;
-    a.insert(a.end(), {"-o", "json"});
-    auto out = lab_->Kubectl(a);
-    if (!out) return Json();
-    return Json::parse(*out, nullptr, false);
-  }
+  Json Get(const std::vector<std::string>& args) { return test_support::KubectlJson(*lab_, args); }
   static std::string Ann(const Json& o, const std::string& key) {
     if (!o.is_object() || !o.contains("metadata") || !o["metadata"].contains("annotations"))
       return "";
@@ -297,6 +292,33 @@ class RbacLabTest : public ::testing::Test {
       if (r.component == component && r.code == 403) out.push_back(r);
     }
     return out;
+  }
+  // A lab (StartLab) from a copy of deploy/ whose `kind` for `component` lacks `verb` on
+  // `resource` (of API `group`).
+  void StartLabWithout(const std::string& suffix, const std::string& component,
+                       const std::string& kind, const std::string& group,
+                       const std::string& resource, const std::string& verb) {
+    deploy_copy_ = "/tmp/pylon-rbac-deploy-" + std::to_string(getpid()) + "-" + component;
+    CopyDeployWithout(deploy_copy_, component, kind, group, resource, verb);
+    ASSERT_FALSE(HasFatalFailure());
+    StartLab(suffix, deploy_copy_);
+  }
+  // Whether the audit log shows the server refusing `verb` on `resource` to `component`.
+  bool WasDenied(const std::string& component, const std::string& verb,
+                 const std::string& resource) {
+    for (const Request& d : Denied(component)) {
+      if (d.verb == verb && d.resource == resource) return true;
+    }
+    return false;
+  }
+  // `component` was refused `verb` on `resource` and nothing else; `other` was refused nothing.
+  void ExpectOnlyDenied(const std::string& component, const std::string& verb,
+                        const std::string& resource, const std::string& other) {
+    for (const Request& d : Denied(component)) {
+      EXPECT_TRUE(d.verb == verb && d.resource == resource)
+          << "denied something else too: " << Describe(d);
+    }
+    for (const Request& d : Denied(other)) ADD_FAILURE() << other << " denied: " << Describe(d);
   }
 
   std::unique_ptr<lab::Lab> lab_;
@@ -423,41 +445,29 @@ spec:
 // The allocator writes a Service's address with PUT on services/status. Without that verb it
 // cannot do its job: the Service never gets an address, and the server says why.
 TEST_F(RbacLabTest, AllocatorWithoutUpdateOnServiceStatusAllocatesNothing) {
-  deploy_copy_ = "/tmp/pylon-rbac-deploy-" + std::to_string(getpid()) + "-allocator";
-  CopyDeployWithout(deploy_copy_, "allocator", "ClusterRole", "", "services/status", "update");
-  ASSERT_FALSE(HasFatalFailure());
-  StartLab("a", deploy_copy_);
+  ASSERT_NO_FATAL_FAILURE(
+      StartLabWithout("a", "allocator", "ClusterRole", "", "services/status", "update"));
   auto r = lab_->Kubectl({"auth", "can-i", "update", "services", "--subresource=status", "-n",
                           "default", "--as=" + kUsers.at("allocator")});
   EXPECT_FALSE(r) << "the copy still grants it: " << *r;
   ASSERT_TRUE(lab_->Apply(std::string(kServiceGroup) + "---\n" + kSgService));
   // The allocator tried (and was refused) ...
-  ASSERT_TRUE(Eventually([&] {
-    for (const Request& d : Denied("allocator")) {
-      if (d.verb == "update" && d.resource == "services/status") return true;
-    }
-    return false;
-  })) << "no 403 on update services/status in the audit log";
+  ASSERT_TRUE(Eventually([&] { return WasDenied("allocator", "update", "services/status"); }))
+      << "no 403 on update services/status in the audit log";
   // ... and the Service has no address, however long one waits (the other writes went through:
   // the ServiceGroup's status says the pool is fine).
   std::this_thread::sleep_for(Ms(5000));
   Json svc = Get({"get", "service", "-n", "default", "sg"});
   EXPECT_TRUE(Ingress(svc).empty()) << svc.dump();
   EXPECT_TRUE(Ann(svc, "purelb.io/announcing-IPv4").empty()) << svc.dump();
-  for (const Request& d : Denied("allocator")) {
-    EXPECT_TRUE(d.verb == "update" && d.resource == "services/status")
-        << "denied something else too: " << Describe(d);
-  }
-  for (const Request& d : Denied("agent")) ADD_FAILURE() << "agent denied: " << Describe(d);
+  ExpectOnlyDenied("allocator", "update", "services/status", "agent");
 }
 
 // An agent keeps its node Lease (create, then update). Without create it never becomes a member:
 // no node announces the Service's address, and the server says why.
 TEST_F(RbacLabTest, AgentWithoutCreateOnLeasesAnnouncesNothing) {
-  deploy_copy_ = "/tmp/pylon-rbac-deploy-" + std::to_string(getpid()) + "-agent";
-  CopyDeployWithout(deploy_copy_, "agent", "Role", "coordination.k8s.io", "leases", "create");
-  ASSERT_FALSE(HasFatalFailure());
-  StartLab("g", deploy_copy_);
+  ASSERT_NO_FATAL_FAILURE(
+      StartLabWithout("g", "agent", "Role", "coordination.k8s.io", "leases", "create"));
   auto r = lab_->Kubectl({"auth", "can-i", "create", "leases.coordination.k8s.io", "-n", kInstallNs,
                           "--as=" + kUsers.at("agent")});
   EXPECT_FALSE(r) << "the copy still grants it: " << *r;
@@ -469,22 +479,14 @@ TEST_F(RbacLabTest, AgentWithoutCreateOnLeasesAnnouncesNothing) {
     if (ips.size() == 1) address = ips[0];
     return !address.empty();
   })) << "allocation";
-  ASSERT_TRUE(Eventually([&] {
-    for (const Request& d : Denied("agent")) {
-      if (d.verb == "create" && d.resource == "leases") return true;
-    }
-    return false;
-  })) << "no 403 on create leases in the audit log";
+  ASSERT_TRUE(Eventually([&] { return WasDenied("agent", "create", "leases"); }))
+      << "no 403 on create leases in the audit log";
   // An agent with a working lease announces within a second or two; give it five.
   std::this_thread::sleep_for(Ms(5000));
   Json svc = Get({"get", "service", "-n", "default", "sg"});
   EXPECT_TRUE(Ann(svc, "purelb.io/announcing-IPv4").empty()) << svc.dump();
   EXPECT_TRUE(NodesWith(address).empty()) << address << " is on a node";
-  for (const Request& d : Denied("agent")) {
-    EXPECT_TRUE(d.verb == "create" && d.resource == "leases")
-        << "denied something else too: " << Describe(d);
-  }
-  for (const Request& d : Denied("allocator")) ADD_FAILURE() << "allocator denied: " << Describe(d);
+  ExpectOnlyDenied("agent", "create", "leases", "allocator");
 }
 
 }  // namespace

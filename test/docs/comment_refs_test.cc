@@ -201,6 +201,18 @@ std::vector<std::string> Describe(const std::vector<Finding>& fs) {
   return out;
 }
 
+// What Describe() says, on `line`, of a name that is not in the repository, of an issue number,
+// and of the shared directory outside the repository.
+std::string Missing(int line, const std::string& name) {
+  return std::to_string(line) + ": names \"" + name + "\", which is not in the repository";
+}
+std::string Issue(int line) {
+  return std::to_string(line) + ": names an issue number (not in the repository)";
+}
+std::string Shared(int line) {
+  return std::to_string(line) + ": names ../shared (outside the repository)";
+}
+
 bool Known(const std::string& p) {
   return p == "docs/design.md" || p == "src/agent/garp.h" || p == "src/agent" || p == "docs";
 }
@@ -214,14 +226,9 @@ TEST(CommentScanner, FlagsMissingFilesIssuesAndShared) {
       "// issue 8; Issue #12\n"
       "// the seed documents in ../shared/seeds/\n";
   EXPECT_EQ(Describe(ScanSource(src, "src/agent", Known)),
-            (std::vector<std::string>{
-                "1: names \"DESIGN.md\", which is not in the repository",
-                "2: names \"peers.md\", which is not in the repository",
-                "4: names \"reference/linux-l2.md\", which is not in the repository",
-                "4: names \"docs/missing.md\", which is not in the repository",
-                "5: names an issue number (not in the repository)",
-                "6: names ../shared (outside the repository)",
-            }));
+            (std::vector<std::string>{Missing(1, "DESIGN.md"), Missing(2, "peers.md"),
+                                      Missing(4, "reference/linux-l2.md"),
+                                      Missing(4, "docs/missing.md"), Issue(5), Shared(6)}));
 }
 
 TEST(CommentScanner, AcceptsExistingPathsSiblingsAndNonPaths) {
@@ -241,27 +248,25 @@ TEST(CommentScanner, IgnoresStringsAndCharacterLiterals) {
       "char c = '\"'; int big = 1'000'000;  // docs/design.md\n"
       "const char* d = \"/* not a comment */\";  // peers.md\n";
   EXPECT_EQ(Describe(ScanSource(src, "src/agent", Known)),
-            (std::vector<std::string>{"6: names \"peers.md\", which is not in the repository"}));
+            (std::vector<std::string>{Missing(6, "peers.md")}));
 }
 
 TEST(CommentScanner, TestsMayNameTheSourceTheyMirror) {
   EXPECT_TRUE(ScanSource("// garp.h, as src/agent/garp.h\n", "test/agent", Known).empty());
   EXPECT_EQ(Describe(ScanSource("// garp.h\n", "test/pool", Known)),
-            (std::vector<std::string>{"1: names \"garp.h\", which is not in the repository"}));
+            (std::vector<std::string>{Missing(1, "garp.h")}));
 }
 
 TEST(PageScanner, ChecksRootedPathsIssuesAndSharedOnEveryLine) {
-  const std::string page =
-      "| `garp.h` | bare names are relative to the section: not checked |\n"
-      "See docs/design.md and [x](peers.md); docs/missing.md is not there.\n"
-      "Fixed in issue 21; MetalLB's is metallb#2723.\n"
-      "```\ncat ../shared/reference/peers.md\n```\n";
+  const std::string page = R"(| `garp.h` | bare names are relative to the section: not checked |
+See docs/design.md and [x](peers.md); docs/missing.md is not there.
+Fixed in issue 21; MetalLB's is metallb#2723.
+```
+cat ../shared/reference/peers.md
+```
+)";
   EXPECT_EQ(Describe(ScanPage(page, "docs", Known)),
-            (std::vector<std::string>{
-                "2: names \"docs/missing.md\", which is not in the repository",
-                "3: names an issue number (not in the repository)",
-                "5: names ../shared (outside the repository)",
-            }));
+            (std::vector<std::string>{Missing(2, "docs/missing.md"), Issue(3), Shared(5)}));
 }
 
 TEST(CommentScanner, CountsLinesThroughRawStringsAndBlocks) {

@@ -11,6 +11,7 @@
 #include <thread>
 
 #include "allocator_harness.h"
+#include "support/manifests.h"
 
 namespace pylon::allocator::e2e {
 namespace {
@@ -49,6 +50,20 @@ json MakeService(int i, std::mt19937& rng) {
   return s.ToJson();
 }
 
+// ServiceGroup "g": one IPv4 pool, all of `cidr`.
+std::string GroupG(const std::string& cidr) {
+  return test_support::ServiceGroupYaml(
+      "purelb.io/v1", "g",
+      "  local:\n    v4pools:\n    - pool: " + cidr + "\n      subnet: " + cidr + "\n");
+}
+
+// ServiceGroup g's status.ipv4.inUse as the server has it ("?" if it has none).
+std::string InUseOfG(Cluster& c) {
+  auto o = c.client().Get(ServiceGroupsRes(), "purelb-system", "g");
+  const json* st = o ? Find(*o, {"status", "ipv4"}) : nullptr;
+  return st ? st->value("inUse", "?") : std::string("?");
+}
+
 // The config status must not depend on the allocator's ServiceGroup cache being current: with the
 // groups' list and watch failing (the cache frozen at the version before the allocator's own last
 // status write), the next status write conflicts. It must still land (re-read from the server),
@@ -56,16 +71,9 @@ json MakeService(int i, std::mt19937& rng) {
 // at the old count for as long as the watch was down (the chaos run's "inUse: 0").
 TEST(AllocatorChaos, ConfigStatusLandsWhileTheGroupCacheIsStale) {
   Cluster c("stalestatus", ClusterOptions::WithFaultProxy());
-  ASSERT_TRUE(c.Apply("apiVersion: purelb.io/v1\nkind: ServiceGroup\nmetadata:\n  name: g\n"
-                      "  namespace: purelb-system\nspec:\n  local:\n    v4pools:\n"
-                      "    - pool: 198.18.20.0/24\n      subnet: 198.18.20.0/24\n")
-                  .has_value());
+  ASSERT_TRUE(c.Apply(GroupG("198.18.20.0/24")).has_value());
   int r = c.StartAllocator("stale");
-  auto in_use = [&] {
-    auto o = c.client().Get(ServiceGroupsRes(), "purelb-system", "g");
-    const json* st = o ? Find(*o, {"status", "ipv4"}) : nullptr;
-    return st ? st->value("inUse", "?") : std::string("?");
-  };
+  auto in_use = [&] { return InUseOfG(c); };
   auto create = [&](const std::string& name) {
     Svc s{name, "default", std::nullopt, {{"purelb.io/service-group", "g"}}};
     ASSERT_TRUE(c.client().Create(k8s::resources::Services(), s.ToJson()).has_value()) << name;
@@ -93,16 +101,9 @@ TEST(AllocatorChaos, ConfigStatusLandsWhileTheGroupCacheIsStale) {
 // nothing: the wrong figure stayed until the next allocation in that group.
 TEST(AllocatorChaos, AConfigStatusChangedBehindItsBackIsCorrected) {
   Cluster c("fixstatus", ClusterOptions::WithFaultProxy());
-  ASSERT_TRUE(c.Apply("apiVersion: purelb.io/v1\nkind: ServiceGroup\nmetadata:\n  name: g\n"
-                      "  namespace: purelb-system\nspec:\n  local:\n    v4pools:\n"
-                      "    - pool: 198.18.21.0/24\n      subnet: 198.18.21.0/24\n")
-                  .has_value());
+  ASSERT_TRUE(c.Apply(GroupG("198.18.21.0/24")).has_value());
   int r = c.StartAllocator("fix");
-  auto in_use = [&] {
-    auto o = c.client().Get(ServiceGroupsRes(), "purelb-system", "g");
-    const json* st = o ? Find(*o, {"status", "ipv4"}) : nullptr;
-    return st ? st->value("inUse", "?") : std::string("?");
-  };
+  auto in_use = [&] { return InUseOfG(c); };
   Svc s{"s1", "default", std::nullopt, {{"purelb.io/service-group", "g"}}};
   ASSERT_TRUE(c.client().Create(k8s::resources::Services(), s.ToJson()).has_value());
   ASSERT_TRUE(Eventually([&] { return in_use() == "1"; })) << in_use() << c.AllocatorLog(r);

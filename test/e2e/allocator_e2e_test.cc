@@ -4,8 +4,13 @@
 // its own ServiceGroups / classes and Service names.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <set>
+#include <utility>
+
 #include "allocator_harness.h"
 #include "k8s/lease.h"
+#include "support/manifests.h"
 
 namespace pylon::allocator::e2e {
 namespace {
@@ -48,9 +53,13 @@ class AllocatorE2E : public ::testing::Test {
     ASSERT_TRUE(r.has_value()) << r.error().message();
   }
   void ApplyGroup(const std::string& name, const std::string& local_yaml) {
-    auto r = c().Apply("apiVersion: purelb.io/v1\nkind: ServiceGroup\nmetadata:\n  name: " + name +
-                       "\n  namespace: purelb-system\nspec:\n  local:\n" + local_yaml);
-    ASSERT_TRUE(r.has_value()) << r.error().message();
+    ApplyGroupAs("purelb.io/v1", name, "  local:\n" + local_yaml);
+  }
+  // ServiceGroup `name` written as `api_version`; `spec` is the text under spec.
+  void ApplyGroupAs(const std::string& api_version, const std::string& name,
+                    const std::string& spec) {
+    auto r = c().Apply(test_support::ServiceGroupYaml(api_version, name, spec));
+    ASSERT_TRUE(r.has_value()) << name << ": " << r.error().message();
   }
   json ConfigStatus(const k8s::Resource& res, const std::string& ns, const std::string& name) {
     auto o = c().client().Get(res, ns, name);
@@ -432,41 +441,21 @@ TEST_F(AllocatorE2E, MetricsAndHealth) {
 // refused with its condition; the status written by the allocator (through v1) read through v2.
 TEST_F(AllocatorE2E, PurelbV1AndV2GroupsSideBySide) {
   ASSERT_TRUE(c().Kubectl({"create", "namespace", "v2e-team"}).has_value());
-  ASSERT_TRUE(c().Apply(R"(apiVersion: purelb.io/v1
-kind: ServiceGroup
-metadata: {name: v2e-old, namespace: purelb-system}
-spec:
-  local:
+  ApplyGroupAs("purelb.io/v1", "v2e-old", R"(  local:
     v4pools: [{subnet: 10.14.1.0/24, pool: 10.14.1.10-10.14.1.19, aggregation: default}]
-)")
-                  .has_value());
-  ASSERT_TRUE(c().Apply(R"(apiVersion: purelb.io/v2
-kind: ServiceGroup
-metadata: {name: v2e-remote, namespace: purelb-system}
-spec:
-  remote:
+)");
+  ApplyGroupAs("purelb.io/v2", "v2e-remote", R"(  remote:
     v4pools: [{subnet: 10.14.3.0/24, pool: 10.14.3.10-10.14.3.19, aggregation: /32}]
     v6pools: [{subnet: 'fd14:3::/64', pool: 'fd14:3::10-fd14:3::1f', aggregation: /128}]
-)")
-                  .has_value());
-  ASSERT_TRUE(c().Apply(R"(apiVersion: purelb.io/v2
-kind: ServiceGroup
-metadata: {name: v2e-team, namespace: purelb-system}
-spec:
-  local:
+)");
+  ApplyGroupAs("purelb.io/v2", "v2e-team", R"(  local:
     v4pools: [{subnet: 10.14.2.0/24, pool: 10.14.2.10-10.14.2.19}]
     skipIPv6DAD: true
   namespaces: [v2e-team]
   enforceNamespaces: true
-)")
-                  .has_value());
-  ASSERT_TRUE(c().Apply(R"(apiVersion: purelb.io/v2
-kind: ServiceGroup
-metadata: {name: v2e-ipam, namespace: purelb-system}
-spec:
-  external: {provider: netbox, announce: local}
-)")
-                  .has_value());
+)");
+  ApplyGroupAs("purelb.io/v2", "v2e-ipam", R"(  external: {provider: netbox, announce: local}
+)");
 
   Create(Svc{"v2e-a", "default", std::nullopt, {{"purelb.io/service-group", "v2e-old"}}});
   Create(Svc{"v2e-b",
@@ -546,17 +535,12 @@ spec:
 // node lease advertises; a subnet that goes live adds one (the node Lease informer requeues the
 // Service); purelb.io/re-evaluate is removed.
 TEST_F(AllocatorE2E, MultiPoolFollowsNodeLeases) {
-  ASSERT_TRUE(c().Apply(R"(apiVersion: purelb.io/v2
-kind: ServiceGroup
-metadata: {name: mpe, namespace: purelb-system}
-spec:
-  local:
+  ApplyGroupAs("purelb.io/v2", "mpe", R"(  local:
     multiPool: true
     v4pools:
       - {subnet: 10.15.1.0/24, pool: 10.15.1.10-10.15.1.19}
       - {subnet: 10.15.2.0/24, pool: 10.15.2.10-10.15.2.19}
-)")
-                  .has_value());
+)");
   k8s::LeaseSpec spec;
   spec.holder_identity = "mpe-n1";
   spec.lease_duration_seconds = 3600;
@@ -587,77 +571,75 @@ spec:
 // row applies its own v2 group (remote, so every range is active without node leases), creates
 // its Services in order and expects each one's addresses or refusal reason.
 TEST_F(AllocatorE2E, PurelbV2AllocationTable) {
+  struct Group {
+    std::string name;
+    std::string what;
+    std::string spec;  // spec.remote, flow style
+  };
   struct Expect {
-    Svc svc;
-    std::vector<std::string> ingress;  // empty: refused with `reason`
+    std::string group;
+    std::string name;
+    std::vector<std::pair<std::string, std::string>> more;  // annotations besides the group
+    std::vector<std::string> ingress;                       // empty: refused with `reason`
     std::string reason;
   };
-  struct Row {
-    std::string what;
-    std::string spec;  // under spec.remote
-    std::vector<Expect> services;
+  // A v4pools entry: <net>.10 to <net>.<last> in <net>.0/24.
+  auto range = [](const std::string& net, int last = 19) {
+    return "{subnet: " + net + ".0/24, pool: " + net + ".10-" + net + "." + std::to_string(last) +
+           "}";
   };
-  auto in = [](const std::string& group, std::vector<std::pair<std::string, std::string>> more = {},
-               std::string name = "") {
-    more.insert(more.begin(), {"purelb.io/service-group", group});
-    return Svc{std::move(name), "default", std::string("purelb.io/purelbv2"), std::move(more)};
+  auto v4pools = [](const std::vector<std::string>& ranges) {
+    std::string out;
+    for (const auto& r : ranges) out += (out.empty() ? "" : ", ") + r;
+    return "v4pools: [" + out + "]";
   };
-  const std::vector<Row> rows = {
-      {"balancePools: each new address from the range with the fewest in use",
-       "    balancePools: true\n"
-       "    v4pools:\n"
-       "      - {subnet: 10.16.1.0/24, pool: 10.16.1.10-10.16.1.19}\n"
-       "      - {subnet: 10.16.2.0/24, pool: 10.16.2.10-10.16.2.19}\n",
-       {{in("v2t-bal", {}, "v2t-bal-a"), {"10.16.1.10"}, ""},
-        {in("v2t-bal", {}, "v2t-bal-b"), {"10.16.2.10"}, ""},
-        {in("v2t-bal", {}, "v2t-bal-c"), {"10.16.1.11"}, ""}}},
-      {"without balancePools: the first range until it is full",
-       "    v4pools:\n"
-       "      - {subnet: 10.16.3.0/24, pool: 10.16.3.10-10.16.3.11}\n"
-       "      - {subnet: 10.16.4.0/24, pool: 10.16.4.10-10.16.4.19}\n",
-       {{in("v2t-seq", {}, "v2t-seq-a"), {"10.16.3.10"}, ""},
-        {in("v2t-seq", {}, "v2t-seq-b"), {"10.16.3.11"}, ""},
-        {in("v2t-seq", {}, "v2t-seq-c"), {"10.16.4.10"}, ""}}},
-      {"v2 order: the v4pools list before the single v4pool entry",
-       "    v4pool: {subnet: 10.16.5.0/24, pool: 10.16.5.10-10.16.5.19}\n"
-       "    v4pools:\n"
-       "      - {subnet: 10.16.6.0/24, pool: 10.16.6.10-10.16.6.19}\n",
-       {{in("v2t-ord", {}, "v2t-ord-a"), {"10.16.6.10"}, ""}}},
-      {"multiPool on a remote group: one address from every range",
-       "    multiPool: true\n"
-       "    v4pools:\n"
-       "      - {subnet: 10.16.7.0/24, pool: 10.16.7.10-10.16.7.19}\n"
-       "      - {subnet: 10.16.8.0/24, pool: 10.16.8.10-10.16.8.19}\n",
-       {{in("v2t-mp", {}, "v2t-mp-a"), {"10.16.7.10", "10.16.8.10"}, ""},
-        // the Service's own annotation turns it off
-        {in("v2t-mp", {{"purelb.io/multi-pool", "false"}}, "v2t-mp-b"), {"10.16.7.11"}, ""},
-        // refused with a sharing key
-        {in("v2t-mp", {{"purelb.io/allow-shared-ip", "k"}}, "v2t-mp-c"), {}, "MultiPoolRefused"}}},
-      {"multiPool with balancePools: refused",
-       "    multiPool: true\n"
-       "    balancePools: true\n"
-       "    v4pools:\n"
-       "      - {subnet: 10.16.9.0/24, pool: 10.16.9.10-10.16.9.19}\n",
-       {{in("v2t-mpb", {}, "v2t-mpb-a"), {}, "MultiPoolRefused"},
-        {in("v2t-mpb", {{"purelb.io/multi-pool", "false"}}, "v2t-mpb-b"), {"10.16.9.10"}, ""}}},
+  const std::pair<std::string, std::string> multi_pool_off{"purelb.io/multi-pool", "false"};
+  const std::pair<std::string, std::string> shared{"purelb.io/allow-shared-ip", "k"};
+  // clang-format off
+  const std::vector<Group> groups = {
+      {"v2t-bal", "balancePools: each new address from the range with the fewest in use", "balancePools: true, " + v4pools({range("10.16.1"), range("10.16.2")})},
+      {"v2t-seq", "without balancePools: the first range until it is full", v4pools({range("10.16.3", 11), range("10.16.4")})},
+      {"v2t-ord", "v2 order: the v4pools list before the single v4pool entry", "v4pool: " + range("10.16.5") + ", " + v4pools({range("10.16.6")})},
+      {"v2t-mp", "multiPool on a remote group: one address from every range", "multiPool: true, " + v4pools({range("10.16.7"), range("10.16.8")})},
+      {"v2t-mpb", "multiPool with balancePools: refused", "multiPool: true, balancePools: true, " + v4pools({range("10.16.9")})},
   };
-  for (const auto& row : rows) {
-    SCOPED_TRACE(row.what);
-    const std::string group = row.services.front().svc.annotations.front().second;
-    auto applied =
-        c().Apply("apiVersion: purelb.io/v2\nkind: ServiceGroup\nmetadata: {name: " + group +
-                  ", namespace: purelb-system}\nspec:\n  remote:\n" + row.spec);
-    ASSERT_TRUE(applied.has_value()) << applied.error().message();
-    for (const auto& e : row.services) {
-      Create(e.svc);
-      if (e.reason.empty()) {
-        EXPECT_TRUE(c().WaitIngress(e.svc.name, e.ingress))
-            << e.svc.name << " " << c().Condition(e.svc.name).dump();
-      } else {
-        EXPECT_TRUE(c().WaitReason(e.svc.name, e.reason))
-            << e.svc.name << " " << c().Condition(e.svc.name).dump();
-        EXPECT_TRUE(c().Ingress(e.svc.name).empty()) << e.svc.name;
-      }
+  // clang-format on
+  const std::vector<Expect> services = {
+      {"v2t-bal", "v2t-bal-a", {}, {"10.16.1.10"}, ""},
+      {"v2t-bal", "v2t-bal-b", {}, {"10.16.2.10"}, ""},
+      {"v2t-bal", "v2t-bal-c", {}, {"10.16.1.11"}, ""},
+      {"v2t-seq", "v2t-seq-a", {}, {"10.16.3.10"}, ""},
+      {"v2t-seq", "v2t-seq-b", {}, {"10.16.3.11"}, ""},
+      {"v2t-seq", "v2t-seq-c", {}, {"10.16.4.10"}, ""},
+      {"v2t-ord", "v2t-ord-a", {}, {"10.16.6.10"}, ""},
+      {"v2t-mp", "v2t-mp-a", {}, {"10.16.7.10", "10.16.8.10"}, ""},
+      {"v2t-mp", "v2t-mp-b", {multi_pool_off}, {"10.16.7.11"}, ""},  // the Service turns it off
+      {"v2t-mp", "v2t-mp-c", {shared}, {}, "MultiPoolRefused"},      // refused with a sharing key
+      {"v2t-mpb", "v2t-mpb-a", {}, {}, "MultiPoolRefused"},
+      {"v2t-mpb", "v2t-mpb-b", {multi_pool_off}, {"10.16.9.10"}, ""},
+  };
+  std::set<std::string> applied;
+  for (const auto& e : services) {
+    const auto g = std::find_if(groups.begin(), groups.end(),
+                                [&](const Group& x) { return x.name == e.group; });
+    ASSERT_NE(g, groups.end()) << e.group;
+    SCOPED_TRACE(g->what);
+    // Each group applied before its first Service.
+    if (applied.insert(g->name).second) {
+      ASSERT_NO_FATAL_FAILURE(
+          ApplyGroupAs("purelb.io/v2", g->name, "  remote: {" + g->spec + "}\n"));
+    }
+    std::vector<std::pair<std::string, std::string>> annotations = {
+        {"purelb.io/service-group", e.group}};
+    annotations.insert(annotations.end(), e.more.begin(), e.more.end());
+    Create(Svc{e.name, "default", std::string("purelb.io/purelbv2"), annotations});
+    if (e.reason.empty()) {
+      EXPECT_TRUE(c().WaitIngress(e.name, e.ingress))
+          << e.name << " " << c().Condition(e.name).dump();
+    } else {
+      EXPECT_TRUE(c().WaitReason(e.name, e.reason))
+          << e.name << " " << c().Condition(e.name).dump();
+      EXPECT_TRUE(c().Ingress(e.name).empty()) << e.name;
     }
   }
 }

@@ -38,6 +38,7 @@
 #include "lab/process.h"
 #include "support/binaries.h"
 #include "support/eventually.h"
+#include "support/k8s/post_json.h"
 #include "support/test_dir.h"
 
 namespace pylon::allocator::e2e {
@@ -188,20 +189,7 @@ class Cluster {
     if (proxy_url_.empty()) return Fail(ErrorCode::kInvalidArgument, "no fault proxy");
     k8s::RestConfig rc;
     rc.server = proxy_url_;
-    auto t = k8s::CurlTransport::Create(rc);
-    if (!t) return Fail(t.error());
-    k8s::HttpRequest req;
-    req.method = "POST";
-    req.path = path;
-    req.body = body;
-    req.content_type = "application/json";
-    auto r = (*t)->Do(req);
-    if (!r) return Fail(r.error());
-    if (r->status / 100 != 2) {
-      return Fail(ErrorCode::kUnavailable,
-                  "faults: HTTP " + std::to_string(r->status) + " " + r->body);
-    }
-    return Ok();
+    return k8s::PostJson(rc, path, body);
   }
 
   // Starts an allocator replica; returns its index.

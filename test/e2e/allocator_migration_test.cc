@@ -8,6 +8,7 @@
 #include <map>
 
 #include "allocator_harness.h"
+#include "support/manifests.h"
 #include "support/purelb_v2_crd.h"
 
 namespace pylon::allocator::e2e {
@@ -37,14 +38,10 @@ TEST(MigrationE2E, PurelbV2InstallKeepsEveryAddress) {
   ASSERT_TRUE(c.Kubectl({"wait", "--for=condition=Established", "--timeout=60s", "crd", "--all"})
                   .has_value());
   ASSERT_TRUE(c.Kubectl({"create", "namespace", "tenant-a"}).has_value());
-  ASSERT_TRUE(c.Apply(R"(apiVersion: purelb.io/v2
-kind: ServiceGroup
-metadata: {name: default, namespace: purelb-system}
-spec:
-  local:
+  ASSERT_TRUE(c.Apply(test_support::ServiceGroupYaml("purelb.io/v2", "default", R"(  local:
     v4pools: [{subnet: 192.0.2.0/24, pool: 192.0.2.240-192.0.2.250, aggregation: default}]
     v6pools: [{subnet: 'fd00:1::/64', pool: 'fd00:1::f0-fd00:1::ff', aggregation: default}]
----
+)") + R"(---
 apiVersion: purelb.io/v2
 kind: ServiceGroup
 metadata: {name: bgp, namespace: purelb-system}

@@ -4,11 +4,12 @@
 #include <signal.h>
 
 #include <algorithm>
-#include <atomic>
 #include <cstdio>
+#include <functional>
 #include <map>
 #include <set>
 #include <sstream>
+#include <stop_token>
 #include <thread>
 
 #include "e2e_lab.h"
@@ -39,6 +40,51 @@ std::string LocalEndpointOn(const std::string& node, const std::string& ipv4,
 
 std::string HostPrefix(const std::string& ip) { return ip + (IsV6(ip) ? "/128" : "/32"); }
 
+double Since(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+}
+
+// `probe` (one request from behind the router) again and again on its own thread until Stop().
+// The figures are read after Stop().
+class WanLoad {
+ public:
+  explicit WanLoad(std::function<lab::ProbeResult()> probe)
+      : thread_([this, probe = std::move(probe)](std::stop_token stop) {
+          while (!stop.stop_requested()) {
+            auto r = probe();
+            ++sent_;
+            if (!r.ok) {
+              ++failed_;
+              last_failure_ms_ = Since(start_);
+            } else {
+              ++answered_[r.body.substr(0, r.body.find_first_of(" \n"))];
+            }
+          }
+        }) {}
+  void Stop() {
+    thread_.request_stop();
+    if (thread_.joinable()) thread_.join();
+  }
+  std::chrono::steady_clock::time_point start() const { return start_; }
+  int sent() const { return sent_; }
+  int failed() const { return failed_; }
+  // When the last failed request gave up, in ms since the start; 0 if none failed.
+  double last_failure_ms() const { return last_failure_ms_; }
+  // The requests answered by `node`.
+  int answered(const std::string& node) const {
+    auto it = answered_.find(node);
+    return it == answered_.end() ? 0 : it->second;
+  }
+
+ private:
+  const std::chrono::steady_clock::time_point start_ = std::chrono::steady_clock::now();
+  int sent_ = 0;
+  int failed_ = 0;
+  double last_failure_ms_ = 0;
+  std::map<std::string, int> answered_;
+  std::jthread thread_;  // last: started once the figures above exist
+};
+
 class BgpTest : public LabTest {
  protected:
   void Configure(lab::LabConfig* cfg) override { cfg->bgp = true; }
@@ -59,9 +105,36 @@ class BgpTest : public LabTest {
     auto h = lab().RouterNexthops(HostPrefix(ip));
     return h ? *h : std::vector<std::string>{};
   }
-  bool WaitNexthops(const std::string& ip, const std::vector<std::string>& want,
-                    Ms timeout = Ms(20000)) {
-    return Eventually([&] { return Nexthops(ip) == want; }, timeout);
+  // The router's next hops for `ip` become `want` within `timeout`; a failure names the last ones.
+  testing::AssertionResult WaitNexthops(const std::string& ip, const std::vector<std::string>& want,
+                                        Ms timeout = Ms(20000)) {
+    if (Eventually([&] { return Nexthops(ip) == want; }, timeout)) {
+      return testing::AssertionSuccess();
+    }
+    return testing::AssertionFailure() << ip << ": " << testing::PrintToString(Nexthops(ip));
+  }
+  // Every node's address of the family, `node`'s left out.
+  std::vector<std::string> NodeIpsBut(const std::string& node, bool v6) {
+    std::vector<std::string> out = NodeIps(v6);
+    std::erase(out, NodeIp(node, v6));
+    return out;
+  }
+  // Every router session up, then Service "web" (routed, both families) routed to every node;
+  // its IPv4 address in `v4`.
+  void WebOnEveryNode(std::string* v4) {
+    ASSERT_TRUE(Eventually([&] { return AllSessionsUp(); }, Ms(30000)));
+    Apply(lab::kRoutedServiceGroup);
+    Apply(RoutedService("web", false));
+    auto ips = WaitIngress("web", 2);
+    ASSERT_EQ(ips.size(), 2u);
+    *v4 = IsV6(ips[0]) ? ips[1] : ips[0];
+    ASSERT_TRUE(WaitNexthops(*v4, NodeIps(false)));
+  }
+  // BGPPeer "lab-router" (the router at 192.0.2.1) with the rest of its spec.
+  static std::string LabRouterPeer(const std::string& spec) {
+    return "apiVersion: lace-cni.io/v1alpha1\nkind: BGPPeer\nmetadata:\n  name: lab-router\n"
+           "spec:\n  peerAddress: 192.0.2.1\n" +
+           spec;
   }
   lab::ProbeResult WanProbe(const std::string& ip, Ms timeout = Ms(300)) {
     auto r =
@@ -143,10 +216,6 @@ class BgpTest : public LabTest {
     auto it = o.find(key);
     return it != o.end() && it->is_boolean() && it->get<bool>();
   }
-
-  static double Since(std::chrono::steady_clock::time_point t0) {
-    return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
-  }
 };
 
 // ECMP across every node holding the address, both families, traffic from behind the router
@@ -160,8 +229,7 @@ TEST_F(BgpTest, EcmpAcrossEveryNodeAndEtpLocalOnlyEndpointNodes) {
   auto ips = WaitIngress("web", 2);
   ASSERT_EQ(ips.size(), 2u);
   for (const auto& ip : ips) {
-    ASSERT_TRUE(WaitNexthops(ip, NodeIps(IsV6(ip))))
-        << ip << ": " << testing::PrintToString(Nexthops(ip));
+    ASSERT_TRUE(WaitNexthops(ip, NodeIps(IsV6(ip))));
     std::printf("FIGURE bgp service-create-to-route %s: %.0f ms (all %zu next hops)\n",
                 IsV6(ip) ? "IPv6" : "IPv4", Since(created), NodeIps(false).size());
   }
@@ -193,14 +261,12 @@ TEST_F(BgpTest, EcmpAcrossEveryNodeAndEtpLocalOnlyEndpointNodes) {
   auto local_ips = WaitIngress("local", 2);
   ASSERT_EQ(local_ips.size(), 2u);
   for (const auto& ip : local_ips) {
-    EXPECT_TRUE(WaitNexthops(ip, {NodeIp("node2", IsV6(ip))}))
-        << ip << ": " << testing::PrintToString(Nexthops(ip));
+    EXPECT_TRUE(WaitNexthops(ip, {NodeIp("node2", IsV6(ip))}));
   }
   // The endpoint moves to node3: so does the route.
   Apply(LocalEndpointOn("node3", "10.244.3.5", "fd00:10:244:3::5"));
   for (const auto& ip : local_ips) {
-    EXPECT_TRUE(WaitNexthops(ip, {NodeIp("node3", IsV6(ip))}))
-        << ip << ": " << testing::PrintToString(Nexthops(ip));
+    EXPECT_TRUE(WaitNexthops(ip, {NodeIp("node3", IsV6(ip))}));
   }
   // A LoadBalancerClass of mode l3 allocates from its pools and is announced the same way.
   Apply(R"(apiVersion: lace-cni.io/v1alpha1
@@ -229,8 +295,7 @@ spec:
   auto l3 = WaitIngress("l3", 1);
   ASSERT_EQ(l3.size(), 1u);
   EXPECT_EQ(l3[0].rfind("203.0.113.", 0), 0u) << l3[0];
-  EXPECT_TRUE(WaitNexthops(l3[0], NodeIps(false)))
-      << l3[0] << ": " << testing::PrintToString(Nexthops(l3[0]));
+  EXPECT_TRUE(WaitNexthops(l3[0], NodeIps(false)));
   EXPECT_TRUE(WanProbe(l3[0]).ok);
 
   // The routing daemon dies on node3: reported (readiness, metric, event), then back.
@@ -251,42 +316,29 @@ spec:
       },
       Ms(15000)));
   for (const auto& ip : ips) {
-    std::vector<std::string> two;
-    for (const auto& h : NodeIps(IsV6(ip))) {
-      if (h != NodeIp("node3", IsV6(ip))) two.push_back(h);
-    }
-    EXPECT_TRUE(WaitNexthops(ip, two)) << ip << ": " << testing::PrintToString(Nexthops(ip));
+    EXPECT_TRUE(WaitNexthops(ip, NodeIpsBut("node3", IsV6(ip))));
   }
   ASSERT_TRUE(lab().StartNodeBird("node3"));
   EXPECT_TRUE(Eventually([&] { return agent_http("node3", "/readyz").status == 200; }, Ms(15000)));
   for (const auto& ip : ips) {
-    EXPECT_TRUE(WaitNexthops(ip, NodeIps(IsV6(ip)), Ms(30000)))
-        << ip << ": " << testing::PrintToString(Nexthops(ip));
+    EXPECT_TRUE(WaitNexthops(ip, NodeIps(IsV6(ip)), Ms(30000)));
   }
 
   // Deleting the Service withdraws its routes everywhere.
   ASSERT_TRUE(lab().Kubectl({"delete", "service", "web"}));
   for (const auto& ip : ips) {
-    EXPECT_TRUE(WaitNexthops(ip, {})) << ip << ": " << testing::PrintToString(Nexthops(ip));
+    EXPECT_TRUE(WaitNexthops(ip, {}));
   }
 }
 
 // A node that freezes (no link event anywhere) leaves the next hops: with BFD 100 ms x 3 in well
 // under a second, with the hold timer alone (3 s) in about 3 s.
 TEST_F(BgpTest, FrozenNodeLeavesTheNexthopsByBfdThenByHoldTimer) {
-  ASSERT_TRUE(Eventually([&] { return AllSessionsUp(); }, Ms(30000)));
-  Apply(lab::kRoutedServiceGroup);
-  Apply(RoutedService("web", false));
-  auto ips = WaitIngress("web", 2);
-  ASSERT_EQ(ips.size(), 2u);
-  const std::string v4 = IsV6(ips[0]) ? ips[1] : ips[0];
-  ASSERT_TRUE(WaitNexthops(v4, NodeIps(false)));
+  std::string v4;
+  ASSERT_NO_FATAL_FAILURE(WebOnEveryNode(&v4));
 
   auto measure = [&](const char* what, const std::string& node) -> double {
-    std::vector<std::string> rest;
-    for (const auto& ip : NodeIps(false)) {
-      if (ip != NodeIp(node, false)) rest.push_back(ip);
-    }
+    const std::vector<std::string> rest = NodeIpsBut(node, false);
     // BFD counts only once the router's session to the node is Up (a BGP session whose BFD
     // session never came up falls back to the hold timer).
     if (std::string(what).find("BFD") != std::string::npos) {
@@ -296,50 +348,30 @@ TEST_F(BgpTest, FrozenNodeLeavesTheNexthopsByBfdThenByHoldTimer) {
     // A client behind the router opens a new connection every few ms from t0 on (each a new
     // flow, so a new hash); "flows again" is when the last failed request gave up (100 ms
     // timeout).
-    const auto t0 = std::chrono::steady_clock::now();
-    std::atomic<bool> stop{false};
-    std::atomic<int> failures{0};
-    std::atomic<double> last_failure{0};
-    std::thread client([&] {
-      while (!stop.load()) {
-        auto r = WanProbe(v4, Ms(100));
-        if (!r.ok) {
-          ++failures;
-          last_failure = Since(t0);
-        }
-      }
-    });
+    WanLoad client([&] { return WanProbe(v4, Ms(100)); });
     EXPECT_TRUE(lab().FreezeNode(node, true));
     double withdrawn = -1;
-    if (WaitNexthops(v4, rest, Ms(15000))) withdrawn = Since(t0);
+    if (WaitNexthops(v4, rest, Ms(15000))) withdrawn = Since(client.start());
     std::this_thread::sleep_for(Ms(1000));
-    stop = true;
-    client.join();
+    client.Stop();
     std::printf(
         "FIGURE bgp node-freeze %s: route withdrawn at the router %.0f ms, client traffic flows "
         "again %.0f ms (%d requests failed)\n",
-        what, withdrawn, last_failure.load(), failures.load());
+        what, withdrawn, client.last_failure_ms(), client.failed());
     EXPECT_GE(withdrawn, 0) << what;
     EXPECT_TRUE(lab().FreezeNode(node, false));
-    EXPECT_TRUE(WaitNexthops(v4, NodeIps(false), Ms(40000)))
-        << what << " after thaw: " << testing::PrintToString(Nexthops(v4));
+    EXPECT_TRUE(WaitNexthops(v4, NodeIps(false), Ms(40000))) << what << " after thaw";
     return withdrawn;
   };
   double bfd = measure("BFD 100ms x3", "node2");
   EXPECT_LT(bfd, 2000) << "BFD should detect in well under 2 s";
 
   // Hold timer alone: no BFD, hold 3 s.
-  Apply(R"(apiVersion: lace-cni.io/v1alpha1
-kind: BGPPeer
-metadata:
-  name: lab-router
-spec:
-  peerAddress: 192.0.2.1
-  peerASN: 64512
+  Apply(LabRouterPeer(R"(  peerASN: 64512
   myASN: 64513
   holdTime: 3s
   keepaliveTime: 1s
-)");
+)"));
   ASSERT_TRUE(Eventually(
       [&] {
         auto out = lab().NodeBird("node3", "show protocols all");
@@ -355,13 +387,8 @@ spec:
 // Graceful shutdown withdraws by UPDATE while the session stays up: no request lost. A bad peer
 // keeps the last good one in force; a password mismatch shows in the peer's status.
 TEST_F(BgpTest, GracefulDrainBadPeerAndPasswordMismatch) {
-  ASSERT_TRUE(Eventually([&] { return AllSessionsUp(); }, Ms(30000)));
-  Apply(lab::kRoutedServiceGroup);
-  Apply(RoutedService("web", false));
-  auto ips = WaitIngress("web", 2);
-  ASSERT_EQ(ips.size(), 2u);
-  const std::string v4 = IsV6(ips[0]) ? ips[1] : ips[0];
-  ASSERT_TRUE(WaitNexthops(v4, NodeIps(false)));
+  std::string v4;
+  ASSERT_NO_FATAL_FAILURE(WebOnEveryNode(&v4));
 
   // --- graceful drain of node1 under load ---
   // BFD at 300 ms x 3 here (applied in place, no session reset): at 100 ms a loaded 2-core
@@ -375,20 +402,7 @@ spec:
   transmitInterval: 300
   detectMultiplier: 3
 )");
-  std::atomic<bool> stop{false};
-  std::atomic<int> sent{0}, failed{0};
-  std::map<std::string, int> by_node;
-  std::thread load([&] {
-    while (!stop.load()) {
-      auto r = WanProbe(v4, Ms(1000));
-      ++sent;
-      if (!r.ok) {
-        ++failed;
-      } else {
-        ++by_node[r.body.substr(0, r.body.find_first_of(" \n"))];
-      }
-    }
-  });
+  WanLoad load([&] { return WanProbe(v4, Ms(1000)); });
   std::this_thread::sleep_for(Ms(500));
   const auto t0 = std::chrono::steady_clock::now();
   ASSERT_TRUE(lab().SignalAgent("node1", SIGTERM));
@@ -400,18 +414,18 @@ spec:
             (std::vector<std::string>{NodeIp("node2", false), NodeIp("node3", false)}));
   EXPECT_TRUE(RouterSessionUp("node1")) << lab().RouterBird("show protocols all").value_or("");
   std::this_thread::sleep_for(Ms(500));
-  stop = true;
-  load.join();
+  load.Stop();
   std::printf(
       "FIGURE bgp graceful-drain: %d requests during the drain, %d lost; agent exit "
       "%.0f ms after SIGTERM; answered by node1 %d, node2 %d, node3 %d\n",
-      sent.load(), failed.load(), drained, by_node["node1"], by_node["node2"], by_node["node3"]);
+      load.sent(), load.failed(), drained, load.answered("node1"), load.answered("node2"),
+      load.answered("node3"));
   // Nothing is blackholed: the routes leave before the addresses do. What a drain cannot save is a
   // request in flight at the instant the router's next-hop set changes: ECMP rehashes flows, so
   // its next packets reach another node, which resets it (no resilient hashing in BIRD's kernel
   // routes). The client runs one request at a time, so at most one can be caught that way.
-  EXPECT_LE(failed.load(), 1);
-  EXPECT_GT(by_node["node1"], 0) << "node1 served before the drain";
+  EXPECT_LE(load.failed(), 1);
+  EXPECT_GT(load.answered("node1"), 0) << "node1 served before the drain";
   // Then BIRD stops: nothing left to withdraw.
   ASSERT_TRUE(lab().StopNodeBird("node1"));
   ASSERT_TRUE(lab().StartNodeBird("node1"));
@@ -419,16 +433,10 @@ spec:
   ASSERT_TRUE(WaitNexthops(v4, NodeIps(false), Ms(40000)));
 
   // --- a bad peer object keeps the last good one ---
-  Apply(R"(apiVersion: lace-cni.io/v1alpha1
-kind: BGPPeer
-metadata:
-  name: lab-router
-spec:
-  peerAddress: 192.0.2.1
-  peerASN: 0
+  Apply(LabRouterPeer(R"(  peerASN: 0
   myASN: 64513
   bfdProfile: lab-fast
-)");
+)"));
   ASSERT_TRUE(Eventually(
       [&] { return Condition(Peer("lab-router"), "Valid", "status") == "False"; }, Ms(15000)))
       << Peer("lab-router").dump(2);
@@ -453,19 +461,13 @@ metadata:
   namespace: purelb-system
 stringData:
   password: not-the-routers
----
-apiVersion: lace-cni.io/v1alpha1
-kind: BGPPeer
-metadata:
-  name: lab-router
-spec:
-  peerAddress: 192.0.2.1
-  peerASN: 64512
+)");
+  Apply(LabRouterPeer(R"(  peerASN: 64512
   myASN: 64513
   bfdProfile: lab-fast
   passwordSecret:
     name: router-auth
-)");
+)"));
   ASSERT_TRUE(Eventually(
       [&] {
         Json e = NodeEntry(Peer("lab-router"), "node2");
@@ -476,7 +478,7 @@ spec:
       << Peer("lab-router").dump(2);
   std::printf("BGPPeer status with a password the router does not have:\n%s\n",
               Peer("lab-router")["status"].dump(2).c_str());
-  EXPECT_TRUE(WaitNexthops(v4, {}, Ms(15000))) << testing::PrintToString(Nexthops(v4));
+  EXPECT_TRUE(WaitNexthops(v4, {}, Ms(15000)));
 
   // Everything the agents asked for (BGP objects, BGPPeer status, the password Secret) was
   // granted by deploy/components/bgp/rbac-agent-bgp.yaml and accepted by the server.
@@ -509,8 +511,7 @@ TEST_F(BgpPodsTest, EtpLocalVirtualAddressReachesThePodWithTheClientAddressKept)
   // which saw the WAN client's own address.
   auto expect_served_by = [&](const std::string& pod, const std::string& node) {
     for (const auto& ip : ips) {
-      EXPECT_TRUE(WaitNexthops(ip, {NodeIp(node, IsV6(ip))}))
-          << ip << ": " << testing::PrintToString(Nexthops(ip));
+      EXPECT_TRUE(WaitNexthops(ip, {NodeIp(node, IsV6(ip))}));
       lab::ProbeResult r;
       EXPECT_TRUE(Eventually(
           [&] {

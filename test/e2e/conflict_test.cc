@@ -24,6 +24,16 @@ class ConflictTest : public LabTest {
     auto s = lab::RunCommandChecked(argv, lab().topology().ClientNetns());
     ASSERT_TRUE(s) << s.error().message();
   }
+  // The foreign host takes the first IPv4 and IPv6 addresses the pool hands out.
+  void ForeignFirstAddresses() {
+    Foreign(std::string(kForeignV4) + "/24");
+    Foreign(std::string(kForeignV6) + "/128");
+  }
+  // The foreign host's MAC address, as conflicts name it ("?" if unknown).
+  std::string ClientMac() {
+    auto m = lab::InterfaceMacIn(lab().topology().ClientNetns(), "eth0");
+    return m ? m->ToString() : std::string("?");
+  }
 
   // Events of one Service with one reason (messages).
   std::vector<std::string> Events(const std::string& service, const std::string& reason) {
@@ -96,13 +106,9 @@ class FullProbeConflictTest : public ConflictTest {
 };
 
 TEST_F(FullProbeConflictTest, ForeignOwnerIsRefusedAndAnotherAddressAllocated) {
-  Foreign(std::string(kForeignV4) + "/24");
-  Foreign(std::string(kForeignV6) + "/128");
+  ForeignFirstAddresses();
   Foreign(std::string(kForeignRequested) + "/24");
-  const std::string client_mac = [&] {
-    auto m = lab::InterfaceMacIn(lab().topology().ClientNetns(), "eth0");
-    return m ? m->ToString() : std::string("?");
-  }();
+  const std::string client_mac = ClientMac();
   Apply(kLocalDual);
 
   // 1. No specific address asked: the first addresses of the pool are the foreign host's.
@@ -167,12 +173,8 @@ TEST_F(FullProbeConflictTest, ForeignOwnerIsRefusedAndAnotherAddressAllocated) {
 // names them (conflicts, action Skipped, and conflictCount), and the first Service gets other
 // addresses at once: the foreign ones are never handed out, so no Service ever reports a conflict.
 TEST_F(ConflictTest, AddressTakenBeforeAnyServiceIsNeverHandedOut) {
-  Foreign(std::string(kForeignV4) + "/24");
-  Foreign(std::string(kForeignV6) + "/128");
-  const std::string client_mac = [&] {
-    auto m = lab::InterfaceMacIn(lab().topology().ClientNetns(), "eth0");
-    return m ? m->ToString() : std::string("?");
-  }();
+  ForeignFirstAddresses();
+  const std::string client_mac = ClientMac();
   Apply(kLocalDual);
 
   // The pool's status names both addresses before any Service exists.

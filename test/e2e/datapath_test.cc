@@ -7,6 +7,7 @@
 #include <map>
 #include <set>
 #include <sstream>
+#include <string>
 
 #include "e2e_lab.h"
 #include "lab/kube_proxy.h"
@@ -14,13 +15,18 @@
 namespace pylon::e2e {
 namespace {
 
+// PYLON_E2E_PROXY_MODE=iptables runs the same checks with kube-proxy's iptables mode; empty when
+// unset.
+std::string ProxyModeFromEnv() {
+  const char* mode = std::getenv("PYLON_E2E_PROXY_MODE");
+  return mode != nullptr ? mode : "";
+}
+
 class DatapathTest : public LabTest {
  protected:
   void Configure(lab::LabConfig* cfg) override {
     cfg->kube_proxy = true;
-    // PYLON_E2E_PROXY_MODE=iptables runs the same checks with kube-proxy's iptables mode.
-    const char* mode = std::getenv("PYLON_E2E_PROXY_MODE");
-    if (mode != nullptr && *mode != 0) cfg->proxy_mode = mode;
+    if (const std::string mode = ProxyModeFromEnv(); !mode.empty()) cfg->proxy_mode = mode;
     // Keep externalTrafficPolicy Local and announce from a node with a ready endpoint.
     cfg->agent_args = {"--etp-local=elect"};
   }
@@ -33,6 +39,18 @@ class DatapathTest : public LabTest {
     auto s = lab().AddPod(node, name, service);
     ASSERT_TRUE(s) << s.error().message();
   }
+  // Dual-stack Service `name` of group localdual (`spec_tail` after its ports) with pods
+  // `<name>-a` on node1 and `<name>-b` on node2; its two addresses in `ips`.
+  void ServiceWithPodsOnTwoNodes(const std::string& name, const std::string& spec_tail,
+                                 std::vector<std::string>* ips) {
+    Apply(kLocalDual);
+    Apply(ServiceYaml(name, "    purelb.io/service-group: localdual\n",
+                      std::string(kDualSpec) + spec_tail));
+    ASSERT_NO_FATAL_FAILURE(AddPod("node1", name + "-a", name));
+    ASSERT_NO_FATAL_FAILURE(AddPod("node2", name + "-b", name));
+    *ips = WaitIngress(name, 2);
+    ASSERT_EQ(ips->size(), 2u);
+  }
   // The health check of an externalTrafficPolicy Local Service on a node, from the client.
   lab::ProbeResult HealthCheck(const std::string& node_ip, int port) {
     auto r = lab::InNetns(lab().topology().ClientNetns(),
@@ -42,12 +60,8 @@ class DatapathTest : public LabTest {
 };
 
 TEST_F(DatapathTest, ClientReachesPodsOnTwoNodesThroughTheVip) {
-  Apply(kLocalDual);
-  Apply(ServiceYaml("web", "    purelb.io/service-group: localdual\n", kDualSpec));
-  AddPod("node1", "web-a", "web");
-  AddPod("node2", "web-b", "web");
-  auto ips = WaitIngress("web", 2);
-  ASSERT_EQ(ips.size(), 2u);
+  std::vector<std::string> ips;
+  ASSERT_NO_FATAL_FAILURE(ServiceWithPodsOnTwoNodes("web", "", &ips));
   for (const auto& ip : ips) {
     lab::ProbeResult last;
     ASSERT_TRUE(Eventually([&] {
@@ -82,13 +96,9 @@ TEST_F(DatapathTest, ClientReachesPodsOnTwoNodesThroughTheVip) {
 }
 
 TEST_F(DatapathTest, EtpLocalHealthCheckAndClientAddressKept) {
-  Apply(kLocalDual);
-  Apply(ServiceYaml("loc", "    purelb.io/service-group: localdual\n",
-                    std::string(kDualSpec) + "  externalTrafficPolicy: Local\n"));
-  AddPod("node1", "loc-a", "loc");
-  AddPod("node2", "loc-b", "loc");
-  auto ips = WaitIngress("loc", 2);
-  ASSERT_EQ(ips.size(), 2u);
+  std::vector<std::string> ips;
+  ASSERT_NO_FATAL_FAILURE(
+      ServiceWithPodsOnTwoNodes("loc", "  externalTrafficPolicy: Local\n", &ips));
   auto svc = Service("loc");
   ASSERT_EQ(svc["spec"].value("externalTrafficPolicy", ""), "Local") << "the agent reset it";
   const int hc = svc["spec"].value("healthCheckNodePort", 0);
@@ -162,12 +172,8 @@ TEST_F(DatapathTest, EtpLocalHealthCheckAndClientAddressKept) {
 // lease), another node takes the address over and the client keeps reaching a pod. The outage is
 // printed (docs/datapath.md), never asserted.
 TEST_F(DatapathTest, KubeProxyKilledOnTheWinnerMovesTheAddress) {
-  Apply(kLocalDual);
-  Apply(ServiceYaml("kp", "    purelb.io/service-group: localdual\n", kDualSpec));
-  AddPod("node1", "kp-a", "kp");
-  AddPod("node2", "kp-b", "kp");
-  auto ips = WaitIngress("kp", 2);
-  ASSERT_EQ(ips.size(), 2u);
+  std::vector<std::string> ips;
+  ASSERT_NO_FATAL_FAILURE(ServiceWithPodsOnTwoNodes("kp", "", &ips));
   const std::string ip = IsV6(ips[0]) ? ips[1] : ips[0];
   std::string winner;
   lab::ProbeResult last;

@@ -27,6 +27,8 @@
 #include "lab/service_state.h"
 #include "support/binaries.h"
 #include "support/eventually.h"
+#include "support/kubectl_json.h"
+#include "support/manifests.h"
 
 namespace pylon::e2e {
 
@@ -38,18 +40,25 @@ using Json = nlohmann::json;
 inline const char* const kLocalDual = lab::kDemoGroup;
 
 // A Lace class with small pools on LAN B (documentation ranges).
-inline constexpr const char* kPublicClass = R"(apiVersion: lace-cni.io/v1alpha1
-kind: LoadBalancerClass
-metadata:
-  name: public
-spec:
-  mode: l2
+inline const std::string kPublicClass = test_support::LoadBalancerClassYaml("public", R"(  mode: l2
   ipv4Pools:
   - start: 198.51.100.5
     end: 198.51.100.9
   ipv6Pools:
   - start: 2001:db8:f00d::5
     end: 2001:db8:f00d::9
+)");
+
+// Pools on no node's subnet, so virtual addresses on kube-lb0 (203.0.113.10-20,
+// 2001:db8:beef::10-20): the lines under a ServiceGroup's spec.local or spec.remote.
+inline constexpr const char* kVirtualPools = R"(    v4pools:
+    - aggregation: default
+      pool: 203.0.113.10-203.0.113.20
+      subnet: 203.0.113.0/24
+    v6pools:
+    - aggregation: default
+      pool: 2001:db8:beef::10-2001:db8:beef::20
+      subnet: 2001:db8:beef::/64
 )";
 
 inline std::string ServiceYaml(const std::string& name, const std::string& annotations,
@@ -128,15 +137,7 @@ class LabTest : public ::testing::Test {
   }
 
   Json GetJson(const std::vector<std::string>& args) {
-    std::vector<std::string> a = args;
-    a.insert(a.end(), {"-o", "json"});
-    auto out = lab_->Kubectl(a);
-    if (!out) return Json();
-    try {
-      return Json::parse(*out);
-    } catch (const std::exception&) {
-      return Json();
-    }
+    return test_support::KubectlJson(*lab_, args);
   }
   Json Service(const std::string& name, const std::string& ns = "default") {
     return GetJson({"get", "service", "-n", ns, name});

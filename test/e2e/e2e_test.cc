@@ -14,22 +14,14 @@ namespace pylon::e2e {
 namespace {
 
 // Pools on no node's subnet: virtual addresses, on kube-lb0 of every node.
-const char* kVirtual = R"(apiVersion: purelb.io/v1
-kind: ServiceGroup
-metadata:
-  name: virt
-  namespace: purelb-system
-spec:
-  local:
-    v4pools:
-    - aggregation: default
-      pool: 203.0.113.10-203.0.113.20
-      subnet: 203.0.113.0/24
-    v6pools:
-    - aggregation: default
-      pool: 2001:db8:beef::10-2001:db8:beef::20
-      subnet: 2001:db8:beef::/64
-)";
+const std::string kVirtual = test_support::ServiceGroupYaml(
+    "purelb.io/v1", "virt", std::string("  local:\n") + kVirtualPools);
+
+// Service "web" of ServiceGroup `group`, externalTrafficPolicy Local.
+std::string EtpLocalWeb(const std::string& group) {
+  return ServiceYaml("web", "    purelb.io/service-group: " + group + "\n",
+                     "  externalTrafficPolicy: Local\n");
+}
 
 // Seed 002's class `public`, adapted: pools inside the lab's LAN B (nodes hold .11-.13 / ::11-13).
 std::string NodeOf(const std::vector<std::string>& nodes) {
@@ -146,8 +138,7 @@ TEST_F(LabTest, AddressOnNoNodeSubnetPerGroupVersion) {
 
 TEST_F(LabTest, EtpLocalVirtualAddressOnlyOnNodeWithEndpoint) {
   Apply(kVirtual);
-  Apply(ServiceYaml("web", "    purelb.io/service-group: virt\n",
-                    "  externalTrafficPolicy: Local\n"));
+  Apply(EtpLocalWeb("virt"));
   auto ips = WaitIngress("web", 1);
   ASSERT_EQ(ips.size(), 1u);
   Apply(R"(apiVersion: discovery.k8s.io/v1
@@ -204,8 +195,7 @@ TEST_F(LabTest, NodeAffinityServiceEndpointsFollowsTheEndpoints) {
 // to Cluster by the winner, with a Normal event, and the address is announced.
 TEST_F(LabTest, EtpLocalOnLocalAddressIsResetToClusterWithAnEvent) {
   Apply(kLocalDual);
-  Apply(ServiceYaml("web", "    purelb.io/service-group: localdual\n",
-                    "  externalTrafficPolicy: Local\n"));
+  Apply(EtpLocalWeb("localdual"));
   auto ips = WaitIngress("web", 1);
   ASSERT_EQ(ips.size(), 1u);
   EXPECT_TRUE(Eventually([&] {

@@ -6,11 +6,12 @@
 // client asks as the lab's observer, over and over, for the whole scenario).
 #include <signal.h>
 
-#include <atomic>
 #include <fstream>
 #include <map>
 #include <mutex>
 #include <sstream>
+#include <stop_token>
+#include <thread>
 
 #include "e2e_lab.h"
 
@@ -33,8 +34,8 @@ class AnswerWatch {
   AnswerWatch(std::function<std::vector<MacAddress>(const std::string&)> ask,
               std::vector<std::string> ips)
       : ask_(std::move(ask)), ips_(std::move(ips)) {
-    thread_ = std::thread([this] {
-      while (!stop_) {
+    thread_ = std::jthread([this](std::stop_token stop) {
+      while (!stop.stop_requested()) {
         for (const auto& ip : ips_) {
           auto macs = ask_(ip);
           std::lock_guard<std::mutex> lock(mu_);
@@ -45,11 +46,8 @@ class AnswerWatch {
       }
     });
   }
-  ~AnswerWatch() { Stop(); }
-  AnswerWatch(const AnswerWatch&) = delete;
-  AnswerWatch& operator=(const AnswerWatch&) = delete;
   void Stop() {
-    stop_ = true;
+    thread_.request_stop();
     if (thread_.joinable()) thread_.join();
   }
   int samples() {
@@ -68,12 +66,11 @@ class AnswerWatch {
  private:
   std::function<std::vector<MacAddress>(const std::string&)> ask_;
   std::vector<std::string> ips_;
-  std::atomic<bool> stop_{false};
   std::mutex mu_;
   int samples_ = 0;
   std::vector<std::string> doubles_;
   std::map<std::string, std::set<std::string>> seen_;
-  std::thread thread_;
+  std::jthread thread_;  // last: stopped and joined before the members it uses go
 };
 
 class LifecycleTest : public LabTest {
@@ -153,6 +150,24 @@ class LifecycleTest : public LabTest {
                                          ips_);
   }
 
+  // Settle(), then who answers watched from here on while the victim's agent gets `signal` and
+  // exits within `exit_ms`.
+  void SettleThenSignalVictim(int signal, int exit_ms, std::unique_ptr<AnswerWatch>* watch) {
+    ASSERT_NO_FATAL_FAILURE(Settle());
+    *watch = Watch();
+    ASSERT_TRUE(lab().SignalAgent(victim_, signal));
+    ASSERT_TRUE(lab().WaitAgentExit(victim_, exit_ms));
+  }
+
+  // Ends the watch and the address monitors: the watch asked often enough and never heard two
+  // nodes answer for one address.
+  void StopWatching(AnswerWatch& watch) {
+    watch.Stop();
+    for (auto& [name, p] : monitors_) p.Stop(Ms(500));
+    EXPECT_GT(watch.samples(), 20);
+    EXPECT_EQ(watch.doubles(), std::vector<std::string>{}) << "two nodes answered";
+  }
+
   // Nodes other than the victim on which one of the victim's addresses appeared.
   std::map<std::string, std::vector<std::string>> MovedTo() {
     std::map<std::string, std::vector<std::string>> out;
@@ -203,10 +218,7 @@ class LifecycleTest : public LabTest {
         << Moves(victim_, "restart-adopted");
     // Past the old addresses' lifetime: had they not been adopted, they would have expired.
     std::this_thread::sleep_for(Ms(9000));
-    watch.Stop();
-    for (auto& [name, p] : monitors_) p.Stop(Ms(500));
-    EXPECT_GT(watch.samples(), 20);
-    EXPECT_EQ(watch.doubles(), std::vector<std::string>{}) << "two nodes answered";
+    StopWatching(watch);
     EXPECT_EQ(MovedTo(), (std::map<std::string, std::vector<std::string>>{}))
         << "an address of the victim moved";
     for (const auto& ip : victim_ips_) {
@@ -227,11 +239,8 @@ class LifecycleTest : public LabTest {
 };
 
 TEST_F(LifecycleTest, KilledAgentRestartedWithinTheLifetimeMovesNothing) {
-  Settle();
-  if (HasFatalFailure()) return;
-  auto watch = Watch();
-  ASSERT_TRUE(lab().SignalAgent(victim_, SIGKILL));
-  ASSERT_TRUE(lab().WaitAgentExit(victim_, 5000));
+  std::unique_ptr<AnswerWatch> watch;
+  ASSERT_NO_FATAL_FAILURE(SettleThenSignalVictim(SIGKILL, 5000, &watch));
   // The peers saw it fall silent, asked the wire and found its node still answering.
   EXPECT_TRUE(Eventually([&] { return PeerDeferred(); }, Ms(10000)));
   ASSERT_TRUE(lab().StartAgent(victim_));
@@ -239,11 +248,8 @@ TEST_F(LifecycleTest, KilledAgentRestartedWithinTheLifetimeMovesNothing) {
 }
 
 TEST_F(LifecycleTest, KilledAgentNeverRestartedMovesOnceAfterTheLifetime) {
-  Settle();
-  if (HasFatalFailure()) return;
-  auto watch = Watch();
-  ASSERT_TRUE(lab().SignalAgent(victim_, SIGKILL));
-  ASSERT_TRUE(lab().WaitAgentExit(victim_, 5000));
+  std::unique_ptr<AnswerWatch> watch;
+  ASSERT_NO_FATAL_FAILURE(SettleThenSignalVictim(SIGKILL, 5000, &watch));
   EXPECT_TRUE(Eventually([&] { return PeerDeferred(); }, Ms(10000)));
   // Once the victim's kernel dropped them, each address is held and answered by one other node.
   std::map<std::string, std::string> winner;
@@ -260,10 +266,7 @@ TEST_F(LifecycleTest, KilledAgentNeverRestartedMovesOnceAfterTheLifetime) {
   }
   // And stays there.
   std::this_thread::sleep_for(Ms(2000));
-  watch->Stop();
-  for (auto& [name, p] : monitors_) p.Stop(Ms(500));
-  EXPECT_GT(watch->samples(), 20);
-  EXPECT_EQ(watch->doubles(), std::vector<std::string>{}) << "two nodes answered";
+  StopWatching(*watch);
   std::map<std::string, std::vector<std::string>> want;
   for (const auto& [ip, node] : winner) want[ip] = {node};
   EXPECT_EQ(MovedTo(), want) << "each address moves exactly once";
@@ -286,11 +289,8 @@ class GracefulRestartTest : public LifecycleTest {
 };
 
 TEST_F(GracefulRestartTest, SigtermRestartMovesNothing) {
-  Settle();
-  if (HasFatalFailure()) return;
-  auto watch = Watch();
-  ASSERT_TRUE(lab().SignalAgent(victim_, SIGTERM));
-  ASSERT_TRUE(lab().WaitAgentExit(victim_, 10000));
+  std::unique_ptr<AnswerWatch> watch;
+  ASSERT_NO_FATAL_FAILURE(SettleThenSignalVictim(SIGTERM, 10000, &watch));
   // The lease stays, marked restarting.
   Json lease = GetJson({"get", "lease", "-n", "purelb-system", "purelb-node-" + victim_});
   EXPECT_FALSE(Annotation(lease, "purelb.io/restarting").empty()) << lease.dump();

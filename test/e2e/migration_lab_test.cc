@@ -51,14 +51,10 @@ TEST_F(MigrationLabTest, PurelbV2InstallTakenOverByPylonsAgentsWithoutAnAddressC
   }
   ASSERT_TRUE(lab().Kubectl({"wait", "--for=condition=Established", "--timeout=60s", "crd",
                              "servicegroups.purelb.io", "lbnodeagents.purelb.io"}));
-  Apply(R"(apiVersion: purelb.io/v2
-kind: ServiceGroup
-metadata: {name: default, namespace: purelb-system}
-spec:
-  local:
+  Apply(test_support::ServiceGroupYaml("purelb.io/v2", "default", R"(  local:
     v4pools: [{subnet: 192.0.2.0/24, pool: 192.0.2.240-192.0.2.250, aggregation: default}]
     v6pools: [{subnet: '2001:db8:1::/64', pool: '2001:db8:1::f0-2001:db8:1::ff', aggregation: default}]
-)");
+)"));
   const std::string ip4 = "192.0.2.241", ip6 = "2001:db8:1::f1";
   const std::string node4 = HashLoser(ip4), node6 = HashLoser(ip6);
   const std::string ann4 = node4 + ",eth0," + ip4, ann6 = node6 + ",eth0," + ip6;

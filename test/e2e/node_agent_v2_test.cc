@@ -22,22 +22,8 @@ namespace pylon::e2e {
 namespace {
 
 // Remote pools (no node subnet holds them): on kube-lb0 of every governed node.
-const char* kRemoteGroup = R"(apiVersion: purelb.io/v2
-kind: ServiceGroup
-metadata:
-  name: remote
-  namespace: purelb-system
-spec:
-  remote:
-    v4pools:
-    - aggregation: default
-      pool: 203.0.113.10-203.0.113.20
-      subnet: 203.0.113.0/24
-    v6pools:
-    - aggregation: default
-      pool: 2001:db8:beef::10-2001:db8:beef::20
-      subnet: 2001:db8:beef::/64
-)";
+const std::string kRemoteGroup = test_support::ServiceGroupYaml(
+    "purelb.io/v2", "remote", std::string("  remote:\n") + kVirtualPools);
 
 // An LBNodeAgent `name` written as purelb.io/v2 (localInterface: default, dummyInterface:
 // kube-lb0); `spec` and `local` are more lines under spec and spec.local (indented 2 and 4).

@@ -10,12 +10,13 @@
 // Also the table of the pure analysis `pylon-dev lab failover` uses for ARP / NS answers.
 #include <signal.h>
 
-#include <atomic>
 #include <fstream>
 #include <map>
 #include <mutex>
 #include <set>
 #include <sstream>
+#include <stop_token>
+#include <thread>
 
 #include "e2e_lab.h"
 
@@ -100,10 +101,10 @@ class ClientWatch {
     std::string node;
   };
   ClientWatch(const std::string& netns, std::vector<std::string> ips) : ips_(std::move(ips)) {
-    thread_ = std::thread([this, netns] {
-      (void)lab::InNetns(netns, [this] {
+    thread_ = std::jthread([this, netns](std::stop_token stop) {
+      (void)lab::InNetns(netns, [this, &stop] {
         const auto t0 = Clock::now();
-        while (!stop_) {
+        while (!stop.stop_requested()) {
           for (const auto& ip : ips_) {
             auto r = lab::ProbeOnce(ip, 80, Ms(1000));
             std::lock_guard<std::mutex> lock(mu_);
@@ -111,17 +112,16 @@ class ClientWatch {
                 {std::chrono::duration<double, std::milli>(Clock::now() - t0).count(), ip, r.ok,
                  r.body});
           }
-          for (int i = 0; i < 10 && !stop_; ++i) std::this_thread::sleep_for(Ms(20));
+          for (int i = 0; i < 10 && !stop.stop_requested(); ++i) {
+            std::this_thread::sleep_for(Ms(20));
+          }
         }
         return 0;
       });
     });
   }
-  ~ClientWatch() { Stop(); }
-  ClientWatch(const ClientWatch&) = delete;
-  ClientWatch& operator=(const ClientWatch&) = delete;
   void Stop() {
-    stop_ = true;
+    thread_.request_stop();
     if (thread_.joinable()) thread_.join();
   }
   std::vector<Sample> samples() {
@@ -131,10 +131,9 @@ class ClientWatch {
 
  private:
   std::vector<std::string> ips_;
-  std::atomic<bool> stop_{false};
   std::mutex mu_;
   std::vector<Sample> samples_;
-  std::thread thread_;
+  std::jthread thread_;  // last: stopped and joined before the members it uses go
 };
 
 std::string ReadFile(const std::string& path) {

@@ -10,6 +10,7 @@
 #include <signal.h>
 
 #include <atomic>
+#include <functional>
 #include <random>
 #include <thread>
 
@@ -604,36 +605,37 @@ void Churn(Client& c, const std::string& ns, const std::string& tag) {
   ro.initial = milliseconds(50);
   ro.cap = milliseconds(500);
   auto ok = [](Status s) { ASSERT_TRUE(s) << s.error().message(); };
+  // A write's outcome, where the error `fine` means it is done already.
+  auto done_unless = [](const auto& r, ErrorCode fine) -> Status {
+    return r || r.error().code() == fine ? Ok() : Fail(r.error());
+  };
+  // Read-modify-write of `name`.
+  auto update = [&](const Resource& res, const std::string& name,
+                    const std::function<void(Json&)>& edit) {
+    ok(RetryOnConflictOrUnavailable(
+        [&]() -> Status {
+          auto cur = c.Get(res, ns, name);
+          if (!cur) return Fail(cur.error());
+          edit(*cur);
+          auto r = c.Update(res, *cur);
+          return r ? Ok() : Fail(r.error());
+        },
+        ro));
+  };
   ok(RetryOnConflictOrUnavailable(
-      [&]() -> Status {
-        auto r = c.Create(resources::Services(), Service(ns, "svc-" + tag, tag));
-        return r || r.error().code() == ErrorCode::kAlreadyExists ? Ok() : Fail(r.error());
+      [&] {
+        return done_unless(c.Create(resources::Services(), Service(ns, "svc-" + tag, tag)),
+                           ErrorCode::kAlreadyExists);
       },
       ro));
+  update(resources::Services(), "svc-keep", [&](Json& o) { o["metadata"]["labels"]["tag"] = tag; });
   ok(RetryOnConflictOrUnavailable(
-      [&]() -> Status {
-        auto cur = c.Get(resources::Services(), ns, "svc-keep");
-        if (!cur) return Fail(cur.error());
-        (*cur)["metadata"]["labels"]["tag"] = tag;
-        auto r = c.Update(resources::Services(), *cur);
-        return r ? Ok() : Fail(r.error());
+      [&] {
+        return done_unless(c.Delete(resources::Services(), ns, "svc-gone-" + tag, {}),
+                           ErrorCode::kNotFound);
       },
       ro));
-  ok(RetryOnConflictOrUnavailable(
-      [&]() -> Status {
-        auto r = c.Delete(resources::Services(), ns, "svc-gone-" + tag, {});
-        return r || r.error().code() == ErrorCode::kNotFound ? Ok() : Fail(r.error());
-      },
-      ro));
-  ok(RetryOnConflictOrUnavailable(
-      [&]() -> Status {
-        auto cur = c.Get(resources::Leases(), ns, "lease");
-        if (!cur) return Fail(cur.error());
-        (*cur)["spec"]["holderIdentity"] = tag;
-        auto r = c.Update(resources::Leases(), *cur);
-        return r ? Ok() : Fail(r.error());
-      },
-      ro));
+  update(resources::Leases(), "lease", [&](Json& o) { o["spec"]["holderIdentity"] = tag; });
 }
 
 class ApiServerOutageTest : public ApiServerTest {

@@ -2,6 +2,7 @@
 // clean close without relist, short watch → relist, 410 → relist at last RV then RV unset, and
 // the relist diff so that handler-observed state always converges to the server's.
 #include <thread>
+#include <utility>
 
 #include <gtest/gtest.h>
 
@@ -84,6 +85,25 @@ InformerOptions FastOptions() {
   return o;
 }
 
+// Three writes to Services in demo: spec.value of `change.first` set to `change.second`,
+// `remove` deleted and `add` created.
+void ChangeRemoveAdd(FakeClient& client, const std::pair<std::string, std::string>& change,
+                     const std::string& remove, const std::string& add) {
+  auto o = client.Get(resources::Services(), "demo", change.first);
+  ASSERT_TRUE(o);
+  (*o)["spec"]["value"] = change.second;
+  ASSERT_TRUE(client.Update(resources::Services(), *o));
+  ASSERT_TRUE(client.Delete(resources::Services(), "demo", remove, {}));
+  ASSERT_TRUE(client.Create(resources::Services(), Svc(add)));
+}
+
+// Starts `inf` and waits for its first list and for its watch on `client`.
+void StartAndWatch(Informer& inf, FakeClient& client) {
+  inf.Start();
+  ASSERT_TRUE(inf.WaitForSync(seconds(10)));
+  ASSERT_TRUE(Eventually([&] { return client.open_watches() == 1; }));
+}
+
 TEST(Informer, SyncsAndFollowsWatch) {
   FakeClient client;
   ASSERT_TRUE(client.Create(resources::Services(), Svc("a")));
@@ -97,11 +117,7 @@ TEST(Informer, SyncsAndFollowsWatch) {
   EXPECT_EQ(inf.store().Size(), 2u);
   ASSERT_TRUE(Eventually([&] { return client.open_watches() == 1; }));
 
-  Json b = *client.Get(resources::Services(), "demo", "b");
-  b["spec"]["value"] = "changed";
-  ASSERT_TRUE(client.Update(resources::Services(), b));
-  ASSERT_TRUE(client.Delete(resources::Services(), "demo", "a", {}));
-  ASSERT_TRUE(client.Create(resources::Services(), Svc("c")));
+  ASSERT_NO_FATAL_FAILURE(ChangeRemoveAdd(client, {"b", "changed"}, "a", "c"));
   ASSERT_TRUE(Eventually([&] { return seen.state() == ServerState(client); }));
   EXPECT_EQ(inf.store().Get("demo", "b")->at("spec").at("value"), "changed");
   EXPECT_FALSE(inf.store().Get("demo", "a"));
@@ -122,8 +138,7 @@ TEST(Informer, CleanCloseRewatchesWithoutRelist) {
   FakeClient client;
   ASSERT_TRUE(client.Create(resources::Services(), Svc("a")));
   Informer inf(client, FastOptions());
-  inf.Start();
-  ASSERT_TRUE(inf.WaitForSync(seconds(10)));
+  ASSERT_NO_FATAL_FAILURE(StartAndWatch(inf, client));
   for (int i = 0; i < 3; ++i) {
     ASSERT_TRUE(Eventually([&] { return client.open_watches() == 1; }));
     int64_t watches = inf.stats().watches;
@@ -141,9 +156,7 @@ TEST(Informer, ShortWatchWithoutEventsCountsAsErrorAndRelists) {
   auto opts = FastOptions();
   opts.short_watch = seconds(60);  // every close is "short" here
   Informer inf(client, opts);
-  inf.Start();
-  ASSERT_TRUE(inf.WaitForSync(seconds(10)));
-  ASSERT_TRUE(Eventually([&] { return client.open_watches() == 1; }));
+  ASSERT_NO_FATAL_FAILURE(StartAndWatch(inf, client));
   client.CloseWatches();
   ASSERT_TRUE(Eventually([&] { return inf.stats().lists >= 2; }));
   EXPECT_GE(inf.stats().errors, 1);
@@ -157,19 +170,13 @@ TEST(Informer, ExpiredWatchRelistsAtLastRvThenUnsetAndDiffs) {
   Informer inf(client, FastOptions());
   Observed seen;
   inf.AddHandlers(seen.Handlers());
-  inf.Start();
-  ASSERT_TRUE(inf.WaitForSync(seconds(10)));
-  ASSERT_TRUE(Eventually([&] { return client.open_watches() == 1; }));
+  ASSERT_NO_FATAL_FAILURE(StartAndWatch(inf, client));
 
   // Keep the informer disconnected while the server changes, then compact the history.
   client.FailNext(Verb::kWatch, Error(ErrorCode::kUnavailable, "down"), 1000000);
   client.CloseWatches();
   ASSERT_TRUE(Eventually([&] { return client.open_watches() == 0; }));
-  Json c = *client.Get(resources::Services(), "demo", "change");
-  c["spec"]["value"] = "new";
-  ASSERT_TRUE(client.Update(resources::Services(), c));
-  ASSERT_TRUE(client.Delete(resources::Services(), "demo", "remove", {}));
-  ASSERT_TRUE(client.Create(resources::Services(), Svc("added")));
+  ASSERT_NO_FATAL_FAILURE(ChangeRemoveAdd(client, {"change", "new"}, "remove", "added"));
   client.Compact();
   client.ClearFailures();
 
@@ -196,9 +203,7 @@ TEST(Informer, AnExpiredWatchRelistsAtOnceWhateverTheBackoff) {
   opts.backoff.cap = std::chrono::hours(1);
   opts.backoff.jitter = 0;
   Informer inf(client, opts);
-  inf.Start();
-  ASSERT_TRUE(inf.WaitForSync(seconds(10)));
-  ASSERT_TRUE(Eventually([&] { return client.open_watches() == 1; }));
+  ASSERT_NO_FATAL_FAILURE(StartAndWatch(inf, client));
   client.FailNext(Verb::kWatch, Error(ErrorCode::kGone, "too old resource version (HTTP 410)"));
   client.CloseWatches();
   EXPECT_TRUE(Eventually([&] { return inf.stats().lists == 2; })) << inf.stats().lists;
@@ -216,14 +221,12 @@ TEST(Informer, TooLargeResourceVersionRelistsWithoutRv) {
   // A server that lost its state (restart) is behind the informer's RV: it answers 504
   // "Too large resource version" to the watch at that RV. The relist must not ask for that RV
   // again (it would get the same 504): it is a consistent read.
+  const Error too_large(ErrorCode::kUnavailable,
+                        "Too large resource version: 99, current: 3 (HTTP 504 Timeout)");
   FakeClient client;
   ASSERT_TRUE(client.Create(resources::Services(), Svc("a")));
   Informer inf(client, FastOptions());
-  inf.Start();
-  ASSERT_TRUE(inf.WaitForSync(seconds(10)));
-  ASSERT_TRUE(Eventually([&] { return client.open_watches() == 1; }));
-  const Error too_large(ErrorCode::kUnavailable,
-                        "Too large resource version: 99, current: 3 (HTTP 504 Timeout)");
+  ASSERT_NO_FATAL_FAILURE(StartAndWatch(inf, client));
   client.FailNext(Verb::kWatch, too_large);
   client.CloseWatches();
   ASSERT_TRUE(Eventually([&] { return inf.stats().lists == 2; }));
@@ -311,9 +314,7 @@ TEST(Informer, TransformedCompactCacheFollowsWatchAndRelist) {
                      check(b);
                    },
                    check});
-  inf.Start();
-  ASSERT_TRUE(inf.WaitForSync(seconds(10)));
-  ASSERT_TRUE(Eventually([&] { return client.open_watches() == 1; }));
+  ASSERT_NO_FATAL_FAILURE(StartAndWatch(inf, client));
   EXPECT_EQ(*inf.store().Get("demo", "keep"),
             (Json{{"metadata", client.Get(resources::Services(), "demo", "keep")->at("metadata")},
                   {"spec", {{"value", "v"}}}}));

@@ -32,33 +32,17 @@ TEST(RetryOnConflict, Table) {
   struct Row {
     const char* name;
     std::vector<ErrorCode> script;
-    int steps;
-    int want_calls;
-    bool want_ok;
-    bool want_gave_up;
+    int steps, want_calls;
+    bool want_ok, want_gave_up;
   };
+  constexpr ErrorCode kC = ErrorCode::kConflict;
   const Row rows[] = {
       {"first try", {}, 5, 1, true, false},
-      {"two conflicts, then written",
-       {ErrorCode::kConflict, ErrorCode::kConflict},
-       5,
-       3,
-       true,
-       false},
+      {"two conflicts, then written", {kC, kC}, 5, 3, true, false},
       {"other errors are not retried", {ErrorCode::kUnavailable}, 5, 1, false, false},
-      {"conflict, then another error",
-       {ErrorCode::kConflict, ErrorCode::kPermission},
-       5,
-       2,
-       false,
-       false},
-      {"conflicts to the end: gives up visibly",
-       {ErrorCode::kConflict, ErrorCode::kConflict, ErrorCode::kConflict, ErrorCode::kConflict},
-       4,
-       4,
-       false,
-       true},
-      {"one step: nothing to give up", {ErrorCode::kConflict}, 1, 1, false, false},
+      {"conflict, then another error", {kC, ErrorCode::kPermission}, 5, 2, false, false},
+      {"conflicts to the end: gives up visibly", {kC, kC, kC, kC}, 4, 4, false, true},
+      {"one step: nothing to give up", {kC}, 1, 1, false, false},
   };
   for (const Row& r : rows) {
     Scripted fn{r.script};

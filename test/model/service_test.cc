@@ -2,6 +2,7 @@
 
 #include <fstream>
 #include <sstream>
+#include <utility>
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
@@ -54,11 +55,8 @@ TEST(ParseService, RecordedOldServerReply) {
 }
 
 TEST(ParseService, BadShapesAreErrors) {
-  struct Row {
-    const char* json;
-    const char* want;
-  };
-  const Row rows[] = {
+  // A Service's JSON and a fragment of the error it gets.
+  const std::pair<const char*, const char*> rows[] = {
       {R"([])", "not a JSON object"},
       {R"({"spec":{}})", "metadata missing"},
       {R"({"metadata":{"name":3}})", "metadata.name: expected a string"},
@@ -69,11 +67,11 @@ TEST(ParseService, BadShapesAreErrors) {
       {R"({"metadata":{"name":"a"},"spec":{"ipFamilies":"IPv4"}})", "ipFamilies: expected a list"},
       {R"({"metadata":{"name":"a"},"spec":{"ipFamilies":["IPv5"]}})", "unknown IP family"},
   };
-  for (const auto& r : rows) {
-    auto s = ParseService(json::parse(r.json));
-    ASSERT_FALSE(s) << r.json;
-    EXPECT_NE(s.error().message().find(r.want), std::string::npos)
-        << r.json << " -> " << s.error().message();
+  for (const auto& [text, want] : rows) {
+    auto s = ParseService(json::parse(text));
+    ASSERT_FALSE(s) << text;
+    EXPECT_NE(s.error().message().find(want), std::string::npos)
+        << text << " -> " << s.error().message();
   }
 }
 

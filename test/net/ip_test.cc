@@ -7,8 +7,7 @@ namespace {
 
 TEST(IpAddress, ParsesAndPrintsCanonically) {
   struct Row {
-    const char* in;
-    const char* out;
+    const char *in, *out;
     Family family;
   };
   const Row rows[] = {

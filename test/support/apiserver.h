@@ -72,6 +72,17 @@ class TestControlPlane {
   std::unique_ptr<lab::ControlPlane> plane_;
 };
 
+// For a fixture's SetUpTestSuite: starts `*suite` (TestControlPlane::Start(tag)) unless it runs
+// already or the Kubernetes binaries are missing (the fixture's SetUp then skips or fails:
+// PYLON_NEED_APISERVER). Returns why it could not start, or "".
+inline std::string StartSuiteControlPlane(const std::string& tag, TestControlPlane** suite) {
+  if (*suite != nullptr || ApiServerMissing()) return "";
+  auto started = TestControlPlane::Start(tag);
+  if (!started) return started.error().message();
+  *suite = started->release();
+  return "";
+}
+
 }  // namespace pylon::test_support
 
 // In a test or a fixture's SetUp (a gtest file): skips it when the Kubernetes binaries are missing,

@@ -22,27 +22,10 @@
 #include "k8s/rest_config.h"
 #include "lab/control_plane.h"
 #include "support/apiserver.h"
+#include "support/k8s/post_json.h"
 #include "support/test_dir.h"
 
 namespace pylon::k8s {
-
-// POSTs `body` to `path` with `config` and wants a 2xx.
-inline Status PostJson(const RestConfig& config, const std::string& path, const std::string& body) {
-  auto t = CurlTransport::Create(config);
-  if (!t) return Fail(t.error());
-  HttpRequest req;
-  req.method = "POST";
-  req.path = path;
-  req.body = body;
-  req.content_type = "application/json";
-  auto resp = (*t)->Do(req);
-  if (!resp) return Fail(resp.error());
-  if (resp->status / 100 != 2) {
-    return Fail(ErrorCode::kUnavailable,
-                path + ": HTTP " + std::to_string(resp->status) + ": " + resp->body);
-  }
-  return Ok();
-}
 
 class RealApiServer {
  public:
