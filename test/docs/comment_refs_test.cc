@@ -6,9 +6,9 @@
 //    directory it mirrors (test/agent -> src/agent). In docs/ only paths starting with one of
 //    those directories are checked: the pages name files relative to the section they are in;
 //  - nothing names one of this project's issue numbers (the tracker is not in a clone; a peer's
-//    issue is cited as metallb#2723) or the design share beside the checkout (tests reach it as
-//    PYLON_SHARED_DIR; docs/design.md, docs/references.md and docs/seeds.md hold what the code
-//    relies on).
+//    issue is cited as metallb#2723) or the design share beside the checkout (no test reads it:
+//    the fixtures are in test/fixtures; docs/design.md, docs/references.md and docs/seeds.md hold
+//    what the code relies on).
 #include <gtest/gtest.h>
 
 #include <algorithm>

@@ -11,7 +11,7 @@ namespace pylon::faultproxy {
 namespace {
 
 std::string Fixture(const std::string& name) {
-  std::ifstream in(std::string(PYLON_SHARED_DIR) + "/fixtures/kubernetes/" + name);
+  std::ifstream in(std::string(PYLON_FIXTURES_DIR) + "/kubernetes/" + name);
   std::stringstream ss;
   ss << in.rdbuf();
   return ss.str();

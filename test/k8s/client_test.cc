@@ -16,8 +16,7 @@ namespace pylon::k8s {
 namespace {
 
 std::string WatchFixture() {
-  std::ifstream in(std::filesystem::path(PYLON_SHARED_DIR) /
-                   "fixtures/kubernetes/watch-stream.jsonl");
+  std::ifstream in(std::filesystem::path(PYLON_FIXTURES_DIR) / "kubernetes/watch-stream.jsonl");
   std::stringstream ss;
   ss << in.rdbuf();
   return ss.str();

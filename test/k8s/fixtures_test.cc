@@ -1,4 +1,5 @@
-// Every file under shared/fixtures/kubernetes is read by the parser that fits it: objects,
+// Every file under test/fixtures/kubernetes (copied from the design share, provenance in its
+// README.md) is read by the parser that fits it: objects,
 // lists, Status replies (turned into the right Error), watch frames, discovery documents.
 #include <filesystem>
 #include <fstream>
@@ -21,7 +22,7 @@ namespace pylon::k8s {
 namespace {
 
 namespace fs = std::filesystem;
-const fs::path kDir = fs::path(PYLON_SHARED_DIR) / "fixtures" / "kubernetes";
+const fs::path kDir = fs::path(PYLON_FIXTURES_DIR) / "kubernetes";
 
 std::string Slurp(const fs::path& p) {
   std::ifstream in(p, std::ios::binary);

@@ -12,8 +12,8 @@ namespace {
 using nlohmann::json;
 
 TEST(ParseEndpointSlice, GeneratedFixture) {
-  std::ifstream in(std::string(PYLON_SHARED_DIR) +
-                   "/fixtures/kubernetes/discovery.k8s.io.v1.EndpointSlice.json");
+  std::ifstream in(std::string(PYLON_FIXTURES_DIR) +
+                   "/kubernetes/discovery.k8s.io.v1.EndpointSlice.json");
   std::stringstream ss;
   ss << in.rdbuf();
   auto es = ParseEndpointSlice(json::parse(ss.str()));

@@ -13,14 +13,14 @@ namespace {
 using nlohmann::json;
 
 json Fixture(const std::string& rel) {
-  std::ifstream in(std::string(PYLON_SHARED_DIR) + "/fixtures/kubernetes/" + rel);
+  std::ifstream in(std::string(PYLON_FIXTURES_DIR) + "/kubernetes/" + rel);
   std::stringstream ss;
   ss << in.rdbuf();
   return json::parse(ss.str());
 }
 
 TEST(ParseService, WatchStreamFixture) {
-  std::ifstream in(std::string(PYLON_SHARED_DIR) + "/fixtures/kubernetes/watch-stream.jsonl");
+  std::ifstream in(std::string(PYLON_FIXTURES_DIR) + "/kubernetes/watch-stream.jsonl");
   std::string line;
   std::getline(in, line);  // ADDED
   std::getline(in, line);  // MODIFIED with ingress
