@@ -150,8 +150,7 @@ Agent::~Agent() {
   ahead_prober_.reset();
   prober_.reset();
   wire_.reset();
-  link_stop_.store(true);
-  if (link_thread_.joinable()) link_thread_.join();
+  link_worker_.Stop();
   if (hb_) hb_->Stop();
   for (auto& i : informers_) i->Stop();
   // Start failed or Run never reached Shutdown: a kube-lb0 this run created must not be left
@@ -201,7 +200,7 @@ Status Agent::Start(Duration sync_timeout) {
   }
   if (auto ev = d_.netlink->Subscribe(); ev && (*ev)->fd() >= 0) {
     link_events_ = std::move(*ev);
-    link_thread_ = std::thread([this] { WatchLinks(); });
+    link_worker_.Start([this] { WatchLinks(); });
   } else if (!ev) {
     log::Warn("no link notifications; links are rediscovered every 2s",
               {{"error", ev.error().message()}});

@@ -90,8 +90,7 @@ void Agent::StopBackground() {
   if (hb_) hb_->Stop();
   if (kube_proxy_) kube_proxy_->Stop();
   if (claim_monitor_) claim_monitor_->Stop();
-  link_stop_.store(true);
-  if (link_thread_.joinable()) link_thread_.join();
+  link_worker_.Stop();
   for (auto& i : informers_) i->Stop();
   writer_->Stop(std::chrono::seconds(2));
 }

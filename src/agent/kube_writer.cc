@@ -77,10 +77,7 @@ KubeWriter::KubeWriter(k8s::Client& client, k8s::EventRecorder& recorder, KubeWr
 KubeWriter::~KubeWriter() { Stop(std::chrono::seconds(0)); }
 
 void KubeWriter::Start() {
-  MutexLock lock(mu_);
-  if (thread_.joinable()) return;
-  stopping_ = false;
-  thread_ = std::thread([this] { Run(); });
+  worker_.Start([this] { Run(); });
 }
 
 void KubeWriter::Stop(Duration drain) {
@@ -88,12 +85,10 @@ void KubeWriter::Stop(Duration drain) {
     MutexLock lock(mu_);
     auto deadline = std::chrono::steady_clock::now() + drain;
     while (!pending_.empty() || busy_) {
-      if (lock.WaitUntil(cv_, deadline) == std::cv_status::timeout) break;
+      if (lock.WaitUntil(idle_cv_, deadline) == std::cv_status::timeout) break;
     }
-    stopping_ = true;
-    cv_.notify_all();
   }
-  if (thread_.joinable()) thread_.join();
+  worker_.Stop();
 }
 
 std::int64_t KubeWriter::writes() const {
@@ -129,7 +124,7 @@ void KubeWriter::Enqueue(const std::string& target, std::string fingerprint,
   auto p = pending_.find(target);
   if (p == pending_.end()) order_.push_back(target);
   pending_[target] = Op{std::move(fingerprint), std::move(run), std::move(observed)};
-  cv_.notify_all();
+  worker_.Wake();
 }
 
 void KubeWriter::PassDone() {
@@ -149,8 +144,13 @@ void KubeWriter::PassDone() {
 void KubeWriter::Run() {
   MutexLock lock(mu_);
   while (true) {
-    while (!stopping_ && order_.empty()) lock.Wait(cv_);
-    if (stopping_) return;
+    while (order_.empty()) {
+      lock.Unlock();
+      const bool woken = worker_.WaitForWake();  // an Enqueue since the queue was seen empty
+      lock.Lock();
+      if (!woken) return;
+    }
+    if (worker_.Stopping()) return;
     std::string target = order_.front();
     order_.pop_front();
     auto it = pending_.find(target);
@@ -174,7 +174,7 @@ void KubeWriter::Run() {
       done_.erase(target);  // the next pass asks again
       log::Warn("API write failed", {{"target", target}, {"error", st.error().message()}});
     }
-    cv_.notify_all();
+    idle_cv_.notify_all();
   }
 }
 

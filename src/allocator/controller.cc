@@ -155,7 +155,8 @@ void Controller::Lead() {
   }
   queue_.Add(WorkItem::Config());
   for (int i = 0; i < std::max(1, opts_.workers); ++i) {
-    workers_.emplace_back([this] { WorkerLoop(); });
+    workers_.push_back(std::make_unique<Worker>());
+    workers_.back()->Start([this] { WorkerLoop(); });
   }
   log::Info("leading: workers started", {{"services", std::to_string(views.size())}});
 }
@@ -231,9 +232,7 @@ void Controller::Stop() {
   if (!was) metrics_.SetLeader(false);
   queue_.ShutDown();
   MutexLock life(life_mu_);
-  for (auto& t : workers_) {
-    if (t.joinable()) t.join();
-  }
+  for (auto& w : workers_) w->Stop();  // each returns once the queue is shut down
   workers_.clear();
   if (services_) services_->Stop();
   if (groups_) groups_->Stop();
