@@ -228,17 +228,17 @@ Status Agent::Start(Duration sync_timeout) {
   services_ = add(k8s::resources::Services(), "", false);
   slices_ = add(k8s::resources::EndpointSlices(), "", false);
   leases_ = add(k8s::resources::Leases(), options_.ns, true);
-  groups_ = add(crd::ServiceGroups(), options_.ns, false);
-  classes_ = add(crd::LoadBalancerClasses(), "", false);
+  groups_ = add(k8s::resources::ServiceGroups(), options_.ns, false);
+  classes_ = add(k8s::resources::LoadBalancerClasses(), "", false);
   // Every namespace, as PureLB (the install namespace's objects take precedence on a tie:
   // node_agent_select.h).
-  node_agents_ = add(crd::LBNodeAgents(), "", false);
-  l2advs_ = add(crd::L2Advertisements(), "", false);
+  node_agents_ = add(k8s::resources::LBNodeAgents(), "", false);
+  l2advs_ = add(k8s::resources::L2Advertisements(), "", false);
   nodes_ = add(k8s::resources::Nodes(), "", false);
   if (options_.bgp.enabled()) {
-    bgp_peers_ = add(crd::BGPPeers(), "", false);
-    bfd_profiles_ = add(crd::BFDProfiles(), "", false);
-    bgp_ads_ = add(crd::BGPAdvertisements(), "", false);
+    bgp_peers_ = add(k8s::resources::BGPPeers(), "", false);
+    bfd_profiles_ = add(k8s::resources::BFDProfiles(), "", false);
+    bgp_ads_ = add(k8s::resources::BGPAdvertisements(), "", false);
     bgp_ = std::make_unique<BgpSync>(options_.bgp, options_.node_name, options_.ns, d_.client,
                                      d_.recorder, d_.metrics, d_.clock);
   }

@@ -18,22 +18,6 @@
 
 namespace pylon::agent {
 
-namespace crd {
-const k8s::Resource& BGPPeers() {
-  static const k8s::Resource r{"lace-cni.io", "v1alpha1", "bgppeers", "BGPPeer", false};
-  return r;
-}
-const k8s::Resource& BFDProfiles() {
-  static const k8s::Resource r{"lace-cni.io", "v1alpha1", "bfdprofiles", "BFDProfile", false};
-  return r;
-}
-const k8s::Resource& BGPAdvertisements() {
-  static const k8s::Resource r{"lace-cni.io", "v1alpha1", "bgpadvertisements", "BGPAdvertisement",
-                               false};
-  return r;
-}
-}  // namespace crd
-
 namespace {
 
 constexpr auto kBirdTimeout = std::chrono::seconds(5);
@@ -111,7 +95,7 @@ void BgpSync::ParseObjects(const BgpInputs& in) {
       warned_.erase("BGPPeer/" + name);
     } else {
       invalid_[name] = p.error().message();
-      warn_once("BGPPeer/" + name, crd::BGPPeers(), obj, p.error().message());
+      warn_once("BGPPeer/" + name, k8s::resources::BGPPeers(), obj, p.error().message());
       if (auto it = peers_.find(name); it != peers_.end()) peers[name] = it->second;
     }
   }
@@ -124,7 +108,7 @@ void BgpSync::ParseObjects(const BgpInputs& in) {
       profiles[name] = *b;
       warned_.erase("BFDProfile/" + name);
     } else {
-      warn_once("BFDProfile/" + name, crd::BFDProfiles(), obj, b.error().message());
+      warn_once("BFDProfile/" + name, k8s::resources::BFDProfiles(), obj, b.error().message());
       if (auto it = profiles_.find(name); it != profiles_.end()) profiles[name] = it->second;
     }
   }
@@ -137,7 +121,8 @@ void BgpSync::ParseObjects(const BgpInputs& in) {
       ads[name] = *a;
       warned_.erase("BGPAdvertisement/" + name);
     } else {
-      warn_once("BGPAdvertisement/" + name, crd::BGPAdvertisements(), obj, a.error().message());
+      warn_once("BGPAdvertisement/" + name, k8s::resources::BGPAdvertisements(), obj,
+                a.error().message());
       if (auto it = ads_by_name_.find(name); it != ads_by_name_.end()) ads[name] = it->second;
     }
   }
@@ -362,7 +347,7 @@ void BgpSync::Poll() {
                   {{"peer", name}, {"session", FindString(entry, {"session"}).value_or("")}});
         if (recorder_) {
           const std::optional<std::string> last_error = FindString(entry, {"lastError"});
-          recorder_->Event(k8s::ObjectReference::For(crd::BGPPeers(), obj),
+          recorder_->Event(k8s::ObjectReference::For(k8s::resources::BGPPeers(), obj),
                            up ? k8s::EventLevel::kNormal : k8s::EventLevel::kWarning,
                            up ? "SessionEstablished" : "SessionDown",
                            "node " + node_ + ": " + FindString(entry, {"session"}).value_or("") +
@@ -386,7 +371,7 @@ Status BgpSync::WriteStatus(const std::string& peer, const Json& entry,
                             const std::optional<std::string>& invalid) {
   bool gone = false;
   Status st = k8s::RetryOnConflict([&]() -> Status {
-    auto obj = client_->Get(crd::BGPPeers(), "", peer);
+    auto obj = client_->Get(k8s::resources::BGPPeers(), "", peer);
     if (!obj) {
       gone = obj.error().code() == ErrorCode::kNotFound;
       return gone ? Ok() : Fail(obj.error().Wrap("read"));
@@ -429,7 +414,7 @@ Status BgpSync::WriteStatus(const std::string& peer, const Json& entry,
          {"observedGeneration",
           Find(*obj, {"metadata", "generation"}) ? (*obj)["metadata"]["generation"] : Json(0)}});
     status["conditions"] = conds;
-    auto r = client_->UpdateStatus(crd::BGPPeers(), *obj);
+    auto r = client_->UpdateStatus(k8s::resources::BGPPeers(), *obj);
     return r ? Ok() : Fail(r.error());
   });
   if (!st) {

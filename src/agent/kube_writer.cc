@@ -7,27 +7,6 @@
 
 namespace pylon::agent {
 
-namespace crd {
-const k8s::Resource& ServiceGroups() {
-  static const k8s::Resource r{"purelb.io", "v1", "servicegroups", "ServiceGroup", true};
-  return r;
-}
-const k8s::Resource& LBNodeAgents() {
-  static const k8s::Resource r{"purelb.io", "v1", "lbnodeagents", "LBNodeAgent", true};
-  return r;
-}
-const k8s::Resource& LoadBalancerClasses() {
-  static const k8s::Resource r{"lace-cni.io", "v1alpha1", "loadbalancerclasses",
-                               "LoadBalancerClass", false};
-  return r;
-}
-const k8s::Resource& L2Advertisements() {
-  static const k8s::Resource r{"lace-cni.io", "v1alpha1", "l2advertisements", "L2Advertisement",
-                               false};
-  return r;
-}
-}  // namespace crd
-
 namespace {
 
 Json L2Spec(const L2Advertisement& l2) {
@@ -221,10 +200,11 @@ void KubeWriter::UpsertL2Advertisement(const L2Advertisement& l2) {
   Json obj = L2AdvertisementObject(l2);
   Enqueue("l2/" + l2.name, obj.dump(), [this, obj, name = l2.name]() -> Status {
     Json patch = {{"spec", obj["spec"]}};
-    auto r = client_.Patch(crd::L2Advertisements(), "", name, k8s::PatchType::kMerge, patch, "");
+    auto r = client_.Patch(k8s::resources::L2Advertisements(), "", name, k8s::PatchType::kMerge,
+                           patch, "");
     if (r) return Ok();
     if (r.error().code() != ErrorCode::kNotFound) return Fail(r.error());
-    auto c = client_.Create(crd::L2Advertisements(), obj);
+    auto c = client_.Create(k8s::resources::L2Advertisements(), obj);
     if (!c) return Fail(c.error());
     return Ok();
   });
@@ -232,7 +212,7 @@ void KubeWriter::UpsertL2Advertisement(const L2Advertisement& l2) {
 
 void KubeWriter::DeleteL2Advertisement(const std::string& name) {
   Enqueue("l2/" + name, "delete", [this, name]() -> Status {
-    auto st = client_.Delete(crd::L2Advertisements(), "", name, {});
+    auto st = client_.Delete(k8s::resources::L2Advertisements(), "", name, {});
     if (!st && st.error().code() != ErrorCode::kNotFound) return st;
     return Ok();
   });

@@ -38,14 +38,6 @@
 
 namespace pylon::agent {
 
-// The CRDs the agent reads or writes.
-namespace crd {
-const k8s::Resource& ServiceGroups();
-const k8s::Resource& LBNodeAgents();
-const k8s::Resource& LoadBalancerClasses();
-const k8s::Resource& L2Advertisements();
-}  // namespace crd
-
 // The L2Advertisement object for `l2` (pure).
 Json L2AdvertisementObject(const L2Advertisement& l2);
 // Parses one; fails on a missing or malformed spec.address.

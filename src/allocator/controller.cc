@@ -12,18 +12,6 @@
 
 namespace pylon::allocator {
 
-namespace resources {
-const k8s::Resource& ServiceGroups() {
-  static const k8s::Resource r{"purelb.io", "v1", "servicegroups", "ServiceGroup", true};
-  return r;
-}
-const k8s::Resource& LoadBalancerClasses() {
-  static const k8s::Resource r{"lace-cni.io", "v1alpha1", "loadbalancerclasses",
-                               "LoadBalancerClass", false};
-  return r;
-}
-}  // namespace resources
-
 namespace {
 
 // True when an update of a config object changed something other than its status.
@@ -70,8 +58,8 @@ Controller::Controller(k8s::Client& client, k8s::EventRecorder& recorder, Alloca
     return std::make_unique<k8s::Informer>(client_, io, clock_);
   };
   services_ = make(k8s::resources::Services(), "", true);
-  groups_ = make(resources::ServiceGroups(), opts_.install_namespace, false);
-  classes_ = make(resources::LoadBalancerClasses(), "", false);
+  groups_ = make(k8s::resources::ServiceGroups(), opts_.install_namespace, false);
+  classes_ = make(k8s::resources::LoadBalancerClasses(), "", false);
   leases_ = make(k8s::resources::Leases(), opts_.install_namespace, false);
 
   services_->AddHandlers({

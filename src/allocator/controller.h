@@ -51,11 +51,6 @@
 
 namespace pylon::allocator {
 
-namespace resources {
-const k8s::Resource& ServiceGroups();        // purelb.io/v1, namespaced
-const k8s::Resource& LoadBalancerClasses();  // lace-cni.io/v1alpha1, cluster-scoped
-}  // namespace resources
-
 // Drops from a Service what neither model::ParseService nor the writes read: every spec field
 // but type, loadBalancerIP, loadBalancerClass, ipFamilies, ipFamilyPolicy, externalTrafficPolicy
 // and ports[].{port,protocol}; metadata.managedFields. Keeps apiVersion, kind, the rest of
