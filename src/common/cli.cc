@@ -112,19 +112,7 @@ CLI::Option* AddDuration(App& app, const std::string& flag, Duration* out,
   return opt;
 }
 
-std::string LevelName(log::Level level) {
-  switch (level) {
-    case log::Level::kDebug:
-      return "debug";
-    case log::Level::kInfo:
-      return "info";
-    case log::Level::kWarn:
-      return "warn";
-    case log::Level::kError:
-      return "error";
-  }
-  return "info";
-}
+std::string LevelName(log::Level level) { return std::string(log::LevelName(level)); }
 
 CLI::Option* AddLogLevel(App& app, log::Level* out) {
   auto* opt = app.add_option_function<std::string>(
