@@ -227,6 +227,20 @@ void Soak::ProxyFault() {
   (void)proxy_->faults().Set(f);
 }
 
+void Soak::NodeDown(int node, int hold, bool busy, const std::string& what, const std::string& undo,
+                    const std::function<void(bool down)>& set) {
+  const std::string nname = lab_->topology().nodes()[static_cast<size_t>(node)].name;
+  Log(what + " " + nname + " for " + std::to_string(hold));
+  if (busy) return Count("skipped (busy)");
+  Count("node " + what);
+  set(true);
+  node_down_.insert(node);
+  Schedule(hold, undo + " " + nname, [this, set, node] {
+    set(false);
+    node_down_.erase(node);
+  });
+}
+
 void Soak::Decide() {
   const auto& nodes = lab_->topology().nodes();
   const int r = static_cast<int>(Draw(100));
@@ -294,28 +308,12 @@ void Soak::Decide() {
     return;
   }
   if (r < 87) {
-    Log("freeze " + nname + " for " + std::to_string(hold));
-    if (node_busy) return Count("skipped (busy)");
-    Count("node freeze");
-    (void)lab_->FreezeNode(nname, true);
-    node_down_.insert(node);
-    Schedule(hold, "thaw " + nname, [this, nname, node] {
-      (void)lab_->FreezeNode(nname, false);
-      node_down_.erase(node);
-    });
-    return;
+    return NodeDown(node, hold, node_busy, "freeze", "thaw",
+                    [this, nname](bool down) { (void)lab_->FreezeNode(nname, down); });
   }
   if (r < 91) {
-    Log("link down " + nname + " for " + std::to_string(hold));
-    if (node_busy) return Count("skipped (busy)");
-    Count("node link down");
-    (void)lab_->SetNodeLink(nname, false);
-    node_down_.insert(node);
-    Schedule(hold, "link up " + nname, [this, nname, node] {
-      (void)lab_->SetNodeLink(nname, true);
-      node_down_.erase(node);
-    });
-    return;
+    return NodeDown(node, hold, node_busy, "link down", "link up",
+                    [this, nname](bool down) { (void)lab_->SetNodeLink(nname, !down); });
   }
   if (r < 96) {
     Log("API server stop for " + std::to_string(hold + 2));

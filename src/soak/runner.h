@@ -80,6 +80,10 @@ class Soak {
   void ApplyConfig(int c, bool valid);
   void DeleteConfig(int c);
   void Schedule(int after_steps, const std::string& what, std::function<void()> undo);
+  // A fault on `node` for `hold` steps (unless another node is disrupted: `busy`): `set(true)`
+  // now, `set(false)` then; logged as `what` and undone as `undo`.
+  void NodeDown(int node, int hold, bool busy, const std::string& what, const std::string& undo,
+                const std::function<void(bool down)>& set);
   void RunDue(bool all);
   // What a Deployment and a DaemonSet do: restart a component that exited on its own (an
   // allocator exits when it loses its lease) and that the soak did not stop.
