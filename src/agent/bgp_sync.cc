@@ -32,6 +32,26 @@ constexpr char kPasswordHint[] =
 
 std::string Quote(const std::string& path) { return "\"" + path + "\""; }
 
+// The objects of one kind, by name: each that `parse` accepts, and for each it refuses its last
+// good version in `last` (if any). `note(object, error)` hears of each ("" when accepted).
+template <typename T, typename Parse, typename Note>
+std::map<std::string, T> KeepLastGood(const std::vector<Json>& objects,
+                                      const std::map<std::string, T>& last, Parse parse,
+                                      Note note) {
+  std::map<std::string, T> out;
+  for (const auto& obj : objects) {
+    const std::string name = k8s::Name(obj);
+    auto parsed = parse(obj);
+    note(obj, parsed ? std::string() : parsed.error().message());
+    if (parsed) {
+      out[name] = std::move(*parsed);
+    } else if (auto it = last.find(name); it != last.end()) {
+      out[name] = it->second;
+    }
+  }
+  return out;
+}
+
 Status WriteFile0600(const std::string& path, const std::string& text) {
   const std::string tmp = path + ".tmp";
   {
@@ -72,61 +92,39 @@ BgpSync::BgpSync(BgpOptions options, std::string node_name, std::string ns, k8s:
 }
 
 void BgpSync::ParseObjects(const BgpInputs& in) {
-  auto warn_once = [&](const std::string& key, const k8s::Resource& res, const Json& obj,
-                       const std::string& msg) {
-    if (warned_[key] == msg) return;
-    warned_[key] = msg;
-    log::Warn("BGP object refused; its last good version stays in force",
-              {{"object", key}, {"error", msg}});
-    if (recorder_) {
-      recorder_->Event(k8s::ObjectReference::For(res, obj), k8s::EventLevel::kWarning,
-                       "InvalidConfig", msg + " (node " + node_ + " keeps the last good version)");
-    }
+  // Per kind: an accepted object clears its warning; a refused one is warned about once per
+  // message (log and a Warning event on the object).
+  auto note = [this](const k8s::Resource& kind) {
+    return [this, res = &kind](const Json& obj, const std::string& error) {
+      const std::string key = res->kind + "/" + k8s::Name(obj);
+      if (error.empty()) {
+        warned_.erase(key);
+        return;
+      }
+      if (warned_[key] == error) return;
+      warned_[key] = error;
+      log::Warn("BGP object refused; its last good version stays in force",
+                {{"object", key}, {"error", error}});
+      if (recorder_) {
+        recorder_->Event(k8s::ObjectReference::For(*res, obj), k8s::EventLevel::kWarning,
+                         "InvalidConfig",
+                         error + " (node " + node_ + " keeps the last good version)");
+      }
+    };
   };
-  std::map<std::string, bgp::Peer> peers;
   peer_objects_.clear();
   invalid_.clear();
-  for (const auto& obj : in.peers) {
-    const std::string name = k8s::Name(obj);
-    peer_objects_[name] = obj;
-    auto p = bgp::ParsePeer(obj);
-    if (p) {
-      peers[name] = std::move(*p);
-      warned_.erase("BGPPeer/" + name);
-    } else {
-      invalid_[name] = p.error().message();
-      warn_once("BGPPeer/" + name, k8s::resources::BGPPeers(), obj, p.error().message());
-      if (auto it = peers_.find(name); it != peers_.end()) peers[name] = it->second;
-    }
-  }
-  peers_ = std::move(peers);
-  std::map<std::string, bgp::BfdProfile> profiles;
-  for (const auto& obj : in.profiles) {
-    const std::string name = k8s::Name(obj);
-    auto b = bgp::ParseBfdProfile(obj);
-    if (b) {
-      profiles[name] = *b;
-      warned_.erase("BFDProfile/" + name);
-    } else {
-      warn_once("BFDProfile/" + name, k8s::resources::BFDProfiles(), obj, b.error().message());
-      if (auto it = profiles_.find(name); it != profiles_.end()) profiles[name] = it->second;
-    }
-  }
-  profiles_ = std::move(profiles);
-  std::map<std::string, bgp::Advertisement> ads;
-  for (const auto& obj : in.advertisements) {
-    const std::string name = k8s::Name(obj);
-    auto a = bgp::ParseAdvertisement(obj);
-    if (a) {
-      ads[name] = *a;
-      warned_.erase("BGPAdvertisement/" + name);
-    } else {
-      warn_once("BGPAdvertisement/" + name, k8s::resources::BGPAdvertisements(), obj,
-                a.error().message());
-      if (auto it = ads_by_name_.find(name); it != ads_by_name_.end()) ads[name] = it->second;
-    }
-  }
-  ads_by_name_ = std::move(ads);
+  for (const auto& obj : in.peers) peer_objects_[k8s::Name(obj)] = obj;
+  auto note_peer = note(k8s::resources::BGPPeers());
+  peers_ = KeepLastGood(in.peers, peers_, bgp::ParsePeer,
+                        [&](const Json& obj, const std::string& error) {
+                          if (!error.empty()) invalid_[k8s::Name(obj)] = error;
+                          note_peer(obj, error);
+                        });
+  profiles_ = KeepLastGood(in.profiles, profiles_, bgp::ParseBfdProfile,
+                           note(k8s::resources::BFDProfiles()));
+  ads_by_name_ = KeepLastGood(in.advertisements, ads_by_name_, bgp::ParseAdvertisement,
+                              note(k8s::resources::BGPAdvertisements()));
   ads_.clear();
   for (const auto& [name, a] : ads_by_name_) ads_.push_back(a);
 }
