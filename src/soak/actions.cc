@@ -64,14 +64,7 @@ void Soak::ServiceChurn() {
   const int i = static_cast<int>(Draw(kServices));
   const int op = static_cast<int>(Draw(7));
   // Parameters, drawn whatever the op (the sequence stays the same).
-  ServiceState fresh;
-  fresh.exists = true;
-  fresh.config = static_cast<int>(Draw(kConfigCount));
-  fresh.v6_primary = Draw(4) == 0;
-  fresh.policy = static_cast<int>(Draw(3));
-  fresh.requested = Draw(4) == 0;
-  fresh.share = static_cast<int>(Draw(3));
-  fresh.local_etp = Draw(3) == 0;
+  const ServiceState fresh = DrawService();
   const int group = static_cast<int>(Draw(3));  // a ServiceGroup: sa, sb, sv
   if (!ApiUsable()) {
     Log("service " + ServiceName(i) + " op " + std::to_string(op) + " skipped: API down");

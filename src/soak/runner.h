@@ -52,6 +52,9 @@ class Soak {
   void Log(const std::string& line);
   void Count(const std::string& kind) { ++faults_[kind]; }
   // The initial Services: each name exists with probability 3/4.
+  // A Service's parameters, drawn in this order whatever they are used for (the draws are the
+  // seed's sequence).
+  ServiceState DrawService();
   void CreateServices();
   // One fault phase: a fixed number of steps of decisions (the same on every run of a seed),
   // then every fault undone and every config object valid again.
