@@ -125,7 +125,7 @@ CLI::Option* AddLogLevel(App& app, log::Level* out) {
       },
       "log level: debug|info|warn|error");
   opt->type_name("LEVEL");
-  opt->default_str(LevelName(*out));
+  opt->default_str(std::string(log::LevelName(*out)));
   return opt;
 }
 
