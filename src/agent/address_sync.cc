@@ -29,7 +29,7 @@ Status AddressSync::SaveRecord() {
 std::optional<SteadyTime> AddressSync::NextRenewal() const {
   std::optional<SteadyTime> next;
   for (const auto& [o, due] : renew_due_) {
-    if (due != SteadyTime::max() && (!next || due < *next)) next = due;
+    if (due != SteadyTime::max()) next = Earliest(next, due);
   }
   return next;
 }
@@ -43,7 +43,7 @@ void AddressSync::SetOptions(const AddressSyncOptions& options) {
 std::optional<SteadyTime> AddressSync::NextRetry() const {
   std::optional<SteadyTime> next;
   for (const auto& [o, p] : pending_) {
-    if (!next || p.next < *next) next = p.next;
+    next = Earliest(next, p.next);
   }
   return next;
 }

@@ -150,8 +150,7 @@ Agent::~Agent() {
   ahead_prober_.reset();
   prober_.reset();
   wire_.reset();
-  link_stop_.store(true);
-  if (link_thread_.joinable()) link_thread_.join();
+  link_worker_.Stop();
   if (hb_) hb_->Stop();
   for (auto& i : informers_) i->Stop();
   // Start failed or Run never reached Shutdown: a kube-lb0 this run created must not be left
@@ -201,7 +200,7 @@ Status Agent::Start(Duration sync_timeout) {
   }
   if (auto ev = d_.netlink->Subscribe(); ev && (*ev)->fd() >= 0) {
     link_events_ = std::move(*ev);
-    link_thread_ = std::thread([this] { WatchLinks(); });
+    link_worker_.Start([this] { WatchLinks(); });
   } else if (!ev) {
     log::Warn("no link notifications; links are rediscovered every 2s",
               {{"error", ev.error().message()}});
@@ -229,17 +228,17 @@ Status Agent::Start(Duration sync_timeout) {
   services_ = add(k8s::resources::Services(), "", false);
   slices_ = add(k8s::resources::EndpointSlices(), "", false);
   leases_ = add(k8s::resources::Leases(), options_.ns, true);
-  groups_ = add(crd::ServiceGroups(), options_.ns, false);
-  classes_ = add(crd::LoadBalancerClasses(), "", false);
+  groups_ = add(k8s::resources::ServiceGroups(), options_.ns, false);
+  classes_ = add(k8s::resources::LoadBalancerClasses(), "", false);
   // Every namespace, as PureLB (the install namespace's objects take precedence on a tie:
   // node_agent_select.h).
-  node_agents_ = add(crd::LBNodeAgents(), "", false);
-  l2advs_ = add(crd::L2Advertisements(), "", false);
+  node_agents_ = add(k8s::resources::LBNodeAgents(), "", false);
+  l2advs_ = add(k8s::resources::L2Advertisements(), "", false);
   nodes_ = add(k8s::resources::Nodes(), "", false);
   if (options_.bgp.enabled()) {
-    bgp_peers_ = add(crd::BGPPeers(), "", false);
-    bfd_profiles_ = add(crd::BFDProfiles(), "", false);
-    bgp_ads_ = add(crd::BGPAdvertisements(), "", false);
+    bgp_peers_ = add(k8s::resources::BGPPeers(), "", false);
+    bfd_profiles_ = add(k8s::resources::BFDProfiles(), "", false);
+    bgp_ads_ = add(k8s::resources::BGPAdvertisements(), "", false);
     bgp_ = std::make_unique<BgpSync>(options_.bgp, options_.node_name, options_.ns, d_.client,
                                      d_.recorder, d_.metrics, d_.clock);
   }

@@ -33,7 +33,6 @@
 #include <optional>
 #include <set>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "agent/address_sync.h"
@@ -55,6 +54,7 @@
 #include "agent/worker_threads.h"
 #include "common/clock.h"
 #include "common/mutex.h"
+#include "common/worker.h"
 #include "config/parse.h"
 #include "config/validate.h"
 #include "election/membership.h"
@@ -206,8 +206,7 @@ class Agent {
   std::unique_ptr<BgpSync> bgp_;                       // null: no --bird-socket
   std::string hb_interface_;                           // the interface hb_ is bound to
   std::unique_ptr<netlink::EventSource> link_events_;  // WatchLinks thread only, once started
-  std::thread link_thread_;
-  std::atomic<bool> link_stop_{false};
+  Worker link_worker_;                                 // runs WatchLinks
   std::vector<std::unique_ptr<k8s::Informer>> informers_;
   k8s::Informer* services_ = nullptr;
   k8s::Informer* slices_ = nullptr;

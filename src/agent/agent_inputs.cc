@@ -257,8 +257,9 @@ void Agent::RefreshNodeAgent() {
   if (reported != node_agent_reported_) {
     for (const auto& n : choice.notes) {
       log::Warn("LBNodeAgent", {{"reason", n.reason}, {"message", n.message}});
-      d_.recorder->Event(k8s::ObjectReference::For(crd::LBNodeAgents(), agents[n.object]),
-                         k8s::EventLevel::kWarning, n.reason, n.message);
+      d_.recorder->Event(
+          k8s::ObjectReference::For(k8s::resources::LBNodeAgents(), agents[n.object]),
+          k8s::EventLevel::kWarning, n.reason, n.message);
     }
     if (choice.config) {
       for (const auto& w : choice.config->warnings) {

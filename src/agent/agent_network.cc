@@ -95,11 +95,11 @@ void Agent::DeleteCreatedVirtual() {
 }
 
 void Agent::WatchLinks() {
-  while (!link_stop_.load()) {
+  while (!link_worker_.Stopping()) {
     auto events = link_events_->Poll(std::chrono::milliseconds(200));
     if (!events) {
       log::Warn("link notifications", {{"error", events.error().message()}});
-      std::this_thread::sleep_for(std::chrono::milliseconds(200));
+      link_worker_.SleepFor(std::chrono::milliseconds(200));
       continue;
     }
     bool changed = false;

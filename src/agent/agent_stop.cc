@@ -5,19 +5,6 @@
 
 namespace pylon::agent {
 
-namespace {
-
-const k8s::Resource& PodsResource() {
-  static const k8s::Resource r{"", "v1", "pods", "Pod", true};
-  return r;
-}
-const k8s::Resource& DaemonSetsResource() {
-  static const k8s::Resource r{"apps", "v1", "daemonsets", "DaemonSet", true};
-  return r;
-}
-
-}  // namespace
-
 StopDecision Agent::DecideStopNow() {
   StopFacts f;
   f.mode = options_.on_sigterm;
@@ -29,14 +16,14 @@ StopDecision Agent::DecideStopNow() {
   };
   const auto node = nodes_ ? nodes_->store().Get("", options_.node_name) : std::nullopt;
   f.node = ParseNodeFacts(node ? &*node : nullptr);
-  auto pod = d_.client->Get(PodsResource(), options_.ns, options_.pod_name);
+  auto pod = d_.client->Get(k8s::resources::Pods(), options_.ns, options_.pod_name);
   if (pod) {
     f.pod = ParsePodFacts(&*pod);
   } else if (pod.error().code() != ErrorCode::kNotFound) {
     fail("pod " + options_.pod_name, pod.error());
   }
   if (!f.lookup_failed && f.pod.found && f.pod.deleting && !f.pod.daemonset.empty()) {
-    auto ds = d_.client->Get(DaemonSetsResource(), options_.ns, f.pod.daemonset);
+    auto ds = d_.client->Get(k8s::resources::DaemonSets(), options_.ns, f.pod.daemonset);
     if (ds) {
       f.daemonset = ParseDaemonSetFacts(&*ds);
     } else if (ds.error().code() != ErrorCode::kNotFound) {
@@ -90,8 +77,7 @@ void Agent::StopBackground() {
   if (hb_) hb_->Stop();
   if (kube_proxy_) kube_proxy_->Stop();
   if (claim_monitor_) claim_monitor_->Stop();
-  link_stop_.store(true);
-  if (link_thread_.joinable()) link_thread_.join();
+  link_worker_.Stop();
   for (auto& i : informers_) i->Stop();
   writer_->Stop(std::chrono::seconds(2));
 }

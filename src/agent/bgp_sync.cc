@@ -18,22 +18,6 @@
 
 namespace pylon::agent {
 
-namespace crd {
-const k8s::Resource& BGPPeers() {
-  static const k8s::Resource r{"lace-cni.io", "v1alpha1", "bgppeers", "BGPPeer", false};
-  return r;
-}
-const k8s::Resource& BFDProfiles() {
-  static const k8s::Resource r{"lace-cni.io", "v1alpha1", "bfdprofiles", "BFDProfile", false};
-  return r;
-}
-const k8s::Resource& BGPAdvertisements() {
-  static const k8s::Resource r{"lace-cni.io", "v1alpha1", "bgpadvertisements", "BGPAdvertisement",
-                               false};
-  return r;
-}
-}  // namespace crd
-
 namespace {
 
 constexpr auto kBirdTimeout = std::chrono::seconds(5);
@@ -47,6 +31,26 @@ constexpr char kPasswordHint[] =
     "neither side logs a reason";
 
 std::string Quote(const std::string& path) { return "\"" + path + "\""; }
+
+// The objects of one kind, by name: each that `parse` accepts, and for each it refuses its last
+// good version in `last` (if any). `note(object, error)` hears of each ("" when accepted).
+template <typename T, typename Parse, typename Note>
+std::map<std::string, T> KeepLastGood(const std::vector<Json>& objects,
+                                      const std::map<std::string, T>& last, Parse parse,
+                                      Note note) {
+  std::map<std::string, T> out;
+  for (const auto& obj : objects) {
+    const std::string name = k8s::Name(obj);
+    auto parsed = parse(obj);
+    note(obj, parsed ? std::string() : parsed.error().message());
+    if (parsed) {
+      out[name] = std::move(*parsed);
+    } else if (auto it = last.find(name); it != last.end()) {
+      out[name] = it->second;
+    }
+  }
+  return out;
+}
 
 Status WriteFile0600(const std::string& path, const std::string& text) {
   const std::string tmp = path + ".tmp";
@@ -88,60 +92,39 @@ BgpSync::BgpSync(BgpOptions options, std::string node_name, std::string ns, k8s:
 }
 
 void BgpSync::ParseObjects(const BgpInputs& in) {
-  auto warn_once = [&](const std::string& key, const k8s::Resource& res, const Json& obj,
-                       const std::string& msg) {
-    if (warned_[key] == msg) return;
-    warned_[key] = msg;
-    log::Warn("BGP object refused; its last good version stays in force",
-              {{"object", key}, {"error", msg}});
-    if (recorder_) {
-      recorder_->Event(k8s::ObjectReference::For(res, obj), k8s::EventLevel::kWarning,
-                       "InvalidConfig", msg + " (node " + node_ + " keeps the last good version)");
-    }
+  // Per kind: an accepted object clears its warning; a refused one is warned about once per
+  // message (log and a Warning event on the object).
+  auto note = [this](const k8s::Resource& kind) {
+    return [this, res = &kind](const Json& obj, const std::string& error) {
+      const std::string key = res->kind + "/" + k8s::Name(obj);
+      if (error.empty()) {
+        warned_.erase(key);
+        return;
+      }
+      if (warned_[key] == error) return;
+      warned_[key] = error;
+      log::Warn("BGP object refused; its last good version stays in force",
+                {{"object", key}, {"error", error}});
+      if (recorder_) {
+        recorder_->Event(k8s::ObjectReference::For(*res, obj), k8s::EventLevel::kWarning,
+                         "InvalidConfig",
+                         error + " (node " + node_ + " keeps the last good version)");
+      }
+    };
   };
-  std::map<std::string, bgp::Peer> peers;
   peer_objects_.clear();
   invalid_.clear();
-  for (const auto& obj : in.peers) {
-    const std::string name = k8s::Name(obj);
-    peer_objects_[name] = obj;
-    auto p = bgp::ParsePeer(obj);
-    if (p) {
-      peers[name] = std::move(*p);
-      warned_.erase("BGPPeer/" + name);
-    } else {
-      invalid_[name] = p.error().message();
-      warn_once("BGPPeer/" + name, crd::BGPPeers(), obj, p.error().message());
-      if (auto it = peers_.find(name); it != peers_.end()) peers[name] = it->second;
-    }
-  }
-  peers_ = std::move(peers);
-  std::map<std::string, bgp::BfdProfile> profiles;
-  for (const auto& obj : in.profiles) {
-    const std::string name = k8s::Name(obj);
-    auto b = bgp::ParseBfdProfile(obj);
-    if (b) {
-      profiles[name] = *b;
-      warned_.erase("BFDProfile/" + name);
-    } else {
-      warn_once("BFDProfile/" + name, crd::BFDProfiles(), obj, b.error().message());
-      if (auto it = profiles_.find(name); it != profiles_.end()) profiles[name] = it->second;
-    }
-  }
-  profiles_ = std::move(profiles);
-  std::map<std::string, bgp::Advertisement> ads;
-  for (const auto& obj : in.advertisements) {
-    const std::string name = k8s::Name(obj);
-    auto a = bgp::ParseAdvertisement(obj);
-    if (a) {
-      ads[name] = *a;
-      warned_.erase("BGPAdvertisement/" + name);
-    } else {
-      warn_once("BGPAdvertisement/" + name, crd::BGPAdvertisements(), obj, a.error().message());
-      if (auto it = ads_by_name_.find(name); it != ads_by_name_.end()) ads[name] = it->second;
-    }
-  }
-  ads_by_name_ = std::move(ads);
+  for (const auto& obj : in.peers) peer_objects_[k8s::Name(obj)] = obj;
+  auto note_peer = note(k8s::resources::BGPPeers());
+  peers_ = KeepLastGood(in.peers, peers_, bgp::ParsePeer,
+                        [&](const Json& obj, const std::string& error) {
+                          if (!error.empty()) invalid_[k8s::Name(obj)] = error;
+                          note_peer(obj, error);
+                        });
+  profiles_ = KeepLastGood(in.profiles, profiles_, bgp::ParseBfdProfile,
+                           note(k8s::resources::BFDProfiles()));
+  ads_by_name_ = KeepLastGood(in.advertisements, ads_by_name_, bgp::ParseAdvertisement,
+                              note(k8s::resources::BGPAdvertisements()));
   ads_.clear();
   for (const auto& [name, a] : ads_by_name_) ads_.push_back(a);
 }
@@ -362,7 +345,7 @@ void BgpSync::Poll() {
                   {{"peer", name}, {"session", FindString(entry, {"session"}).value_or("")}});
         if (recorder_) {
           const std::optional<std::string> last_error = FindString(entry, {"lastError"});
-          recorder_->Event(k8s::ObjectReference::For(crd::BGPPeers(), obj),
+          recorder_->Event(k8s::ObjectReference::For(k8s::resources::BGPPeers(), obj),
                            up ? k8s::EventLevel::kNormal : k8s::EventLevel::kWarning,
                            up ? "SessionEstablished" : "SessionDown",
                            "node " + node_ + ": " + FindString(entry, {"session"}).value_or("") +
@@ -386,7 +369,7 @@ Status BgpSync::WriteStatus(const std::string& peer, const Json& entry,
                             const std::optional<std::string>& invalid) {
   bool gone = false;
   Status st = k8s::RetryOnConflict([&]() -> Status {
-    auto obj = client_->Get(crd::BGPPeers(), "", peer);
+    auto obj = client_->Get(k8s::resources::BGPPeers(), "", peer);
     if (!obj) {
       gone = obj.error().code() == ErrorCode::kNotFound;
       return gone ? Ok() : Fail(obj.error().Wrap("read"));
@@ -429,7 +412,7 @@ Status BgpSync::WriteStatus(const std::string& peer, const Json& entry,
          {"observedGeneration",
           Find(*obj, {"metadata", "generation"}) ? (*obj)["metadata"]["generation"] : Json(0)}});
     status["conditions"] = conds;
-    auto r = client_->UpdateStatus(crd::BGPPeers(), *obj);
+    auto r = client_->UpdateStatus(k8s::resources::BGPPeers(), *obj);
     return r ? Ok() : Fail(r.error());
   });
   if (!st) {

@@ -34,12 +34,6 @@
 
 namespace pylon::agent {
 
-namespace crd {
-const k8s::Resource& BGPPeers();
-const k8s::Resource& BFDProfiles();
-const k8s::Resource& BGPAdvertisements();
-}  // namespace crd
-
 inline constexpr char kMetricBgpDaemonUp[] = "purelb_bgp_daemon_up";
 inline constexpr char kMetricBgpSessionUp[] = "purelb_bgp_session_up";
 inline constexpr char kMetricBgpReloads[] = "purelb_bgp_reloads_total";

@@ -19,15 +19,10 @@ ClaimMonitor::ClaimMonitor(const Clock& clock, std::function<void()> on_claim)
 ClaimMonitor::~ClaimMonitor() { Stop(); }
 
 void ClaimMonitor::Start() {
-  if (thread_.joinable()) return;
-  stop_.store(false);
-  thread_ = std::thread([this] { Run(); });
+  worker_.Start([this] { Run(); });
 }
 
-void ClaimMonitor::Stop() {
-  stop_.store(true);
-  if (thread_.joinable()) thread_.join();
-}
+void ClaimMonitor::Stop() { worker_.Stop(); }
 
 void ClaimMonitor::SetWatched(std::map<int, std::set<net::IpAddress>> by_ifindex) {
   MutexLock lock(mu_);
@@ -44,7 +39,7 @@ std::vector<SeenClaim> ClaimMonitor::TakeClaims() {
 void ClaimMonitor::Run() {
   std::map<int, packet::ClaimListener> listeners;
   std::map<int, SteadyTime> failed;  // ifindex -> when opening last failed
-  while (!stop_.load()) {
+  while (!worker_.Stopping()) {
     std::map<int, std::set<net::IpAddress>> watched;
     {
       MutexLock lock(mu_);
@@ -69,7 +64,7 @@ void ClaimMonitor::Run() {
       listeners.emplace(ifindex, std::move(*l));
     }
     if (listeners.empty()) {
-      std::this_thread::sleep_for(kPollSlice);
+      worker_.SleepFor(kPollSlice);  // real time; ends early on Stop
       continue;
     }
     const Duration slice = kPollSlice / static_cast<int>(listeners.size());

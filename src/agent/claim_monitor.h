@@ -7,17 +7,16 @@
 // Threading: SetWatched / TakeClaims from any thread; one internal thread.
 #pragma once
 
-#include <atomic>
 #include <functional>
 #include <map>
 #include <memory>
 #include <set>
-#include <thread>
 #include <vector>
 
 #include "agent/conflicts.h"
 #include "common/clock.h"
 #include "common/mutex.h"
+#include "common/worker.h"
 #include "net/ip.h"
 
 namespace pylon::agent {
@@ -43,8 +42,7 @@ class ClaimMonitor final : public ClaimSource {
   Mutex mu_;
   std::map<int, std::set<net::IpAddress>> watched_ PYLON_GUARDED_BY(mu_);
   std::vector<SeenClaim> claims_ PYLON_GUARDED_BY(mu_);
-  std::atomic<bool> stop_{false};
-  std::thread thread_;
+  Worker worker_;  // Run (last: stops first)
 };
 
 }  // namespace pylon::agent

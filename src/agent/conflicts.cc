@@ -106,7 +106,7 @@ std::optional<SteadyTime> ProbeGate::NextWakeup() const {
   for (const auto& [ip, s] : states_) {
     if (s.phase != Phase::kConflict) continue;
     const SteadyTime t = s.since + options_.conflict_recheck;
-    if (!next || t < *next) next = t;
+    next = Earliest(next, t);
   }
   return next;
 }

@@ -77,7 +77,7 @@ std::vector<DrainForward> DrainBook::Forwards() const {
 std::optional<SteadyTime> DrainBook::NextExpiry() const {
   std::optional<SteadyTime> out;
   for (const auto& [ip, f] : forwards_) {
-    if (!out || f.until < *out) out = f.until;
+    out = Earliest(out, f.until);
   }
   return out;
 }

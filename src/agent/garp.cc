@@ -33,7 +33,7 @@ std::vector<GarpScheduler::Due> GarpScheduler::TakeDue(SteadyTime now) {
 std::optional<SteadyTime> GarpScheduler::NextDue() const {
   std::optional<SteadyTime> next;
   for (const auto& [a, b] : bursts_) {
-    if (!next || b.next < *next) next = b.next;
+    next = Earliest(next, b.next);
   }
   return next;
 }

@@ -68,20 +68,15 @@ KubeProxyChecker::KubeProxyChecker(KubeProxyCheckOptions options, const Clock& c
 KubeProxyChecker::~KubeProxyChecker() { Stop(); }
 
 void KubeProxyChecker::Start() {
-  MutexLock lock(mu_);
-  if (thread_.joinable()) return;
-  stopping_ = false;
-  thread_ = std::thread([this] { Run(); });
+  // Real time for the wait, as the lease keeper's: the thread paces real requests; tests drive
+  // CheckOnce() with an injected probe and clock.
+  worker_.StartPeriodic([this] {
+    (void)CheckOnce();
+    return options_.interval;
+  });
 }
 
-void KubeProxyChecker::Stop() {
-  {
-    MutexLock lock(mu_);
-    stopping_ = true;
-    cv_.notify_all();
-  }
-  if (thread_.joinable()) thread_.join();
-}
+void KubeProxyChecker::Stop() { worker_.Stop(); }
 
 bool KubeProxyChecker::eligible() const {
   MutexLock lock(mu_);
@@ -122,21 +117,6 @@ std::string KubeProxyChecker::CheckOnce() {
   }
   if (changed && on_change_) on_change_();
   return text;
-}
-
-void KubeProxyChecker::Run() {
-  MutexLock lock(mu_);
-  while (!stopping_) {
-    lock.Unlock();
-    (void)CheckOnce();
-    lock.Lock();
-    // Real time here, as the lease keeper: the thread paces real requests; tests drive
-    // CheckOnce() with an injected probe and clock.
-    auto deadline = std::chrono::steady_clock::now() + options_.interval;
-    while (!stopping_) {
-      if (lock.WaitUntil(cv_, deadline) == std::cv_status::timeout) break;
-    }
-  }
 }
 
 }  // namespace pylon::agent

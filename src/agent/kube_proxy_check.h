@@ -10,17 +10,16 @@
 #pragma once
 
 #include <atomic>
-#include <condition_variable>
 #include <functional>
 #include <memory>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "agent/kube_proxy_health.h"
 #include "common/clock.h"
 #include "common/mutex.h"
 #include "common/result.h"
+#include "common/worker.h"
 #include "k8s/transport.h"
 
 namespace pylon::agent {
@@ -61,7 +60,6 @@ class KubeProxyChecker {
  private:
   KubeProxyChecker(KubeProxyCheckOptions options, const Clock& clock,
                    std::function<void()> on_change, Probe probe);
-  void Run();
 
   const KubeProxyCheckOptions options_;
   const Clock& clock_;
@@ -70,13 +68,11 @@ class KubeProxyChecker {
   std::unique_ptr<k8s::Transport> transport_;  // null when a probe was injected
 
   mutable Mutex mu_;
-  std::condition_variable cv_;
   KubeProxyHealth health_ PYLON_GUARDED_BY(mu_);
   std::vector<KubeProxyTransition> pending_ PYLON_GUARDED_BY(mu_);
   // The last failing outcome logged (no repeat every interval).
   std::string last_logged_ PYLON_GUARDED_BY(mu_);
-  bool stopping_ PYLON_GUARDED_BY(mu_) = false;
-  std::thread thread_;
+  Worker worker_;  // CheckOnce every interval (last: stops first)
 };
 
 }  // namespace pylon::agent

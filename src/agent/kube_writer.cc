@@ -7,27 +7,6 @@
 
 namespace pylon::agent {
 
-namespace crd {
-const k8s::Resource& ServiceGroups() {
-  static const k8s::Resource r{"purelb.io", "v1", "servicegroups", "ServiceGroup", true};
-  return r;
-}
-const k8s::Resource& LBNodeAgents() {
-  static const k8s::Resource r{"purelb.io", "v1", "lbnodeagents", "LBNodeAgent", true};
-  return r;
-}
-const k8s::Resource& LoadBalancerClasses() {
-  static const k8s::Resource r{"lace-cni.io", "v1alpha1", "loadbalancerclasses",
-                               "LoadBalancerClass", false};
-  return r;
-}
-const k8s::Resource& L2Advertisements() {
-  static const k8s::Resource r{"lace-cni.io", "v1alpha1", "l2advertisements", "L2Advertisement",
-                               false};
-  return r;
-}
-}  // namespace crd
-
 namespace {
 
 Json L2Spec(const L2Advertisement& l2) {
@@ -77,10 +56,7 @@ KubeWriter::KubeWriter(k8s::Client& client, k8s::EventRecorder& recorder, KubeWr
 KubeWriter::~KubeWriter() { Stop(std::chrono::seconds(0)); }
 
 void KubeWriter::Start() {
-  MutexLock lock(mu_);
-  if (thread_.joinable()) return;
-  stopping_ = false;
-  thread_ = std::thread([this] { Run(); });
+  worker_.Start([this] { Run(); });
 }
 
 void KubeWriter::Stop(Duration drain) {
@@ -88,12 +64,10 @@ void KubeWriter::Stop(Duration drain) {
     MutexLock lock(mu_);
     auto deadline = std::chrono::steady_clock::now() + drain;
     while (!pending_.empty() || busy_) {
-      if (lock.WaitUntil(cv_, deadline) == std::cv_status::timeout) break;
+      if (lock.WaitUntil(idle_cv_, deadline) == std::cv_status::timeout) break;
     }
-    stopping_ = true;
-    cv_.notify_all();
   }
-  if (thread_.joinable()) thread_.join();
+  worker_.Stop();
 }
 
 std::int64_t KubeWriter::writes() const {
@@ -129,7 +103,7 @@ void KubeWriter::Enqueue(const std::string& target, std::string fingerprint,
   auto p = pending_.find(target);
   if (p == pending_.end()) order_.push_back(target);
   pending_[target] = Op{std::move(fingerprint), std::move(run), std::move(observed)};
-  cv_.notify_all();
+  worker_.Wake();
 }
 
 void KubeWriter::PassDone() {
@@ -149,8 +123,13 @@ void KubeWriter::PassDone() {
 void KubeWriter::Run() {
   MutexLock lock(mu_);
   while (true) {
-    while (!stopping_ && order_.empty()) lock.Wait(cv_);
-    if (stopping_) return;
+    while (order_.empty()) {
+      lock.Unlock();
+      const bool woken = worker_.WaitForWake();  // an Enqueue since the queue was seen empty
+      lock.Lock();
+      if (!woken) return;
+    }
+    if (worker_.Stopping()) return;
     std::string target = order_.front();
     order_.pop_front();
     auto it = pending_.find(target);
@@ -174,7 +153,7 @@ void KubeWriter::Run() {
       done_.erase(target);  // the next pass asks again
       log::Warn("API write failed", {{"target", target}, {"error", st.error().message()}});
     }
-    cv_.notify_all();
+    idle_cv_.notify_all();
   }
 }
 
@@ -221,10 +200,11 @@ void KubeWriter::UpsertL2Advertisement(const L2Advertisement& l2) {
   Json obj = L2AdvertisementObject(l2);
   Enqueue("l2/" + l2.name, obj.dump(), [this, obj, name = l2.name]() -> Status {
     Json patch = {{"spec", obj["spec"]}};
-    auto r = client_.Patch(crd::L2Advertisements(), "", name, k8s::PatchType::kMerge, patch, "");
+    auto r = client_.Patch(k8s::resources::L2Advertisements(), "", name, k8s::PatchType::kMerge,
+                           patch, "");
     if (r) return Ok();
     if (r.error().code() != ErrorCode::kNotFound) return Fail(r.error());
-    auto c = client_.Create(crd::L2Advertisements(), obj);
+    auto c = client_.Create(k8s::resources::L2Advertisements(), obj);
     if (!c) return Fail(c.error());
     return Ok();
   });
@@ -232,7 +212,7 @@ void KubeWriter::UpsertL2Advertisement(const L2Advertisement& l2) {
 
 void KubeWriter::DeleteL2Advertisement(const std::string& name) {
   Enqueue("l2/" + name, "delete", [this, name]() -> Status {
-    auto st = client_.Delete(crd::L2Advertisements(), "", name, {});
+    auto st = client_.Delete(k8s::resources::L2Advertisements(), "", name, {});
     if (!st && st.error().code() != ErrorCode::kNotFound) return st;
     return Ok();
   });

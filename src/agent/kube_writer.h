@@ -28,23 +28,15 @@
 #include <map>
 #include <set>
 #include <string>
-#include <thread>
 
 #include "agent/writer.h"
 #include "common/clock.h"
 #include "common/mutex.h"
+#include "common/worker.h"
 #include "k8s/client.h"
 #include "k8s/event_recorder.h"
 
 namespace pylon::agent {
-
-// The CRDs the agent reads or writes.
-namespace crd {
-const k8s::Resource& ServiceGroups();
-const k8s::Resource& LBNodeAgents();
-const k8s::Resource& LoadBalancerClasses();
-const k8s::Resource& L2Advertisements();
-}  // namespace crd
 
 // The L2Advertisement object for `l2` (pure).
 Json L2AdvertisementObject(const L2Advertisement& l2);
@@ -94,7 +86,7 @@ class KubeWriter final : public ClusterWriter {
   const Clock& clock_;
 
   mutable Mutex mu_;
-  std::condition_variable cv_;
+  std::condition_variable idle_cv_;  // a write finished (Stop's drain waits on it)
   std::deque<std::string> order_ PYLON_GUARDED_BY(mu_);  // targets in arrival order
   std::map<std::string, Op> pending_ PYLON_GUARDED_BY(mu_);
   // Level-based targets asked for since the last PassDone.
@@ -106,11 +98,10 @@ class KubeWriter final : public ClusterWriter {
     int rewrites = 0;  // consecutive identical writes after the target changed (the backoff)
   };
   std::map<std::string, Done> done_ PYLON_GUARDED_BY(mu_);
-  bool stopping_ PYLON_GUARDED_BY(mu_) = false;
   bool busy_ PYLON_GUARDED_BY(mu_) = false;
-  std::thread thread_;
   std::int64_t writes_ PYLON_GUARDED_BY(mu_) = 0;
   std::int64_t failures_ PYLON_GUARDED_BY(mu_) = 0;
+  Worker worker_;  // Run: serves the queue, woken by Enqueue (last: stops first)
 };
 
 }  // namespace pylon::agent

@@ -30,8 +30,7 @@ void LeaseKeeper::SetSubnets(std::vector<net::Prefix> subnets) {
   MutexLock lock(mu_);
   if (text == subnets_annotation_) return;
   subnets_annotation_ = std::move(text);
-  kick_ = true;
-  cv_.notify_all();
+  worker_.Wake();
 }
 
 void LeaseKeeper::SetAnnotation(const std::string& key, std::string value) {
@@ -40,8 +39,7 @@ void LeaseKeeper::SetAnnotation(const std::string& key, std::string value) {
   if (it != extra_annotations_.end() && it->second == value) return;
   if (it == extra_annotations_.end() && value.empty()) return;
   extra_annotations_[key] = std::move(value);
-  kick_ = true;
-  cv_.notify_all();
+  worker_.Wake();
 }
 
 void LeaseKeeper::ClearAnnotation(const std::string& key) {
@@ -49,16 +47,14 @@ void LeaseKeeper::ClearAnnotation(const std::string& key) {
   auto it = extra_annotations_.find(key);
   if (it != extra_annotations_.end() && it->second.empty()) return;
   extra_annotations_[key] = "";
-  kick_ = true;
-  cv_.notify_all();
+  worker_.Wake();
 }
 
 void LeaseKeeper::SetReleased(bool released) {
   MutexLock lock(mu_);
   if (released_ == released) return;
   released_ = released;
-  kick_ = true;
-  cv_.notify_all();
+  worker_.Wake();
 }
 
 void LeaseKeeper::SetInstance(std::string uid) {
@@ -75,9 +71,8 @@ bool LeaseKeeper::SetHeartbeatsCarryLiveness(bool carried) {
     MutexLock lock(mu_);
     if (!pacing_.Observe(carried, clock_.Now())) return false;
     pace = pacing_.pace();
-    kick_ = true;
-    cv_.notify_all();
   }
+  worker_.Wake();
   auto ms = [](Duration d) {
     return std::to_string(std::chrono::duration_cast<std::chrono::milliseconds>(d).count());
   };
@@ -102,20 +97,16 @@ std::optional<SteadyTime> LeaseKeeper::QuietAt() const {
 }
 
 void LeaseKeeper::Start() {
-  MutexLock lock(mu_);
-  if (thread_.joinable()) return;
-  stopping_ = false;
-  thread_ = std::thread([this] { Run(); });
+  // Real time for the wait: the worker paces real API requests. The FakeClock never drives this
+  // thread; tests call RenewOnce() directly.
+  worker_.StartPeriodic([this] {
+    (void)RenewOnce();  // it logs and counts its own failure; the next period tries again
+    MutexLock lock(mu_);
+    return pacing_.WaitAfter(last_ok_);
+  });
 }
 
-void LeaseKeeper::Stop() {
-  {
-    MutexLock lock(mu_);
-    stopping_ = true;
-    cv_.notify_all();
-  }
-  if (thread_.joinable()) thread_.join();
-}
+void LeaseKeeper::Stop() { worker_.Stop(); }
 
 bool LeaseKeeper::Healthy() const {
   MutexLock lock(mu_);
@@ -271,23 +262,6 @@ Result<LeaseDeleteOutcome> LeaseKeeper::Delete() {
     return client_.Delete(res, ns_, LeaseName(), opts);
   });
   return absent_or(st, outcome);
-}
-
-void LeaseKeeper::Run() {
-  MutexLock lock(mu_);
-  while (!stopping_) {
-    kick_ = false;
-    lock.Unlock();
-    (void)RenewOnce();  // it logs and counts its own failure; the next period tries again
-    lock.Lock();
-    const Duration retry = pacing_.WaitAfter(last_ok_);
-    // Real time here: the worker paces real API requests. The FakeClock never drives this thread;
-    // tests call RenewOnce() directly.
-    auto deadline = std::chrono::steady_clock::now() + retry;
-    while (!stopping_ && !kick_) {
-      if (lock.WaitUntil(cv_, deadline) == std::cv_status::timeout) break;
-    }
-  }
 }
 
 }  // namespace pylon::agent

@@ -13,14 +13,12 @@
 #pragma once
 
 #include <atomic>
-#include <condition_variable>
 #include <cstdint>
 #include <functional>
 #include <map>
 #include <optional>
 #include <string>
 #include <string_view>
-#include <thread>
 #include <vector>
 
 #include "agent/lease_health.h"
@@ -28,6 +26,7 @@
 #include "common/clock.h"
 #include "common/mutex.h"
 #include "common/result.h"
+#include "common/worker.h"
 #include "election/node_name.h"
 #include "k8s/client.h"
 #include "net/ip.h"
@@ -93,8 +92,6 @@ class LeaseKeeper {
   std::int64_t failures() const { return failures_.load(); }
 
  private:
-  void Run();
-
   k8s::Client& client_;
   const std::string ns_;
   const election::NodeName node_;
@@ -102,7 +99,6 @@ class LeaseKeeper {
   std::function<void()> on_change_;
 
   mutable Mutex mu_;
-  std::condition_variable cv_;
   LeaseHealth health_ PYLON_GUARDED_BY(mu_);
   LeasePacing pacing_ PYLON_GUARDED_BY(mu_);
   bool last_ok_ PYLON_GUARDED_BY(mu_) =
@@ -111,12 +107,10 @@ class LeaseKeeper {
   std::map<std::string, std::string> extra_annotations_ PYLON_GUARDED_BY(mu_);  // value "" = remove
   bool released_ PYLON_GUARDED_BY(mu_) = false;
   std::string instance_ PYLON_GUARDED_BY(mu_);
-  bool stopping_ PYLON_GUARDED_BY(mu_) = false;
-  bool kick_ PYLON_GUARDED_BY(mu_) = false;
-  std::thread thread_;
   std::optional<Json> last_written_;  // renewing thread only (RenewOnce is not reentrant)
   std::atomic<std::int64_t> renewals_{0};
   std::atomic<std::int64_t> failures_{0};
+  Worker worker_;  // renews every period, or at once when a change is written (last: stops first)
 };
 
 }  // namespace pylon::agent

@@ -145,9 +145,7 @@ std::vector<ProbeTarget> ProbeAhead::Taken() const {
 
 std::optional<SteadyTime> ProbeAhead::NextWakeup(SteadyTime now) const {
   std::optional<SteadyTime> next;
-  auto consider = [&](SteadyTime t) {
-    if (!next || t < *next) next = t;
-  };
+  auto consider = [&](SteadyTime t) { next = Earliest(next, t); };
   bool waiting_for_token = false;
   for (const auto& [ip, s] : states_) {
     if (!s.running && s.target_now) {

@@ -279,9 +279,7 @@ void Reconciler::SendDueAnnouncements() {
 
 std::optional<SteadyTime> Reconciler::NextWakeup(const election::Membership& membership) const {
   std::optional<SteadyTime> next = d_.garp->NextDue();
-  auto consider = [&](std::optional<SteadyTime> t) {
-    if (t && (!next || *t < *next)) next = t;
-  };
+  auto consider = [&](std::optional<SteadyTime> t) { next = Earliest(next, t); };
   consider(d_.sync->NextRenewal());
   consider(d_.sync->NextRetry());
   consider(membership.NextExpiry(d_.clock->Now()));

@@ -165,6 +165,10 @@ class Reconciler {
                      SteadyTime now);
   packet::ProbeOptions WithMemberMacs(packet::ProbeOptions opts,
                                       const election::Membership& membership) const;
+  // Starts a probe of each target with `opts` (logged as `what`); a target whose interface has
+  // no MAC fails at once. Returns how many started.
+  int StartProbes(const std::vector<ProbeTarget>& targets, const packet::ProbeOptions& opts,
+                  SteadyTime now, std::string_view what);
   // Makes the conflict annotation of `address` on `services` show `entry` (nullopt: absent).
   void SetConflictAnnotation(const PlanInputs& in, const std::vector<std::string>& services,
                              const net::IpAddress& address,

@@ -112,31 +112,13 @@ void Reconciler::GateProbes(const PlanInputs& in, const election::Membership& me
   }
   ProbeGate::Decision dec = gate_.Decide(candidates, now, &preprobed);
   if (!dec.verify.empty()) {
-    const packet::ProbeOptions opts = WithMemberMacs(d_.verify, membership);
-    for (const ProbeTarget& t : dec.verify) {
-      auto mac = InterfaceMac(t.interface);
-      if (!mac) {
-        gate_.Record(ProbeResult{t, std::nullopt, "interface " + t.interface + " has no MAC"}, now);
-        continue;
-      }
-      log::Debug("pre-probed address: announced at once, one probe in parallel",
-                 {{"address", t.address.ToString()}, {"interface", t.interface}});
-      d_.prober->Start(ProbeJob{t, packet::Interface{t.ifindex, *mac}, opts});
-      if (d_.metrics) d_.metrics->Add(kMetricProbeAheadAnnounced, {});
-    }
+    const int started = StartProbes(dec.verify, WithMemberMacs(d_.verify, membership), now,
+                                    "pre-probed address: announced at once, one probe in parallel");
+    if (d_.metrics && started > 0) d_.metrics->Add(kMetricProbeAheadAnnounced, {}, started);
   }
   if (!dec.start.empty()) {
-    const packet::ProbeOptions opts = WithMemberMacs(d_.probe, membership);
-    for (const ProbeTarget& t : dec.start) {
-      auto mac = InterfaceMac(t.interface);
-      if (!mac) {
-        gate_.Record(ProbeResult{t, std::nullopt, "interface " + t.interface + " has no MAC"}, now);
-        continue;
-      }
-      log::Debug("probing before first announcement",
-                 {{"address", t.address.ToString()}, {"interface", t.interface}});
-      d_.prober->Start(ProbeJob{t, packet::Interface{t.ifindex, *mac}, opts});
-    }
+    StartProbes(dec.start, WithMemberMacs(d_.probe, membership), now,
+                "probing before first announcement");
   }
   const std::string& self = d_.planner->options().self.str();
   const WallTime wall = d_.clock->WallNow();
@@ -173,6 +155,23 @@ void Reconciler::GateProbes(const PlanInputs& in, const election::Membership& me
     SetConflictAnnotation(in, svcs, ip, std::nullopt);
   }
   WithholdFromPlan(plan, dec.withhold);
+}
+
+int Reconciler::StartProbes(const std::vector<ProbeTarget>& targets,
+                            const packet::ProbeOptions& opts, SteadyTime now,
+                            std::string_view what) {
+  int started = 0;
+  for (const ProbeTarget& t : targets) {
+    auto mac = InterfaceMac(t.interface);
+    if (!mac) {
+      gate_.Record(ProbeResult{t, std::nullopt, "interface " + t.interface + " has no MAC"}, now);
+      continue;
+    }
+    log::Debug(what, {{"address", t.address.ToString()}, {"interface", t.interface}});
+    d_.prober->Start(ProbeJob{t, packet::Interface{t.ifindex, *mac}, opts});
+    ++started;
+  }
+  return started;
 }
 
 packet::ProbeOptions Reconciler::WithMemberMacs(packet::ProbeOptions opts,

@@ -114,7 +114,7 @@ std::optional<SteadyTime> TakeoverGate::NextWakeup() const {
   for (const auto& [ip, s] : states_) {
     if (s.in_flight || !s.result || !s.deadline) continue;
     const SteadyTime t = std::min(s.result_at + options_.recheck, *s.deadline);
-    if (!next || t < *next) next = t;
+    next = Earliest(next, t);
   }
   return next;
 }

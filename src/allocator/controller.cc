@@ -12,18 +12,6 @@
 
 namespace pylon::allocator {
 
-namespace resources {
-const k8s::Resource& ServiceGroups() {
-  static const k8s::Resource r{"purelb.io", "v1", "servicegroups", "ServiceGroup", true};
-  return r;
-}
-const k8s::Resource& LoadBalancerClasses() {
-  static const k8s::Resource r{"lace-cni.io", "v1alpha1", "loadbalancerclasses",
-                               "LoadBalancerClass", false};
-  return r;
-}
-}  // namespace resources
-
 namespace {
 
 // True when an update of a config object changed something other than its status.
@@ -70,8 +58,8 @@ Controller::Controller(k8s::Client& client, k8s::EventRecorder& recorder, Alloca
     return std::make_unique<k8s::Informer>(client_, io, clock_);
   };
   services_ = make(k8s::resources::Services(), "", true);
-  groups_ = make(resources::ServiceGroups(), opts_.install_namespace, false);
-  classes_ = make(resources::LoadBalancerClasses(), "", false);
+  groups_ = make(k8s::resources::ServiceGroups(), opts_.install_namespace, false);
+  classes_ = make(k8s::resources::LoadBalancerClasses(), "", false);
   leases_ = make(k8s::resources::Leases(), opts_.install_namespace, false);
 
   services_->AddHandlers({
@@ -155,7 +143,8 @@ void Controller::Lead() {
   }
   queue_.Add(WorkItem::Config());
   for (int i = 0; i < std::max(1, opts_.workers); ++i) {
-    workers_.emplace_back([this] { WorkerLoop(); });
+    workers_.push_back(std::make_unique<Worker>());
+    workers_.back()->Start([this] { WorkerLoop(); });
   }
   log::Info("leading: workers started", {{"services", std::to_string(views.size())}});
 }
@@ -231,9 +220,7 @@ void Controller::Stop() {
   if (!was) metrics_.SetLeader(false);
   queue_.ShutDown();
   MutexLock life(life_mu_);
-  for (auto& t : workers_) {
-    if (t.joinable()) t.join();
-  }
+  for (auto& w : workers_) w->Stop();  // each returns once the queue is shut down
   workers_.clear();
   if (services_) services_->Stop();
   if (groups_) groups_->Stop();

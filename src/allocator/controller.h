@@ -33,7 +33,6 @@
 #include <optional>
 #include <set>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "allocator/allocator_metrics.h"
@@ -42,6 +41,7 @@
 #include "allocator/work_item.h"
 #include "common/clock.h"
 #include "common/mutex.h"
+#include "common/worker.h"
 #include "config/validate.h"
 #include "k8s/client.h"
 #include "k8s/event_recorder.h"
@@ -50,11 +50,6 @@
 #include "pool/allocator.h"
 
 namespace pylon::allocator {
-
-namespace resources {
-const k8s::Resource& ServiceGroups();        // purelb.io/v1, namespaced
-const k8s::Resource& LoadBalancerClasses();  // lace-cni.io/v1alpha1, cluster-scoped
-}  // namespace resources
 
 // Drops from a Service what neither model::ParseService nor the writes read: every spec field
 // but type, loadBalancerIP, loadBalancerClass, ipFamilies, ipFamilyPolicy, externalTrafficPolicy
@@ -161,7 +156,7 @@ class Controller {
   std::unique_ptr<k8s::Informer> groups_;
   std::unique_ptr<k8s::Informer> classes_;
   std::unique_ptr<k8s::Informer> leases_;
-  std::vector<std::thread> workers_ PYLON_GUARDED_BY(life_mu_);
+  std::vector<std::unique_ptr<Worker>> workers_ PYLON_GUARDED_BY(life_mu_);
   std::atomic<bool> leading_{false};
   std::atomic<bool> stopping_{false};
 

@@ -224,7 +224,7 @@ Controller::SyncState Controller::ProcessConfig() {
 Controller::SyncState Controller::ProcessConfigStatus(const config::ConfigKey& okey) {
   const bool is_group = okey.kind == config::ObjectKind::kServiceGroup;
   const k8s::Resource& res =
-      is_group ? resources::ServiceGroups() : resources::LoadBalancerClasses();
+      is_group ? k8s::resources::ServiceGroups() : k8s::resources::LoadBalancerClasses();
   std::optional<Json> obj = is_group ? groups_->store().Get(okey.namespace_, okey.name)
                                      : classes_->store().Get("", okey.name);
   if (!obj) return SyncState::kDone;

@@ -137,19 +137,7 @@ CLI::Validator NonEmpty() {
       "non-empty");
 }
 
-std::string LevelName(log::Level level) {
-  switch (level) {
-    case log::Level::kDebug:
-      return "debug";
-    case log::Level::kInfo:
-      return "info";
-    case log::Level::kWarn:
-      return "warn";
-    case log::Level::kError:
-      return "error";
-  }
-  return "info";
-}
+std::string LevelName(log::Level level) { return std::string(log::LevelName(level)); }
 
 CLI::Option* AddLogLevel(App& app, log::Level* out) {
   auto* opt = app.add_option_function<std::string>(
@@ -162,7 +150,7 @@ CLI::Option* AddLogLevel(App& app, log::Level* out) {
       },
       "log level: debug|info|warn|error");
   opt->type_name("LEVEL");
-  opt->default_str(LevelName(*out));
+  opt->default_str(std::string(log::LevelName(*out)));
   return opt;
 }
 

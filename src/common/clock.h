@@ -2,7 +2,9 @@
 // Steady time (monotonic) decides expiry; wall time is only for what is written out (timestamps).
 #pragma once
 
+#include <algorithm>
 #include <chrono>
+#include <optional>
 
 #include "common/mutex.h"
 
@@ -11,6 +13,15 @@ namespace pylon {
 using SteadyTime = std::chrono::steady_clock::time_point;
 using WallTime = std::chrono::system_clock::time_point;
 using Duration = std::chrono::nanoseconds;
+
+// The earlier of two times, either of which may be absent (nullopt: nothing due): how a set of
+// timers makes its next wake-up, `next = Earliest(next, t)`.
+inline std::optional<SteadyTime> Earliest(std::optional<SteadyTime> a,
+                                          std::optional<SteadyTime> b) {
+  if (!a) return b;
+  if (!b) return a;
+  return std::min(*a, *b);
+}
 
 class Clock {
  public:

@@ -17,20 +17,6 @@ std::string& ComponentName() PYLON_REQUIRES(g_mu) {
   return name;
 }
 
-const char* LevelName(Level l) {
-  switch (l) {
-    case Level::kDebug:
-      return "debug";
-    case Level::kInfo:
-      return "info";
-    case Level::kWarn:
-      return "warn";
-    case Level::kError:
-      return "error";
-  }
-  return "info";
-}
-
 void AppendValue(std::string& out, std::string_view v) {
   bool quote = v.empty();
   for (char c : v) {
@@ -60,6 +46,20 @@ void AppendValue(std::string& out, std::string_view v) {
 }
 
 }  // namespace
+
+std::string_view LevelName(Level level) {
+  switch (level) {
+    case Level::kDebug:
+      return "debug";
+    case Level::kInfo:
+      return "info";
+    case Level::kWarn:
+      return "warn";
+    case Level::kError:
+      return "error";
+  }
+  return "info";
+}
 
 bool ParseLevel(std::string_view text, Level* out) {
   if (text == "debug")

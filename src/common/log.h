@@ -13,6 +13,8 @@ enum class Level { kDebug = 0, kInfo = 1, kWarn = 2, kError = 3 };
 
 // Parses "debug|info|warn|error"; returns false on anything else.
 bool ParseLevel(std::string_view text, Level* out);
+// The name ParseLevel reads ("debug", "info", "warn", "error"), as log lines write it.
+std::string_view LevelName(Level level);
 void SetLevel(Level level);
 void SetComponent(std::string component);
 bool Enabled(Level level);

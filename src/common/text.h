@@ -1,4 +1,4 @@
-// Small text helpers shared by every parser of the project. Pure, no allocation.
+// Small text helpers shared by every parser and formatter of the project. Pure.
 #pragma once
 
 #include <charconv>
@@ -6,7 +6,9 @@
 #include <cstdint>
 #include <limits>
 #include <optional>
+#include <string>
 #include <string_view>
+#include <vector>
 
 namespace pylon {
 
@@ -45,6 +47,29 @@ inline std::optional<T> ParseInteger(std::string_view text, T lo = std::numeric_
 // A TCP/UDP port: 1..65535.
 inline std::optional<std::uint16_t> ParsePort(std::string_view text) {
   return ParseInteger<std::uint16_t>(text, 1, 65535);
+}
+
+// The pieces of `s` between the `sep`s, untrimmed and empty ones included ("a,,b" gives three;
+// "" gives one, empty): each list parser numbers, trims and skips entries as its format says.
+inline std::vector<std::string_view> Split(std::string_view s, char sep) {
+  std::vector<std::string_view> out;
+  while (true) {
+    const auto pos = s.find(sep);
+    out.push_back(s.substr(0, pos));
+    if (pos == std::string_view::npos) return out;
+    s.remove_prefix(pos + 1);
+  }
+}
+
+// The ToString() of each item, separated by `sep` (the annotations' comma-separated lists).
+template <typename Range>
+std::string JoinToString(const Range& items, char sep = ',') {
+  std::string out;
+  for (const auto& item : items) {
+    if (!out.empty()) out += sep;
+    out += item.ToString();
+  }
+  return out;
 }
 
 }  // namespace pylon

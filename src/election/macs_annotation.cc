@@ -7,29 +7,23 @@
 
 namespace pylon::election {
 
-namespace {}  // namespace
-
 MacsParse ParseMacsAnnotation(std::string_view value) {
   MacsParse out;
   std::size_t n = 0;
-  while (true) {
-    const auto comma = value.find(',');
-    std::string_view entry = Trim(value.substr(0, comma));
-    ++n;
-    if (!entry.empty()) {
-      auto mac = net::MacAddress::Parse(entry);
-      if (!mac) {
-        out.issues.push_back("entry " + std::to_string(n) + " \"" + std::string(entry) +
-                             "\": not a MAC address");
-      } else if (out.macs.size() >= kMaxAnnotationMacs) {
-        out.issues.push_back("entry " + std::to_string(n) + ": more than " +
-                             std::to_string(kMaxAnnotationMacs) + " MACs, ignored");
-      } else {
-        out.macs.push_back(mac->ToString());
-      }
+  for (std::string_view raw : Split(value, ',')) {
+    const std::string_view entry = Trim(raw);
+    ++n;  // empty entries count
+    if (entry.empty()) continue;
+    auto mac = net::MacAddress::Parse(entry);
+    if (!mac) {
+      out.issues.push_back("entry " + std::to_string(n) + " \"" + std::string(entry) +
+                           "\": not a MAC address");
+    } else if (out.macs.size() >= kMaxAnnotationMacs) {
+      out.issues.push_back("entry " + std::to_string(n) + ": more than " +
+                           std::to_string(kMaxAnnotationMacs) + " MACs, ignored");
+    } else {
+      out.macs.push_back(mac->ToString());
     }
-    if (comma == std::string_view::npos) break;
-    value.remove_prefix(comma + 1);
   }
   std::sort(out.macs.begin(), out.macs.end());
   out.macs.erase(std::unique(out.macs.begin(), out.macs.end()), out.macs.end());

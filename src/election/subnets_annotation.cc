@@ -2,17 +2,13 @@
 
 #include <algorithm>
 
+#include "common/text.h"
+
 namespace pylon::election {
 namespace {
 
 // The parser's reason may echo the input; keep each issue line bounded.
 constexpr std::size_t kMaxReason = 120;
-
-std::string_view TrimSpaces(std::string_view s) {
-  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
-  while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) s.remove_suffix(1);
-  return s;
-}
 
 // Entries are quoted in issues; cap what is echoed so a huge garbage value cannot bloat logs.
 std::string Quote(std::string_view entry) {
@@ -41,29 +37,24 @@ SubnetsParse ParseSubnetsAnnotation(std::string_view value) {
   std::size_t index = 0;
   std::size_t accepted = 0;
   std::size_t dropped_over_cap = 0;
-  while (true) {
-    const std::size_t comma = value.find(',');
-    const std::string_view raw = value.substr(0, comma);
-    const std::string_view entry = TrimSpaces(raw);
-    ++index;
-    if (!entry.empty()) {
-      auto prefix = net::Prefix::Parse(entry);
-      if (!prefix) {
-        std::string reason = prefix.error().message();
-        if (reason.size() > kMaxReason) reason = reason.substr(0, kMaxReason) + "...";
-        out.issues.push_back("entry " + std::to_string(index) + " " + Quote(entry) + ": " + reason);
-      } else if (prefix->length() == 0) {
-        out.issues.push_back("entry " + std::to_string(index) + " " + Quote(entry) +
-                             ": a /0 prefix is not an on-link subnet");
-      } else if (accepted == kMaxAnnotationSubnets) {
-        ++dropped_over_cap;
-      } else {
-        out.subnets.push_back(prefix->Masked());
-        ++accepted;
-      }
+  for (std::string_view raw : Split(value, ',')) {
+    const std::string_view entry = Trim(raw);
+    ++index;  // empty entries count
+    if (entry.empty()) continue;
+    auto prefix = net::Prefix::Parse(entry);
+    if (!prefix) {
+      std::string reason = prefix.error().message();
+      if (reason.size() > kMaxReason) reason = reason.substr(0, kMaxReason) + "...";
+      out.issues.push_back("entry " + std::to_string(index) + " " + Quote(entry) + ": " + reason);
+    } else if (prefix->length() == 0) {
+      out.issues.push_back("entry " + std::to_string(index) + " " + Quote(entry) +
+                           ": a /0 prefix is not an on-link subnet");
+    } else if (accepted == kMaxAnnotationSubnets) {
+      ++dropped_over_cap;
+    } else {
+      out.subnets.push_back(prefix->Masked());
+      ++accepted;
     }
-    if (comma == std::string_view::npos) break;
-    value.remove_prefix(comma + 1);
   }
   if (dropped_over_cap > 0) {
     out.issues.push_back(std::to_string(dropped_over_cap) + " entries beyond the first " +
@@ -78,12 +69,7 @@ std::string FormatSubnetsAnnotation(std::span<const net::Prefix> subnets) {
   v.reserve(subnets.size());
   for (const auto& p : subnets) v.push_back(p.Masked());
   SortUnique(v);
-  std::string out;
-  for (const auto& p : v) {
-    if (!out.empty()) out += ',';
-    out += p.ToString();
-  }
-  return out;
+  return JoinToString(v);
 }
 
 }  // namespace pylon::election

@@ -53,24 +53,20 @@ ParsedEndpoints ParseEndpoints(std::string_view value) {
   ParsedEndpoints out;
   std::size_t index = 0;
   std::size_t skipped_over_limit = 0;
-  while (true) {
-    const std::size_t comma = value.find(',');
-    std::string_view entry = Trim(value.substr(0, comma));
-    if (!entry.empty()) {
-      ++index;
-      Endpoint e;
-      std::string reason = ParseEntry(entry, e);
-      if (!reason.empty()) {
-        out.issues.push_back("entry " + std::to_string(index) + " \"" + std::string(entry) +
-                             "\": " + reason);
-      } else if (out.endpoints.size() >= kMaxEndpoints) {
-        ++skipped_over_limit;
-      } else {
-        out.endpoints.push_back(e);
-      }
+  for (std::string_view raw : Split(value, ',')) {
+    const std::string_view entry = Trim(raw);
+    if (entry.empty()) continue;
+    ++index;  // empty entries do not count
+    Endpoint e;
+    std::string reason = ParseEntry(entry, e);
+    if (!reason.empty()) {
+      out.issues.push_back("entry " + std::to_string(index) + " \"" + std::string(entry) +
+                           "\": " + reason);
+    } else if (out.endpoints.size() >= kMaxEndpoints) {
+      ++skipped_over_limit;
+    } else {
+      out.endpoints.push_back(e);
     }
-    if (comma == std::string_view::npos) break;
-    value.remove_prefix(comma + 1);
   }
   if (skipped_over_limit > 0) {
     out.issues.push_back(std::to_string(skipped_over_limit) + " endpoints beyond the first " +
@@ -82,12 +78,7 @@ ParsedEndpoints ParseEndpoints(std::string_view value) {
 
 std::string FormatEndpoints(std::vector<Endpoint> endpoints) {
   Canonicalize(endpoints);
-  std::string out;
-  for (const auto& e : endpoints) {
-    if (!out.empty()) out += ',';
-    out += e.ToString();
-  }
-  return out;
+  return JoinToString(endpoints);
 }
 
 }  // namespace pylon::heartbeat

@@ -54,7 +54,7 @@ HeartbeatService::HeartbeatService(ServiceOptions options, ServiceDeps deps, OnC
 HeartbeatService::~HeartbeatService() { Stop(); }
 
 Status HeartbeatService::Start() {
-  if (thread_.joinable()) return Fail(ErrorCode::kInternal, "heartbeat service already started");
+  if (worker_.Running()) return Fail(ErrorCode::kInternal, "heartbeat service already started");
   auto sock = UdpSocket::Open(options_.interface, options_.config.port);
   if (!sock) return Fail(sock.error());
   wake_fd_ = UniqueFd(::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC));
@@ -73,8 +73,8 @@ Status HeartbeatService::Start() {
     MutexLock lock(mu_);
     socket_ = std::move(*sock);
   }
-  stop_ = false;
-  thread_ = std::thread([this] { Run(); });
+  worker_.SetWaker([this] { Wake(); });  // Stop interrupts the poll
+  worker_.Start([this] { Run(); });
   log::Info("heartbeats started",
             {{"node", options_.node.str()},
              {"interface", options_.interface.empty() ? "(any)" : options_.interface},
@@ -86,10 +86,8 @@ Status HeartbeatService::Start() {
 }
 
 void HeartbeatService::Stop() {
-  if (!thread_.joinable()) return;
-  stop_ = true;
-  Wake();
-  thread_.join();
+  if (!worker_.Running()) return;
+  worker_.Stop();
   MutexLock lock(mu_);
   socket_.reset();
   link_events_.reset();
@@ -160,12 +158,12 @@ void HeartbeatService::SetLinkUp(bool up) {
 void HeartbeatService::Leave(Duration timeout) {
   MutexLock lock(mu_);
   engine_.StartLeaving();
-  if (!thread_.joinable() || !engine_.link_up()) return;  // nothing can be sent
+  if (!worker_.Running() || !engine_.link_up()) return;  // nothing can be sent
   lock.Unlock();
   Wake();
   lock.Lock();
   const auto deadline = std::chrono::steady_clock::now() + timeout;
-  while (engine_.leaving_rounds() == 0 && !stop_ && engine_.link_up()) {
+  while (engine_.leaving_rounds() == 0 && !worker_.Stopping() && engine_.link_up()) {
     if (lock.WaitUntil(sent_cv_, deadline) == std::cv_status::timeout) break;
   }
 }
@@ -319,7 +317,7 @@ void HeartbeatService::LogTransitions(const std::vector<Transition>& transitions
 }
 
 void HeartbeatService::Run() {
-  while (!stop_) {
+  while (!worker_.Stopping()) {
     bool notify = false;
     std::vector<Transition> transitions;
     SteadyTime wake_at;

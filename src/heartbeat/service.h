@@ -19,7 +19,6 @@
 //   shutdown: withdraw addresses, Leave(), delete the lease, Stop().
 #pragma once
 
-#include <atomic>
 #include <condition_variable>
 #include <cstdint>
 #include <functional>
@@ -29,13 +28,13 @@
 #include <span>
 #include <string>
 #include <string_view>
-#include <thread>
 #include <vector>
 
 #include "common/clock.h"
 #include "common/fd.h"
 #include "common/mutex.h"
 #include "common/result.h"
+#include "common/worker.h"
 #include "election/membership.h"
 #include "election/node_name.h"
 #include "heartbeat/config.h"
@@ -151,8 +150,7 @@ class HeartbeatService {
   std::unique_ptr<netlink::EventSource> link_events_;
   int ifindex_ = 0;
   UniqueFd wake_fd_;
-  std::atomic<bool> stop_{false};
-  std::thread thread_;
+  Worker worker_;  // Run; its waker writes wake_fd_ (last: stops first)
 };
 
 }  // namespace pylon::heartbeat

@@ -79,6 +79,39 @@ tl::unexpected<DecodeError> Drop(DropReason r, std::string detail) {
   return tl::unexpected<DecodeError>(DecodeError{r, std::move(detail)});
 }
 
+// What sets one kind of datagram apart before its fields: size bounds, magic, version.
+struct Envelope {
+  std::size_t min_bytes;
+  std::size_t max_bytes;
+  std::span<const std::uint8_t> magic;
+  std::uint8_t version;
+  std::string_view kind;  // for the drop's detail
+};
+
+// The checks every datagram passes before its fields are read, in this order: size, magic,
+// version, MAC. Returns the authenticated body after the magic and the version.
+tl::expected<std::span<const std::uint8_t>, DecodeError> Open(
+    std::span<const std::uint8_t> datagram, const KeyRing& keys, const Envelope& e) {
+  if (datagram.size() < e.min_bytes) {
+    return Drop(DropReason::kTooShort, std::to_string(datagram.size()) + " bytes");
+  }
+  if (datagram.size() > e.max_bytes) {
+    return Drop(DropReason::kTooLong, std::to_string(datagram.size()) + " bytes");
+  }
+  if (!std::equal(e.magic.begin(), e.magic.end(), datagram.begin())) {
+    return Drop(DropReason::kBadMagic, "not a " + std::string(e.kind));
+  }
+  if (datagram[4] != e.version) {
+    return Drop(DropReason::kBadVersion,
+                std::string(e.kind) + " version " + std::to_string(datagram[4]));
+  }
+  const auto body = datagram.first(datagram.size() - kMacBytes);
+  if (!keys.Verify(body, datagram.last(kMacBytes))) {
+    return Drop(DropReason::kBadMac, "authentication failed (wrong key or altered datagram)");
+  }
+  return body.subspan(5);
+}
+
 }  // namespace
 
 const char* DropReasonName(DropReason r) {
@@ -171,24 +204,11 @@ Result<std::vector<std::uint8_t>> Encode(const Heartbeat& hb, const KeyRing& key
 
 tl::expected<Heartbeat, DecodeError> Decode(std::span<const std::uint8_t> datagram,
                                             const KeyRing& keys) {
-  if (datagram.size() < kMinDatagramBytes) {
-    return Drop(DropReason::kTooShort, std::to_string(datagram.size()) + " bytes");
-  }
-  if (datagram.size() > kMaxDatagramBytes) {
-    return Drop(DropReason::kTooLong, std::to_string(datagram.size()) + " bytes");
-  }
-  if (!std::equal(std::begin(kMagic), std::end(kMagic), datagram.begin())) {
-    return Drop(DropReason::kBadMagic, "not a heartbeat");
-  }
-  if (datagram[4] != kVersion) {
-    return Drop(DropReason::kBadVersion, "version " + std::to_string(datagram[4]));
-  }
-  const auto body = datagram.first(datagram.size() - kMacBytes);
-  if (!keys.Verify(body, datagram.last(kMacBytes))) {
-    return Drop(DropReason::kBadMac, "authentication failed (wrong key or altered datagram)");
-  }
+  auto body =
+      Open(datagram, keys, {kMinDatagramBytes, kMaxDatagramBytes, kMagic, kVersion, "heartbeat"});
+  if (!body) return tl::unexpected(body.error());
 
-  Reader r(body.subspan(5));
+  Reader r(*body);
   Heartbeat hb;
   std::uint8_t name_len = 0;
   std::span<const std::uint8_t> name;
@@ -294,21 +314,11 @@ Result<std::vector<std::uint8_t>> EncodeReport(const Report& report, const KeyRi
 
 tl::expected<Report, DecodeError> DecodeReport(std::span<const std::uint8_t> datagram,
                                                const KeyRing& keys) {
-  if (datagram.size() < kReportFixedBytes + 2) {
-    return Drop(DropReason::kTooShort, std::to_string(datagram.size()) + " bytes");
-  }
-  if (datagram.size() > kReportFixedBytes + 2 * kMaxNodeNameBytes) {
-    return Drop(DropReason::kTooLong, std::to_string(datagram.size()) + " bytes");
-  }
-  if (!LooksLikeReport(datagram)) return Drop(DropReason::kBadMagic, "not a report");
-  if (datagram[4] != kReportVersion) {
-    return Drop(DropReason::kBadVersion, "report version " + std::to_string(datagram[4]));
-  }
-  const auto body = datagram.first(datagram.size() - kMacBytes);
-  if (!keys.Verify(body, datagram.last(kMacBytes))) {
-    return Drop(DropReason::kBadMac, "authentication failed (wrong key or altered datagram)");
-  }
-  Reader r(body.subspan(5));
+  auto body = Open(datagram, keys,
+                   {kReportFixedBytes + 2, kReportFixedBytes + 2 * kMaxNodeNameBytes, kReportMagic,
+                    kReportVersion, "report"});
+  if (!body) return tl::unexpected(body.error());
+  Reader r(*body);
   Report rep;
   std::uint8_t kind = 0;
   r.U8(kind);  // cannot fail: the size check above covers the fixed part

@@ -62,7 +62,7 @@ void EventRecorderImpl::Event(const ObjectReference& object, EventLevel level,
                               std::string_view reason, std::string_view message) {
   WallTime now = clock_.WallNow();
   MutexLock lock(mu_);
-  if (stopping_) return;
+  if (worker_.Stopping()) return;
   if (queue_.size() >= opts_.queue_capacity) {
     ++dropped_;
     log::Warn(
@@ -75,28 +75,24 @@ void EventRecorderImpl::Event(const ObjectReference& object, EventLevel level,
   nanos = std::max(nanos, last_nanos_ + 1);  // unique names even on a coarse or fake clock
   last_nanos_ = nanos;
   queue_.push_back(Pending{object, level, std::string(reason), std::string(message), now, nanos});
-  cv_.notify_one();
+  worker_.Wake();
 }
 
 void EventRecorderImpl::Start() {
-  if (thread_.joinable()) return;
-  thread_ = std::thread([this] { Run(); });
+  worker_.Start([this] { Run(); });
 }
 
 void EventRecorderImpl::Stop(Duration drain) {
   {
     MutexLock lock(mu_);
-    if (thread_.joinable()) {
+    if (worker_.Running()) {
       auto deadline = std::chrono::steady_clock::now() + drain;
       while (!queue_.empty() || busy_) {
-        if (lock.WaitUntil(cv_, deadline) == std::cv_status::timeout) break;
+        if (lock.WaitUntil(idle_cv_, deadline) == std::cv_status::timeout) break;
       }
     }
-    stopping_ = true;
-    cv_.notify_all();
   }
-  cancel_.Cancel();
-  if (thread_.joinable()) thread_.join();
+  worker_.Stop();  // also ends a retry's wait
 }
 
 void EventRecorderImpl::Run() {
@@ -104,8 +100,13 @@ void EventRecorderImpl::Run() {
     Pending next;
     {
       MutexLock lock(mu_);
-      while (!stopping_ && queue_.empty()) lock.Wait(cv_);
-      if (stopping_) return;
+      while (queue_.empty()) {
+        lock.Unlock();
+        const bool woken = worker_.WaitForWake();  // an Event since the queue was seen empty
+        lock.Lock();
+        if (!woken) return;
+      }
+      if (worker_.Stopping()) return;
       next = std::move(queue_.front());
       queue_.pop_front();
       busy_ = true;
@@ -114,7 +115,7 @@ void EventRecorderImpl::Run() {
                     next.unique_nanos));
     MutexLock lock(mu_);
     busy_ = false;
-    cv_.notify_all();
+    idle_cv_.notify_all();
   }
 }
 
@@ -155,7 +156,7 @@ void EventRecorderImpl::Write(Json event) {
                 {{"event", ObjectKey{ns, name}.String()}, {"error", reply.error().message()}});
       return;
     }
-    if (cancel_.WaitFor(opts_.retry_interval)) return;
+    if (!worker_.SleepFor(opts_.retry_interval)) return;  // stopped
   }
 }
 

@@ -9,12 +9,11 @@
 #include <memory>
 #include <string>
 #include <string_view>
-#include <thread>
 #include <vector>
 
 #include "common/clock.h"
 #include "common/mutex.h"
-#include "k8s/canceller.h"
+#include "common/worker.h"
 #include "k8s/client.h"
 #include "k8s/event_correlator.h"
 
@@ -93,18 +92,17 @@ class EventRecorderImpl final : public EventRecorder {
   const EventRecorderOptions opts_;
   const Clock& clock_;
   EventCorrelator correlator_;  // worker thread only
-  Canceller cancel_;
-  std::thread thread_;
 
   mutable Mutex mu_;
-  std::condition_variable cv_;
+  std::condition_variable idle_cv_;  // an event written (Stop's drain waits on it)
   std::deque<Pending> queue_ PYLON_GUARDED_BY(mu_);
-  bool stopping_ PYLON_GUARDED_BY(mu_) = false;
   int64_t last_nanos_ PYLON_GUARDED_BY(mu_) = 0;
   int64_t dropped_ PYLON_GUARDED_BY(mu_) = 0;
   int64_t written_ PYLON_GUARDED_BY(mu_) = 0;
   int64_t skipped_ PYLON_GUARDED_BY(mu_) = 0;
   bool busy_ PYLON_GUARDED_BY(mu_) = false;
+  // Run: serves the queue, woken by Event; retries wait in real time (last: stops first).
+  Worker worker_;
 };
 
 }  // namespace pylon::k8s

@@ -74,18 +74,9 @@ bool LeaderElector::TryAcquireOrRenew() {
                 {{"lease", desc}, {"error", got.error().message()}});
       return false;
     }
-    auto created =
-        client_.Create(leases, MakeLease(config_.lease_namespace, config_.lease_name, desired));
-    if (!created) {
-      log::Warn("leader election: create lease failed",
-                {{"lease", desc}, {"error", created.error().message()}});
-      return false;
-    }
-    MutexLock lock(mu_);
-    observed_ = desired;
-    observed_time_ = now;
-    have_observed_ = true;
-    return true;
+    return Wrote(
+        client_.Create(leases, MakeLease(config_.lease_namespace, config_.lease_name, desired)),
+        "create", desc, desired, now);
   }
   auto spec = ParseLeaseSpec(*got);
   if (!spec) {
@@ -114,15 +105,20 @@ bool LeaderElector::TryAcquireOrRenew() {
       desired.lease_transitions = observed_.lease_transitions + 1;
     }
   }
-  auto updated = client_.Update(leases, WithLeaseSpec(*got, desired));
-  if (!updated) {
-    log::Warn("leader election: update lease failed",
-              {{"lease", desc}, {"error", updated.error().message()}});
+  return Wrote(client_.Update(leases, WithLeaseSpec(*got, desired)), "update", desc, desired, now);
+}
+
+bool LeaderElector::Wrote(const Result<Json>& written, std::string_view what,
+                          const std::string& desc, const LeaseSpec& desired, SteadyTime now) {
+  if (!written) {
+    log::Warn("leader election: " + std::string(what) + " lease failed",
+              {{"lease", desc}, {"error", written.error().message()}});
     return false;
   }
   MutexLock lock(mu_);
   observed_ = desired;
   observed_time_ = now;
+  have_observed_ = true;
   return true;
 }
 

@@ -69,6 +69,10 @@ class LeaderElector {
   bool IsLeaderLocked() const PYLON_REQUIRES(mu_) {
     return observed_.holder_identity == config_.identity;
   }
+  // After our create or update of the lease: a failure is logged (not leading); on success what
+  // was written is what is observed now.
+  bool Wrote(const Result<Json>& written, std::string_view what, const std::string& desc,
+             const LeaseSpec& desired, SteadyTime now);
 
   Client& client_;
   const LeaderElectionConfig config_;

@@ -67,6 +67,44 @@ const Resource& CustomResourceDefinitions() {
                           "CustomResourceDefinition", false};
   return r;
 }
+const Resource& Pods() {
+  static const Resource r{"", "v1", "pods", "Pod", true};
+  return r;
+}
+const Resource& DaemonSets() {
+  static const Resource r{"apps", "v1", "daemonsets", "DaemonSet", true};
+  return r;
+}
+const Resource& ServiceGroups() {
+  static const Resource r{"purelb.io", "v1", "servicegroups", "ServiceGroup", true};
+  return r;
+}
+const Resource& LBNodeAgents() {
+  static const Resource r{"purelb.io", "v1", "lbnodeagents", "LBNodeAgent", true};
+  return r;
+}
+const Resource& LoadBalancerClasses() {
+  static const Resource r{"lace-cni.io", "v1alpha1", "loadbalancerclasses", "LoadBalancerClass",
+                          false};
+  return r;
+}
+const Resource& L2Advertisements() {
+  static const Resource r{"lace-cni.io", "v1alpha1", "l2advertisements", "L2Advertisement", false};
+  return r;
+}
+const Resource& BGPPeers() {
+  static const Resource r{"lace-cni.io", "v1alpha1", "bgppeers", "BGPPeer", false};
+  return r;
+}
+const Resource& BFDProfiles() {
+  static const Resource r{"lace-cni.io", "v1alpha1", "bfdprofiles", "BFDProfile", false};
+  return r;
+}
+const Resource& BGPAdvertisements() {
+  static const Resource r{"lace-cni.io", "v1alpha1", "bgpadvertisements", "BGPAdvertisement",
+                          false};
+  return r;
+}
 }  // namespace resources
 
 std::string UrlEncode(std::string_view text) {

@@ -39,6 +39,16 @@ const Resource& Namespaces();
 const Resource& ConfigMaps();
 const Resource& Secrets();
 const Resource& CustomResourceDefinitions();
+const Resource& Pods();
+const Resource& DaemonSets();
+// Pylon's own kinds (the CRDs in deploy/).
+const Resource& ServiceGroups();
+const Resource& LBNodeAgents();
+const Resource& LoadBalancerClasses();
+const Resource& L2Advertisements();
+const Resource& BGPPeers();
+const Resource& BFDProfiles();
+const Resource& BGPAdvertisements();
 }  // namespace resources
 
 // Percent-encodes everything but RFC 3986 unreserved characters.

@@ -36,10 +36,7 @@ Status Lab::StartKubeProxy() {
                 "proxy mode \"" + config_.proxy_mode + "\": nftables or iptables");
   }
   if (auto s = Apply(kKubeProxyRbac); !s) return s;
-  const std::string node_server = "https://127.0.0.1:" + std::to_string(kNodeApiPort);
-  if (auto s = control_plane_.WriteServiceAccountKubeconfig(
-          Path("kubeconfig-kube-proxy"), "kube-system", "kube-proxy", node_server);
-      !s) {
+  if (auto s = WriteNodeKubeconfig("kubeconfig-kube-proxy", "kube-system", "kube-proxy"); !s) {
     return s;
   }
   if (auto s = SetUpPodRouting(topology_); !s) return s;

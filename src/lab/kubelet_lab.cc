@@ -77,10 +77,7 @@ Status Lab::SignalKubelet(const std::string& node, int sig) {
 
 Status Lab::StartKubelets() {
   if (auto s = Apply(kKubeletRbac); !s) return s;
-  const std::string node_server = "https://127.0.0.1:" + std::to_string(kNodeApiPort);
-  if (auto s = control_plane_.WriteServiceAccountKubeconfig(
-          Path("kubeconfig-kubelet"), "kube-system", "pylon-lab-kubelet", node_server);
-      !s) {
+  if (auto s = WriteNodeKubeconfig("kubeconfig-kubelet", "kube-system", "pylon-lab-kubelet"); !s) {
     return s;
   }
   auto pause = BuildImage({"pause"});

@@ -309,18 +309,18 @@ Status Lab::InstallForProcesses() {
     return Fail(r.error());
   }
   // The components authenticate as the ServiceAccounts deploy/ creates (TokenRequest API).
-  const std::string node_server = "https://127.0.0.1:" + std::to_string(kNodeApiPort);
   if (auto s = control_plane_.WriteServiceAccountKubeconfig(Path("kubeconfig-allocator"),
                                                             "purelb-system", "allocator");
       !s) {
     return s;
   }
-  if (auto s = control_plane_.WriteServiceAccountKubeconfig(Path("kubeconfig-agent"),
-                                                            "purelb-system", "agent", node_server);
-      !s) {
-    return s;
-  }
-  return Ok();
+  return WriteNodeKubeconfig("kubeconfig-agent", "purelb-system", "agent");
+}
+
+Status Lab::WriteNodeKubeconfig(const std::string& file, const std::string& ns,
+                                const std::string& account) {
+  const std::string node_server = "https://127.0.0.1:" + std::to_string(kNodeApiPort);
+  return control_plane_.WriteServiceAccountKubeconfig(Path(file), ns, account, node_server);
 }
 
 Status Lab::SetNodeLink(const std::string& node, bool up) {

@@ -234,6 +234,10 @@ class Lab {
   // Passes --heartbeat-key-secret as the DaemonSet sets it (the agents make the key Secret).
   Status SetUpHeartbeat();
   Status Spawn(const std::string& key, SpawnOptions opts);
+  // Writes the kubeconfig `file` (in the lab directory) of the ServiceAccount `ns`/`account` for a
+  // process on a node, which reaches the API server at 127.0.0.1:kNodeApiPort in its namespace.
+  Status WriteNodeKubeconfig(const std::string& file, const std::string& ns,
+                             const std::string& account);
   // RBAC, kubeconfig, one kube-proxy per node, waits for every /healthz. Fails with the reason.
   Status StartKubeProxy();
   Status SpawnKubeProxy(const LabNode& node);

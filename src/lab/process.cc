@@ -135,16 +135,15 @@ Process::~Process() {
 
 bool Process::running() {
   if (pid_ <= 0 || exit_status_) return false;
-  if (owned_) {
-    int st = 0;
-    pid_t r = waitpid(pid_, &st, WNOHANG);
-    if (r == pid_) {
-      exit_status_ = st;
-      return false;
-    }
-    return r == 0;
-  }
+  if (owned_) return Reap() == 0;
   return kill(pid_, 0) == 0;
+}
+
+pid_t Process::Reap() {
+  int st = 0;
+  const pid_t r = waitpid(pid_, &st, WNOHANG);
+  if (r == pid_) exit_status_ = st;
+  return r;
 }
 
 Status Process::Signal(int sig) {
@@ -158,12 +157,8 @@ Result<int> Process::Wait(std::chrono::milliseconds timeout) {
   auto deadline = std::chrono::steady_clock::now() + timeout;
   while (true) {
     if (owned_) {
-      int st = 0;
-      pid_t r = waitpid(pid_, &st, WNOHANG);
-      if (r == pid_) {
-        exit_status_ = st;
-        return st;
-      }
+      const pid_t r = Reap();
+      if (r == pid_) return *exit_status_;
       if (r < 0) return FailErrno(errno, "waitpid");
     } else if (kill(pid_, 0) != 0 || IsZombie(pid_)) {
       exit_status_ = 0;

@@ -46,6 +46,9 @@ class Process {
 
  private:
   explicit Process(pid_t pid, bool owned) : pid_(pid), owned_(owned) {}
+  // An owned child: waitpid without blocking, keeping the exit status once it has exited.
+  // Returns waitpid's result (the pid: exited; 0: running; -1: error, errno set).
+  pid_t Reap();
   pid_t pid_ = -1;
   bool owned_ = false;
   std::optional<int> exit_status_;

@@ -7,27 +7,15 @@
 namespace pylon::metrics {
 namespace {
 
-std::string EscapeLabelValue(std::string_view v) {
+// The text format's escapes: backslash and newline; in label values also the double quote.
+std::string Escape(std::string_view v, bool quote) {
   std::string out;
   out.reserve(v.size());
   for (char c : v) {
     if (c == '\\')
       out += "\\\\";
-    else if (c == '"')
+    else if (c == '"' && quote)
       out += "\\\"";
-    else if (c == '\n')
-      out += "\\n";
-    else
-      out.push_back(c);
-  }
-  return out;
-}
-
-std::string EscapeHelp(std::string_view v) {
-  std::string out;
-  for (char c : v) {
-    if (c == '\\')
-      out += "\\\\";
     else if (c == '\n')
       out += "\\n";
     else
@@ -57,7 +45,7 @@ std::string Registry::RenderLabels(Labels labels) {
   std::string out = "{";
   for (size_t i = 0; i < labels.size(); ++i) {
     if (i) out += ",";
-    out += labels[i].first + "=\"" + EscapeLabelValue(labels[i].second) + "\"";
+    out += labels[i].first + "=\"" + Escape(labels[i].second, true) + "\"";
   }
   return out + "}";
 }
@@ -130,7 +118,7 @@ std::string Registry::Render() const {
   MutexLock lock(mu_);
   std::string out;
   for (const auto& [name, fam] : families_) {
-    if (!fam.help.empty()) out += "# HELP " + name + " " + EscapeHelp(fam.help) + "\n";
+    if (!fam.help.empty()) out += "# HELP " + name + " " + Escape(fam.help, false) + "\n";
     out += "# TYPE " + name + (fam.type == Type::kCounter ? " counter\n" : " gauge\n");
     for (const auto& [labels, value] : fam.series) {
       out += name + labels + " " + FormatValue(value) + "\n";

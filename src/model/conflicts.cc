@@ -10,17 +10,6 @@ namespace pylon::model {
 
 namespace {
 
-std::vector<std::string_view> Split(std::string_view s, char sep) {
-  std::vector<std::string_view> out;
-  while (true) {
-    auto pos = s.find(sep);
-    out.push_back(s.substr(0, pos));
-    if (pos == std::string_view::npos) break;
-    s.remove_prefix(pos + 1);
-  }
-  return out;
-}
-
 bool ValidToken(std::string_view t) {
   return !t.empty() && std::none_of(t.begin(), t.end(), [](char c) {
     return c == ' ' || c == ',' || c == '\t' || static_cast<unsigned char>(c) < 0x20;

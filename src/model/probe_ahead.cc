@@ -52,19 +52,15 @@ Result<ProbedAddress> ParseEntry(std::string_view entry) {
 
 ProbeAheadParse ParseProbeAhead(std::string_view value) {
   ProbeAheadParse out;
-  while (true) {
-    const auto pos = value.find(',');
-    const std::string_view entry = Trim(value.substr(0, pos));
-    if (!entry.empty()) {
-      auto p = ParseEntry(entry);
-      if (p) {
-        out.entries.push_back(std::move(*p));
-      } else {
-        out.issues.push_back("\"" + std::string(entry) + "\": " + p.error().message());
-      }
+  for (std::string_view raw : Split(value, ',')) {
+    const std::string_view entry = Trim(raw);
+    if (entry.empty()) continue;
+    auto p = ParseEntry(entry);
+    if (p) {
+      out.entries.push_back(std::move(*p));
+    } else {
+      out.issues.push_back("\"" + std::string(entry) + "\": " + p.error().message());
     }
-    if (pos == std::string_view::npos) break;
-    value.remove_prefix(pos + 1);
   }
   return out;
 }

@@ -79,6 +79,13 @@ Result<std::uint8_t> U8(const Attr& a, std::string_view what) {
   if (a.data.empty()) return Fail(ErrorCode::kInvalidArgument, std::string(what) + ": empty u8");
   return a.data[0];
 }
+// Stores a parsed attribute's value in `out`, or passes its error on.
+template <typename T, typename U>
+Status Store(Result<T> v, U& out) {
+  if (!v) return Fail(v.error());
+  out = static_cast<U>(std::move(*v));
+  return Ok();
+}
 std::string Str(const Attr& a) {
   std::string s(reinterpret_cast<const char*>(a.data.data()), a.data.size());
   if (auto nul = s.find('\0'); nul != std::string::npos) s.resize(nul);
@@ -222,12 +229,9 @@ Result<AddressInfo> ParseAddress(const MessageView& msg) {
         (a.type == IFA_LOCAL ? local : address) = *ip;
         break;
       }
-      case IFA_FLAGS: {
-        auto v = U32(a, "IFA_FLAGS");
-        if (!v) return tl::unexpected(v.error());
-        info.flags = *v;
+      case IFA_FLAGS:
+        if (auto st = Store(U32(a, "IFA_FLAGS"), info.flags); !st) return Fail(st.error());
         break;
-      }
       case IFA_CACHEINFO: {
         if (a.data.size() < sizeof(ifa_cacheinfo)) {
           return Fail(ErrorCode::kInvalidArgument, "IFA_CACHEINFO: short attribute");
@@ -237,12 +241,9 @@ Result<AddressInfo> ParseAddress(const MessageView& msg) {
         info.lifetimes.valid = Seconds{ci.ifa_valid};
         break;
       }
-      case IFA_PROTO: {
-        auto v = U8(a, "IFA_PROTO");
-        if (!v) return tl::unexpected(v.error());
-        info.proto = *v;
+      case IFA_PROTO:
+        if (auto st = Store(U8(a, "IFA_PROTO"), info.proto); !st) return Fail(st.error());
         break;
-      }
       case IFA_LABEL:
         info.label = Str(a);
         break;
@@ -282,12 +283,10 @@ Result<RouteInfo> ParseRoute(const MessageView& msg) {
   bool has_single = false;
   for (const Attr& a : *attrs) {
     switch (a.type) {
-      case RTA_DST: {
-        auto ip = AddressFrom(a, rtm.rtm_family, "RTA_DST");
-        if (!ip) return tl::unexpected(ip.error());
-        dst = *ip;
+      case RTA_DST:
+        if (auto st = Store(AddressFrom(a, rtm.rtm_family, "RTA_DST"), dst); !st)
+          return Fail(st.error());
         break;
-      }
       case RTA_OIF: {
         auto v = U32(a, "RTA_OIF");
         if (!v) return tl::unexpected(v.error());
@@ -295,12 +294,10 @@ Result<RouteInfo> ParseRoute(const MessageView& msg) {
         has_single = true;
         break;
       }
-      case RTA_GATEWAY: {
-        auto ip = AddressFrom(a, rtm.rtm_family, "RTA_GATEWAY");
-        if (!ip) return tl::unexpected(ip.error());
-        single.gateway = *ip;
+      case RTA_GATEWAY:
+        if (auto st = Store(AddressFrom(a, rtm.rtm_family, "RTA_GATEWAY"), single.gateway); !st)
+          return Fail(st.error());
         break;
-      }
       case RTA_VIA: {
         if (a.data.size() < 2) return Fail(ErrorCode::kInvalidArgument, "RTA_VIA: short");
         auto ip = AddressFrom({RTA_VIA, a.data.subspan(2)}, Load<std::uint16_t>(a.data), "RTA_VIA");
@@ -308,30 +305,19 @@ Result<RouteInfo> ParseRoute(const MessageView& msg) {
         single.gateway = *ip;
         break;
       }
-      case RTA_PRIORITY: {
-        auto v = U32(a, "RTA_PRIORITY");
-        if (!v) return tl::unexpected(v.error());
-        r.priority = *v;
+      case RTA_PRIORITY:
+        if (auto st = Store(U32(a, "RTA_PRIORITY"), r.priority); !st) return Fail(st.error());
         break;
-      }
-      case RTA_TABLE: {
-        auto v = U32(a, "RTA_TABLE");
-        if (!v) return tl::unexpected(v.error());
-        r.table = *v;
+      case RTA_TABLE:
+        if (auto st = Store(U32(a, "RTA_TABLE"), r.table); !st) return Fail(st.error());
         break;
-      }
-      case RTA_NH_ID: {
-        auto v = U32(a, "RTA_NH_ID");
-        if (!v) return tl::unexpected(v.error());
-        r.nexthop_id = *v;
+      case RTA_NH_ID:
+        if (auto st = Store(U32(a, "RTA_NH_ID"), r.nexthop_id); !st) return Fail(st.error());
         break;
-      }
-      case RTA_MULTIPATH: {
-        auto nhs = ParseMultipath(a.data, rtm.rtm_family);
-        if (!nhs) return tl::unexpected(nhs.error());
-        r.nexthops = std::move(*nhs);
+      case RTA_MULTIPATH:
+        if (auto st = Store(ParseMultipath(a.data, rtm.rtm_family), r.nexthops); !st)
+          return Fail(st.error());
         break;
-      }
       default:
         break;
     }
@@ -362,18 +348,12 @@ Result<LinkInfo> ParseLink(const MessageView& msg) {
       case IFLA_ADDRESS:
         l.hwaddr.assign(a.data.begin(), a.data.end());
         break;
-      case IFLA_MTU: {
-        auto v = U32(a, "IFLA_MTU");
-        if (!v) return tl::unexpected(v.error());
-        l.mtu = *v;
+      case IFLA_MTU:
+        if (auto st = Store(U32(a, "IFLA_MTU"), l.mtu); !st) return Fail(st.error());
         break;
-      }
-      case IFLA_OPERSTATE: {
-        auto v = U8(a, "IFLA_OPERSTATE");
-        if (!v) return tl::unexpected(v.error());
-        l.operstate = *v;
+      case IFLA_OPERSTATE:
+        if (auto st = Store(U8(a, "IFLA_OPERSTATE"), l.operstate); !st) return Fail(st.error());
         break;
-      }
       case IFLA_CARRIER: {
         auto v = U8(a, "IFLA_CARRIER");
         if (!v) return tl::unexpected(v.error());

@@ -6,15 +6,12 @@
 #include "common/text.h"
 
 namespace pylon::pool {
-namespace {}  // namespace
-
 Result<RequestedAddresses> ParseRequestedAddresses(std::string_view value) {
   RequestedAddresses out;
   if (Trim(value).empty()) return out;
   std::size_t index = 0;
-  while (true) {
-    auto comma = value.find(',');
-    auto item = Trim(value.substr(0, comma));
+  for (std::string_view raw : Split(value, ',')) {
+    const std::string_view item = Trim(raw);
     ++index;
     if (item.empty()) {
       return Fail(ErrorCode::kInvalidArgument,
@@ -33,8 +30,6 @@ Result<RequestedAddresses> ParseRequestedAddresses(std::string_view value) {
                                                    addr->ToString() + "); at most one per family");
     }
     slot = *addr;
-    if (comma == std::string_view::npos) break;
-    value.remove_prefix(comma + 1);
   }
   return out;
 }

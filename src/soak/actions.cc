@@ -64,14 +64,7 @@ void Soak::ServiceChurn() {
   const int i = static_cast<int>(Draw(kServices));
   const int op = static_cast<int>(Draw(7));
   // Parameters, drawn whatever the op (the sequence stays the same).
-  ServiceState fresh;
-  fresh.exists = true;
-  fresh.config = static_cast<int>(Draw(kConfigCount));
-  fresh.v6_primary = Draw(4) == 0;
-  fresh.policy = static_cast<int>(Draw(3));
-  fresh.requested = Draw(4) == 0;
-  fresh.share = static_cast<int>(Draw(3));
-  fresh.local_etp = Draw(3) == 0;
+  const ServiceState fresh = DrawService();
   const int group = static_cast<int>(Draw(3));  // a ServiceGroup: sa, sb, sv
   if (!ApiUsable()) {
     Log("service " + ServiceName(i) + " op " + std::to_string(op) + " skipped: API down");
@@ -227,6 +220,20 @@ void Soak::ProxyFault() {
   (void)proxy_->faults().Set(f);
 }
 
+void Soak::NodeDown(int node, int hold, bool busy, const std::string& what, const std::string& undo,
+                    const std::function<void(bool down)>& set) {
+  const std::string nname = lab_->topology().nodes()[static_cast<size_t>(node)].name;
+  Log(what + " " + nname + " for " + std::to_string(hold));
+  if (busy) return Count("skipped (busy)");
+  Count("node " + what);
+  set(true);
+  node_down_.insert(node);
+  Schedule(hold, undo + " " + nname, [this, set, node] {
+    set(false);
+    node_down_.erase(node);
+  });
+}
+
 void Soak::Decide() {
   const auto& nodes = lab_->topology().nodes();
   const int r = static_cast<int>(Draw(100));
@@ -294,28 +301,12 @@ void Soak::Decide() {
     return;
   }
   if (r < 87) {
-    Log("freeze " + nname + " for " + std::to_string(hold));
-    if (node_busy) return Count("skipped (busy)");
-    Count("node freeze");
-    (void)lab_->FreezeNode(nname, true);
-    node_down_.insert(node);
-    Schedule(hold, "thaw " + nname, [this, nname, node] {
-      (void)lab_->FreezeNode(nname, false);
-      node_down_.erase(node);
-    });
-    return;
+    return NodeDown(node, hold, node_busy, "freeze", "thaw",
+                    [this, nname](bool down) { (void)lab_->FreezeNode(nname, down); });
   }
   if (r < 91) {
-    Log("link down " + nname + " for " + std::to_string(hold));
-    if (node_busy) return Count("skipped (busy)");
-    Count("node link down");
-    (void)lab_->SetNodeLink(nname, false);
-    node_down_.insert(node);
-    Schedule(hold, "link up " + nname, [this, nname, node] {
-      (void)lab_->SetNodeLink(nname, true);
-      node_down_.erase(node);
-    });
-    return;
+    return NodeDown(node, hold, node_busy, "link down", "link up",
+                    [this, nname](bool down) { (void)lab_->SetNodeLink(nname, !down); });
   }
   if (r < 96) {
     Log("API server stop for " + std::to_string(hold + 2));

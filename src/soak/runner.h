@@ -52,6 +52,9 @@ class Soak {
   void Log(const std::string& line);
   void Count(const std::string& kind) { ++faults_[kind]; }
   // The initial Services: each name exists with probability 3/4.
+  // A Service's parameters, drawn in this order whatever they are used for (the draws are the
+  // seed's sequence).
+  ServiceState DrawService();
   void CreateServices();
   // One fault phase: a fixed number of steps of decisions (the same on every run of a seed),
   // then every fault undone and every config object valid again.
@@ -80,6 +83,10 @@ class Soak {
   void ApplyConfig(int c, bool valid);
   void DeleteConfig(int c);
   void Schedule(int after_steps, const std::string& what, std::function<void()> undo);
+  // A fault on `node` for `hold` steps (unless another node is disrupted: `busy`): `set(true)`
+  // now, `set(false)` then; logged as `what` and undone as `undo`.
+  void NodeDown(int node, int hold, bool busy, const std::string& what, const std::string& undo,
+                const std::function<void(bool down)>& set);
   void RunDue(bool all);
   // What a Deployment and a DaemonSet do: restart a component that exited on its own (an
   // allocator exits when it loses its lease) and that the soak did not stop.

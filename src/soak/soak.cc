@@ -61,18 +61,23 @@ void Soak::PrintTable(double setup_s) {
   std::fflush(stdout);
 }
 
+ServiceState Soak::DrawService() {
+  ServiceState s;
+  s.exists = true;
+  s.config = static_cast<int>(Draw(kConfigCount));
+  s.v6_primary = Draw(4) == 0;
+  s.policy = static_cast<int>(Draw(3));
+  s.requested = Draw(4) == 0;
+  s.share = static_cast<int>(Draw(3));
+  s.local_etp = Draw(3) == 0;
+  return s;
+}
+
 void Soak::CreateServices() {
   for (int i = 0; i < kServices; ++i) {
     const bool create = Draw(4) != 0;
     if (!create) continue;
-    ServiceState& s = services_[i];
-    s.exists = true;
-    s.config = static_cast<int>(Draw(kConfigCount));
-    s.v6_primary = Draw(4) == 0;
-    s.policy = static_cast<int>(Draw(3));
-    s.requested = Draw(4) == 0;
-    s.share = static_cast<int>(Draw(3));
-    s.local_etp = Draw(3) == 0;
+    services_[i] = DrawService();
     ApplyService(i, "create", true);
   }
 }

@@ -164,7 +164,7 @@ class AgentRuntimeTest : public ::testing::Test {
     json sg = test_support::LocalServiceGroup(
         "default",
         json::array({test_support::LocalPool("192.0.2.100-192.0.2.120", "192.0.2.0/24")}));
-    ASSERT_TRUE(client_.Create(crd::ServiceGroups(), sg));
+    ASSERT_TRUE(client_.Create(k8s::resources::ServiceGroups(), sg));
     json svc = {{"apiVersion", "v1"},
                 {"kind", "Service"},
                 {"metadata", {{"name", "web"}, {"namespace", "default"}}},
@@ -312,7 +312,7 @@ TEST_F(AgentRuntimeTest, LbNodeAgentsOfEveryNamespaceAndTheSelectorState) {
   // An object in another namespace selecting nobody: it governs, so the node is deselected.
   ASSERT_TRUE(client_.Create(k8s::resources::Namespaces(), {{"metadata", {{"name", "team-a"}}}}));
   json other = EdgeNodeAgent("team-a");
-  auto created = client_.Create(crd::LBNodeAgents(), other);
+  auto created = client_.Create(k8s::resources::LBNodeAgents(), other);
   ASSERT_TRUE(created);
   EXPECT_TRUE(Eventually([&] { return SelectorState("deselected") == 1; }));
   EXPECT_TRUE(Eventually([&] { return !Holds("192.0.2.100/24"); }));
@@ -322,7 +322,7 @@ TEST_F(AgentRuntimeTest, LbNodeAgentsOfEveryNamespaceAndTheSelectorState) {
   // Selecting every node: configured.
   json catch_all = *created;
   catch_all["spec"].erase("nodeSelector");
-  auto updated = client_.Update(crd::LBNodeAgents(), catch_all);
+  auto updated = client_.Update(k8s::resources::LBNodeAgents(), catch_all);
   ASSERT_TRUE(updated);
   EXPECT_TRUE(Eventually([&] { return SelectorState("configured") == 1; }));
   EXPECT_TRUE(Eventually([&] { return Holds("192.0.2.100/24"); }));
@@ -331,7 +331,7 @@ TEST_F(AgentRuntimeTest, LbNodeAgentsOfEveryNamespaceAndTheSelectorState) {
   // Broken (a purelb.io/v1 field name in a v2 object): skipped, reported; nothing left: invalid.
   json broken = *updated;
   broken["spec"]["local"] = {{"localint", "eth0"}};
-  ASSERT_TRUE(client_.Update(crd::LBNodeAgents(), broken));
+  ASSERT_TRUE(client_.Update(k8s::resources::LBNodeAgents(), broken));
   EXPECT_TRUE(Eventually([&] { return SelectorState("invalid") == 1; }));
   EXPECT_EQ(SelectorState("configured"), 0);
   EXPECT_TRUE(Eventually([&] { return HasEvent("ConfigError", "LBNodeAgent team-a/edge"); }));
@@ -367,7 +367,7 @@ TEST_F(AgentRuntimeTest, NodeSelectorDeselectsThenSelectsTheNode) {
   ASSERT_TRUE(client_.Create(k8s::resources::Nodes(),
                              {{"metadata", {{"name", "node1"}, {"labels", {{"pool", "core"}}}}}}));
   json edge = EdgeNodeAgent("purelb-system");
-  ASSERT_TRUE(client_.Create(crd::LBNodeAgents(), edge));
+  ASSERT_TRUE(client_.Create(k8s::resources::LBNodeAgents(), edge));
   EXPECT_TRUE(Eventually([&] { return !Holds("192.0.2.100/24"); }));
   EXPECT_TRUE(Eventually([&] { return lease_subnets().empty(); }));
   EXPECT_TRUE(Eventually([&] {

@@ -137,7 +137,7 @@ TEST_F(KubeWriterTest, L2AdvertisementCreateUpdateDelete) {
                      "eth0"};
   writer_.UpsertL2Advertisement(l2);
   Drain();
-  auto obj = client_.Get(crd::L2Advertisements(), "", l2.name);
+  auto obj = client_.Get(k8s::resources::L2Advertisements(), "", l2.name);
   ASSERT_TRUE(obj);
   auto parsed = ParseL2Advertisement(*obj);
   ASSERT_TRUE(parsed);
@@ -145,10 +145,11 @@ TEST_F(KubeWriterTest, L2AdvertisementCreateUpdateDelete) {
   l2.node = "node2";
   writer_.UpsertL2Advertisement(l2);
   Drain();
-  EXPECT_EQ(*ParseL2Advertisement(*client_.Get(crd::L2Advertisements(), "", l2.name)), l2);
+  EXPECT_EQ(*ParseL2Advertisement(*client_.Get(k8s::resources::L2Advertisements(), "", l2.name)),
+            l2);
   writer_.DeleteL2Advertisement(l2.name);
   Drain();
-  EXPECT_FALSE(client_.Get(crd::L2Advertisements(), "", l2.name));
+  EXPECT_FALSE(client_.Get(k8s::resources::L2Advertisements(), "", l2.name));
 }
 
 // Writes queued while the API is slow, decided on passes that the node won an address: a later
@@ -175,7 +176,7 @@ TEST_F(KubeWriterTest, QueuedWritesAPassNoLongerAsksForAreDropped) {
                        "lace-cni.io/public",
                        "node1",
                        "eth0"};
-    (void)client_.Delete(crd::L2Advertisements(), "", l2.name, {});
+    (void)client_.Delete(k8s::resources::L2Advertisements(), "", l2.name, {});
     const int events = static_cast<int>(recorder_.Events().size());
     // Pass 1, the worker not running (the API hung): the writes wait in the queue.
     w.PatchAnnotations(p);
@@ -191,7 +192,8 @@ TEST_F(KubeWriterTest, QueuedWritesAPassNoLongerAsksForAreDropped) {
     auto svc = client_.Get(k8s::resources::Services(), "default", "web");
     ASSERT_TRUE(svc);
     EXPECT_EQ(k8s::Annotation(*svc, "purelb.io/announcing-IPv4") == value, row.ask_patch_again);
-    EXPECT_EQ(client_.Get(crd::L2Advertisements(), "", l2.name).has_value(), row.ask_l2_again);
+    EXPECT_EQ(client_.Get(k8s::resources::L2Advertisements(), "", l2.name).has_value(),
+              row.ask_l2_again);
     EXPECT_EQ(static_cast<int>(recorder_.Events().size()), events + 1);
   }
 }

@@ -110,10 +110,10 @@ TEST(AllocatorChaos, AConfigStatusChangedBehindItsBackIsCorrected) {
   // Past every status write the allocation itself queued (config_status_delay is 1 s), so that
   // only the reaction to the change below can correct it.
   std::this_thread::sleep_for(std::chrono::seconds(4));
-  auto o = c.client().Get(ServiceGroupsRes(), "purelb-system", "g");
+  auto o = c.client().Get(k8s::resources::ServiceGroups(), "purelb-system", "g");
   ASSERT_TRUE(o.has_value());
   (*o)["status"]["ipv4"]["inUse"] = "99";
-  ASSERT_TRUE(c.client().UpdateStatus(ServiceGroupsRes(), *o).has_value());
+  ASSERT_TRUE(c.client().UpdateStatus(k8s::resources::ServiceGroups(), *o).has_value());
   EXPECT_TRUE(Eventually([&] { return in_use() == "1"; })) << in_use() << "\n" << c.AllocatorLog(r);
 }
 
@@ -267,9 +267,10 @@ spec:
     const k8s::Resource* res;
     std::string ns, name, from;
   };
-  for (const Figure& f : {Figure{&ServiceGroupsRes(), "purelb-system", "chaos", "chaos"},
-                          Figure{&ServiceGroupsRes(), "purelb-system", "default", "default"},
-                          Figure{&ClassesRes(), "", "chaosclass", "chaosclass"}}) {
+  for (const Figure& f :
+       {Figure{&k8s::resources::ServiceGroups(), "purelb-system", "chaos", "chaos"},
+        Figure{&k8s::resources::ServiceGroups(), "purelb-system", "default", "default"},
+        Figure{&k8s::resources::LoadBalancerClasses(), "", "chaosclass", "chaosclass"}}) {
     SCOPED_TRACE(f.name);
     EXPECT_TRUE(Eventually([&] {
       if (!c.KeepAllocatorRunning(r)) return false;

@@ -176,16 +176,19 @@ spec:
       Eventually([&] { return c().Annotation("web", "purelb.io/allocated-from") == "public"; }));
 
   // The group's status figures: 5 + 4 addresses, one of each in use.
-  EXPECT_TRUE(WaitStatus(ServiceGroupsRes(), "purelb-system", "localdual", [](const json& st) {
-    return st.value("valid", false) && st["ipv4"]["size"] == "5" && st["ipv4"]["inUse"] == "1" &&
-           st["ipv6"]["size"] == "4" && st["ipv6"]["inUse"] == "1";
-  })) << ConfigStatus(ServiceGroupsRes(), "purelb-system", "localdual").dump();
+  EXPECT_TRUE(WaitStatus(k8s::resources::ServiceGroups(), "purelb-system", "localdual",
+                         [](const json& st) {
+                           return st.value("valid", false) && st["ipv4"]["size"] == "5" &&
+                                  st["ipv4"]["inUse"] == "1" && st["ipv6"]["size"] == "4" &&
+                                  st["ipv6"]["inUse"] == "1";
+                         }))
+      << ConfigStatus(k8s::resources::ServiceGroups(), "purelb-system", "localdual").dump();
   // The class: 254 + 11 IPv4 (network and broadcast excluded), a /64 minus the anycast address.
-  EXPECT_TRUE(WaitStatus(ClassesRes(), "", "public", [](const json& st) {
+  EXPECT_TRUE(WaitStatus(k8s::resources::LoadBalancerClasses(), "", "public", [](const json& st) {
     return st.value("valid", false) && st["ipv4"]["size"] == "265" && st["ipv4"]["inUse"] == "1" &&
            st["ipv6"]["size"] == "18446744073709551615" && st["ipv6"]["inUse"] == "1" &&
            st["conditions"][0]["type"] == "Valid" && st["conditions"][0]["status"] == "True";
-  })) << ConfigStatus(ClassesRes(), "", "public").dump();
+  })) << ConfigStatus(k8s::resources::LoadBalancerClasses(), "", "public").dump();
 }
 
 TEST_F(AllocatorE2E, Refusals) {
@@ -307,7 +310,7 @@ spec:
       c().Kubectl({"annotate", "--overwrite", "service", "ed", "purelb.io/service-group=ed-b"})
           .has_value());
   ASSERT_TRUE(c().WaitIngress("ed", {"203.0.113.100"}));
-  EXPECT_TRUE(WaitStatus(ServiceGroupsRes(), "purelb-system", "ed-a",
+  EXPECT_TRUE(WaitStatus(k8s::resources::ServiceGroups(), "purelb-system", "ed-a",
                          [](const json& st) { return st["ipv4"]["inUse"] == "0"; }));
   // Families edit: back to ed-a, dual-stack.
   MergePatch("ed",
@@ -329,9 +332,9 @@ spec:
     return c().Annotation("ed", "purelb.io/allocated-by").empty() &&
            c().Condition("ed").is_null() && c().Ingress("ed").empty();
   }));
-  EXPECT_TRUE(WaitStatus(ServiceGroupsRes(), "purelb-system", "ed-a", [](const json& st) {
-    return st["ipv4"]["inUse"] == "0" && st["ipv6"]["inUse"] == "0";
-  }));
+  EXPECT_TRUE(WaitStatus(
+      k8s::resources::ServiceGroups(), "purelb-system", "ed-a",
+      [](const json& st) { return st["ipv4"]["inUse"] == "0" && st["ipv6"]["inUse"] == "0"; }));
   // Back to LoadBalancer with a Lace class: a class change releases and re-allocates.
   MergePatch("ed",
              {{"spec", {{"type", "LoadBalancer"}, {"loadBalancerClass", "lace-cni.io/edclass"}}}});
@@ -341,7 +344,7 @@ spec:
       Eventually([&] { return c().Annotation("ed", "purelb.io/allocated-from") == "edclass"; }));
   // Delete releases.
   ASSERT_TRUE(c().Kubectl({"delete", "service", "ed"}).has_value());
-  EXPECT_TRUE(WaitStatus(ClassesRes(), "", "edclass",
+  EXPECT_TRUE(WaitStatus(k8s::resources::LoadBalancerClasses(), "", "edclass",
                          [](const json& st) { return st["ipv4"]["inUse"] == "0"; }));
 }
 
@@ -368,7 +371,7 @@ TEST_F(AllocatorE2E, SharingAndForeignClass) {
   // Without a request an overlapping port gets an address of its own.
   Create(shared("sh-d", {{"TCP", 80}}));
   EXPECT_TRUE(c().WaitIngress("sh-d", {"192.0.2.151"}));
-  EXPECT_TRUE(WaitStatus(ServiceGroupsRes(), "purelb-system", "sh",
+  EXPECT_TRUE(WaitStatus(k8s::resources::ServiceGroups(), "purelb-system", "sh",
                          [](const json& st) { return st["ipv4"]["inUse"] == "2"; }));
   // The foreign-class Service was never touched (it was created before everything above).
   auto f = c().GetService("sh-foreign");
@@ -382,15 +385,17 @@ TEST_F(AllocatorE2E, SharingAndForeignClass) {
 TEST_F(AllocatorE2E, InvalidConfigKeepsLastValid) {
   ApplyGroup("cfg-a",
              "    v4pools:\n    - pool: 192.0.2.200-192.0.2.203\n      subnet: 192.0.2.0/24\n");
-  ASSERT_TRUE(WaitStatus(ServiceGroupsRes(), "purelb-system", "cfg-a", [](const json& st) {
-    return st.value("valid", false) && st["ipv4"]["size"] == "4";
-  }));
+  ASSERT_TRUE(WaitStatus(
+      k8s::resources::ServiceGroups(), "purelb-system", "cfg-a",
+      [](const json& st) { return st.value("valid", false) && st["ipv4"]["size"] == "4"; }));
   // An edit that puts the pool outside its subnet is rejected; generation 1 stays in force.
   ApplyGroup("cfg-a", "    v4pools:\n    - pool: 10.0.0.1-10.0.0.9\n      subnet: 192.0.2.0/24\n");
-  EXPECT_TRUE(WaitStatus(ServiceGroupsRes(), "purelb-system", "cfg-a", [](const json& st) {
-    return !st.value("valid", true) && st["ipv4"]["size"] == "4" &&
-           st["conditions"][0]["status"] == "False";
-  })) << ConfigStatus(ServiceGroupsRes(), "purelb-system", "cfg-a").dump();
+  EXPECT_TRUE(WaitStatus(k8s::resources::ServiceGroups(), "purelb-system", "cfg-a",
+                         [](const json& st) {
+                           return !st.value("valid", true) && st["ipv4"]["size"] == "4" &&
+                                  st["conditions"][0]["status"] == "False";
+                         }))
+      << ConfigStatus(k8s::resources::ServiceGroups(), "purelb-system", "cfg-a").dump();
   EXPECT_TRUE(c().WaitEvent("ServiceGroup", "cfg-a", "Warning InvalidConfig purelb-allocator",
                             "purelb-system"));
   Svc s{"cfg-svc", "default", std::nullopt, {{"purelb.io/service-group", "cfg-a"}}};
@@ -399,17 +404,19 @@ TEST_F(AllocatorE2E, InvalidConfigKeepsLastValid) {
   // A new group overlapping cfg-a is rejected as a whole.
   ApplyGroup("cfg-b",
              "    v4pools:\n    - pool: 192.0.2.202-192.0.2.210\n      subnet: 192.0.2.0/24\n");
-  EXPECT_TRUE(WaitStatus(ServiceGroupsRes(), "purelb-system", "cfg-b", [](const json& st) {
-    return !st.value("valid", true) && st["ipv4"]["size"] == "0";
-  })) << ConfigStatus(ServiceGroupsRes(), "purelb-system", "cfg-b").dump();
+  EXPECT_TRUE(WaitStatus(
+      k8s::resources::ServiceGroups(), "purelb-system", "cfg-b",
+      [](const json& st) { return !st.value("valid", true) && st["ipv4"]["size"] == "0"; }))
+      << ConfigStatus(k8s::resources::ServiceGroups(), "purelb-system", "cfg-b").dump();
   // Fixing the edit applies without a restart.
   ApplyGroup("cfg-a",
              "    v4pools:\n    - pool: 192.0.2.220-192.0.2.221\n      subnet: 192.0.2.0/24\n");
   EXPECT_TRUE(c().WaitIngress("cfg-svc", {"192.0.2.220"}))
       << ::testing::PrintToString(c().Ingress("cfg-svc"));
-  EXPECT_TRUE(WaitStatus(ServiceGroupsRes(), "purelb-system", "cfg-a", [](const json& st) {
-    return st.value("valid", false) && st["ipv4"]["size"] == "2" && st["ipv4"]["inUse"] == "1";
-  }));
+  EXPECT_TRUE(
+      WaitStatus(k8s::resources::ServiceGroups(), "purelb-system", "cfg-a", [](const json& st) {
+        return st.value("valid", false) && st["ipv4"]["size"] == "2" && st["ipv4"]["inUse"] == "1";
+      }));
 }
 
 TEST_F(AllocatorE2E, MetricsAndHealth) {
@@ -521,7 +528,7 @@ TEST_F(AllocatorE2E, PurelbV1AndV2GroupsSideBySide) {
                std::string::npos;
   })) << ConfigStatus(v2res, "purelb-system", "v2e-ipam").dump();
   // The objects keep the version they were written as, whichever version is read.
-  auto team_v1 = c().client().Get(ServiceGroupsRes(), "purelb-system", "v2e-team");
+  auto team_v1 = c().client().Get(k8s::resources::ServiceGroups(), "purelb-system", "v2e-team");
   ASSERT_TRUE(team_v1.has_value());
   EXPECT_EQ((*team_v1)["apiVersion"], "purelb.io/v1");
   EXPECT_EQ((*team_v1)["spec"]["writtenAs"], "v2");

@@ -50,16 +50,6 @@ using namespace std::chrono_literals;
 // on a loaded machine does not lose its lease (which a negative assertion would catch as a flake).
 inline constexpr const char* kLeaseDuration = "4s";
 
-inline const k8s::Resource& ServiceGroupsRes() {
-  static const k8s::Resource r{"purelb.io", "v1", "servicegroups", "ServiceGroup", true};
-  return r;
-}
-inline const k8s::Resource& ClassesRes() {
-  static const k8s::Resource r{"lace-cni.io", "v1alpha1", "loadbalancerclasses",
-                               "LoadBalancerClass", false};
-  return r;
-}
-
 // Polls every 20 ms. The default deadline is generous: CI runs two test binaries at once on two
 // loaded cores, and a first wait often also covers a process's start-up (informer sync, leader
 // election).

@@ -133,7 +133,7 @@ spec:
   // The groups are read as the v2 objects they were written as, and are in force.
   for (const char* g : {"default", "bgp", "tenant"}) {
     EXPECT_TRUE(Eventually([&] {
-      auto o = c.client().Get(ServiceGroupsRes(), "purelb-system", g);
+      auto o = c.client().Get(k8s::resources::ServiceGroups(), "purelb-system", g);
       if (!o || FindString(*o, {"spec", "writtenAs"}).value_or("") != "v2") return false;
       auto st = o->find("status");
       return st != o->end() && st->is_object() && st->value("valid", false);

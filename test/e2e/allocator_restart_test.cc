@@ -127,7 +127,8 @@ TEST(AllocatorRestart, UnreadableConfigAcrossSigkillReleasesNothing) {
              "    v4pools:\n    - pool: 198.18.0.1-198.18.0.2\n"
              "      subnet: 192.0.2.0/24\n");
   ASSERT_TRUE(c.Apply(cls + "  - start: 203.0.113.20\n    end: 203.0.113.10\n").has_value());
-  ASSERT_TRUE(c.client().Delete(ServiceGroupsRes(), "purelb-system", "gone").has_value());
+  ASSERT_TRUE(
+      c.client().Delete(k8s::resources::ServiceGroups(), "purelb-system", "gone").has_value());
   ASSERT_TRUE(Eventually([&] {
     const std::string log = c.AllocatorLog(a);
     return log.find("outside subnet") != std::string::npos &&
