@@ -59,7 +59,7 @@ std::string GroupG(const std::string& cidr) {
 
 // ServiceGroup g's status.ipv4.inUse as the server has it ("?" if it has none).
 std::string InUseOfG(Cluster& c) {
-  auto o = c.client().Get(ServiceGroupsRes(), "purelb-system", "g");
+  auto o = c.client().Get(k8s::resources::ServiceGroups(), "purelb-system", "g");
   const json* st = o ? Find(*o, {"status", "ipv4"}) : nullptr;
   return st ? st->value("inUse", "?") : std::string("?");
 }
