@@ -76,9 +76,7 @@ std::vector<DrainForward> DrainBook::Forwards() const {
 
 std::optional<SteadyTime> DrainBook::NextExpiry() const {
   std::optional<SteadyTime> out;
-  for (const auto& [ip, f] : forwards_) {
-    out = Earliest(out, f.until);
-  }
+  for (const auto& [ip, f] : forwards_) out = Earliest(out, f.until);
   return out;
 }
 

@@ -32,9 +32,7 @@ std::vector<GarpScheduler::Due> GarpScheduler::TakeDue(SteadyTime now) {
 
 std::optional<SteadyTime> GarpScheduler::NextDue() const {
   std::optional<SteadyTime> next;
-  for (const auto& [a, b] : bursts_) {
-    next = Earliest(next, b.next);
-  }
+  for (const auto& [a, b] : bursts_) next = Earliest(next, b.next);
   return next;
 }
 

@@ -10,19 +10,16 @@ namespace {
 class Writer {
  public:
   explicit Writer(std::size_t reserve) { out_.reserve(reserve); }
-  void U8(std::uint8_t v) { out_.push_back(v); }
-  void U16(std::uint16_t v) {
-    U8(static_cast<std::uint8_t>(v >> 8));
-    U8(static_cast<std::uint8_t>(v));
+  // An unsigned integer, most significant byte first.
+  template <typename T>
+  void Uint(T v) {
+    for (std::size_t i = sizeof(T); i-- > 0;)
+      out_.push_back(static_cast<std::uint8_t>(v >> (8 * i)));
   }
-  void U32(std::uint32_t v) {
-    U16(static_cast<std::uint16_t>(v >> 16));
-    U16(static_cast<std::uint16_t>(v));
-  }
-  void U64(std::uint64_t v) {
-    U32(static_cast<std::uint32_t>(v >> 32));
-    U32(static_cast<std::uint32_t>(v));
-  }
+  void U8(std::uint8_t v) { Uint(v); }
+  void U16(std::uint16_t v) { Uint(v); }
+  void U32(std::uint32_t v) { Uint(v); }
+  void U64(std::uint64_t v) { Uint(v); }
   void Bytes(const std::uint8_t* p, std::size_t n) { out_.insert(out_.end(), p, p + n); }
   std::vector<std::uint8_t>& out() { return out_; }
 
@@ -36,33 +33,19 @@ class Reader {
   explicit Reader(std::span<const std::uint8_t> in) : in_(in) {}
   bool Has(std::size_t n) const { return in_.size() - pos_ >= n; }
   std::size_t remaining() const { return in_.size() - pos_; }
-  bool U8(std::uint8_t& v) {
-    if (!Has(1)) return false;
-    v = in_[pos_++];
+  // An unsigned integer, most significant byte first.
+  template <typename T>
+  bool Uint(T& v) {
+    if (!Has(sizeof(T))) return false;
+    std::uint64_t x = 0;
+    for (std::size_t i = 0; i < sizeof(T); ++i) x = (x << 8) | in_[pos_++];
+    v = static_cast<T>(x);
     return true;
   }
-  bool U16(std::uint16_t& v) {
-    if (!Has(2)) return false;
-    v = static_cast<std::uint16_t>((in_[pos_] << 8) | in_[pos_ + 1]);
-    pos_ += 2;
-    return true;
-  }
-  bool U32(std::uint32_t& v) {
-    std::uint16_t hi = 0, lo = 0;
-    if (!Has(4)) return false;
-    U16(hi);
-    U16(lo);
-    v = (std::uint32_t{hi} << 16) | lo;
-    return true;
-  }
-  bool U64(std::uint64_t& v) {
-    std::uint32_t hi = 0, lo = 0;
-    if (!Has(8)) return false;
-    U32(hi);
-    U32(lo);
-    v = (std::uint64_t{hi} << 32) | lo;
-    return true;
-  }
+  bool U8(std::uint8_t& v) { return Uint(v); }
+  bool U16(std::uint16_t& v) { return Uint(v); }
+  bool U32(std::uint32_t& v) { return Uint(v); }
+  bool U64(std::uint64_t& v) { return Uint(v); }
   bool Span(std::size_t n, std::span<const std::uint8_t>& out) {
     if (!Has(n)) return false;
     out = in_.subspan(pos_, n);

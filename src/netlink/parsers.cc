@@ -99,6 +99,18 @@ Result<net::Family> FamilyOf(int af, std::string_view what) {
               std::string(what) + ": address family " + std::to_string(af));
 }
 
+// The family of an address or route message and its prefix length (`length_name` in the error),
+// which must fit that family.
+Result<net::Family> FamilyAndLength(int af, int length, std::string_view what,
+                                    std::string_view length_name) {
+  auto family = FamilyOf(af, what);
+  if (family && length > net::FamilyBits(*family)) {
+    return Fail(ErrorCode::kInvalidArgument,
+                std::string(what) + ": " + std::string(length_name) + " " + std::to_string(length));
+  }
+  return family;
+}
+
 Status ErrorStatus(int error, std::string context, std::string_view extack) {
   if (error == 0) return Ok();
   int err = error < 0 ? -error : error;
@@ -209,12 +221,8 @@ Result<AddressInfo> ParseAddress(const MessageView& msg) {
   auto attrs = MessageAttrs(msg, sizeof(ifaddrmsg), kWhat);
   if (!attrs) return tl::unexpected(attrs.error());
   auto ifa = Load<ifaddrmsg>(msg.payload());
-  auto family = FamilyOf(ifa.ifa_family, kWhat);
+  auto family = FamilyAndLength(ifa.ifa_family, ifa.ifa_prefixlen, kWhat, "prefix length");
   if (!family) return tl::unexpected(family.error());
-  if (ifa.ifa_prefixlen > net::FamilyBits(*family)) {
-    return Fail(ErrorCode::kInvalidArgument,
-                "RTM_NEWADDR: prefix length " + std::to_string(ifa.ifa_prefixlen));
-  }
   AddressInfo info;
   info.ifindex = static_cast<int>(ifa.ifa_index);
   info.flags = ifa.ifa_flags;
@@ -265,12 +273,8 @@ Result<RouteInfo> ParseRoute(const MessageView& msg) {
   auto attrs = MessageAttrs(msg, sizeof(rtmsg), kWhat);
   if (!attrs) return tl::unexpected(attrs.error());
   auto rtm = Load<rtmsg>(msg.payload());
-  auto family = FamilyOf(rtm.rtm_family, kWhat);
+  auto family = FamilyAndLength(rtm.rtm_family, rtm.rtm_dst_len, kWhat, "dst length");
   if (!family) return tl::unexpected(family.error());
-  if (rtm.rtm_dst_len > net::FamilyBits(*family)) {
-    return Fail(ErrorCode::kInvalidArgument,
-                "RTM_NEWROUTE: dst length " + std::to_string(rtm.rtm_dst_len));
-  }
   RouteInfo r;
   r.family = *family;
   r.table = rtm.rtm_table;
