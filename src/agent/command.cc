@@ -4,7 +4,6 @@
 
 #include <atomic>
 #include <cstdio>
-#include <cstdlib>
 #include <ctime>
 #include <memory>
 #include <string>
@@ -16,6 +15,7 @@
 #include "agent/options.h"
 #include "agent/ownership_file.h"
 #include "common/cli.h"
+#include "common/env.h"
 #include "common/log.h"
 #include "http/server.h"
 #include "k8s/client_impl.h"

@@ -137,8 +137,6 @@ CLI::Validator NonEmpty() {
       "non-empty");
 }
 
-std::string LevelName(log::Level level) { return std::string(log::LevelName(level)); }
-
 CLI::Option* AddLogLevel(App& app, log::Level* out) {
   auto* opt = app.add_option_function<std::string>(
       "--log-level",

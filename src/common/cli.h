@@ -96,7 +96,4 @@ CLI::Validator NonEmpty();
 // --log-level debug|info|warn|error into `*out` (default: its current value).
 CLI::Option* AddLogLevel(App& app, log::Level* out);
 
-// The name a level parses from ("debug", "info", "warn", "error").
-std::string LevelName(log::Level level);
-
 }  // namespace pylon::cli

@@ -1,7 +1,6 @@
 #include "k8s/rest_config.h"
 
 #include <cerrno>
-#include <cstdlib>
 #include <fstream>
 #include <sstream>
 

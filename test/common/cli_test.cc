@@ -3,10 +3,12 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
-#include <cstdlib>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
+
+#include "support/scoped_env.h"
 
 namespace pylon::cli {
 namespace {
@@ -194,11 +196,9 @@ TEST(CliTest, IntegerFlagAndItsVariable) {
       {{}, "0", std::nullopt, "PYLON_CLI_TEST_COUNT (--count): \"0\": want an integer in 1..10"},
   };
   for (const auto& r : rows) {
-    if (r.env) {
-      ::setenv("PYLON_CLI_TEST_COUNT", r.env, 1);
-    } else {
-      ::unsetenv("PYLON_CLI_TEST_COUNT");
-    }
+    std::map<std::string, std::string> vars;
+    if (r.env) vars["PYLON_CLI_TEST_COUNT"] = r.env;
+    const test_support::ScopedEnv env(vars);
     int count = 3;
     auto app = NewCommand("pylon test", "integers");
     AddInteger(*app, "--count", &count, 1, 10, "how many")->envname("PYLON_CLI_TEST_COUNT");
@@ -212,7 +212,6 @@ TEST(CliTest, IntegerFlagAndItsVariable) {
           << parsed.error().message();
     }
   }
-  ::unsetenv("PYLON_CLI_TEST_COUNT");
 }
 
 }  // namespace
