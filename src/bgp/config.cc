@@ -30,15 +30,15 @@ bool ValidLabelText(std::string_view s, bool key) {
 
 Result<std::vector<NodeSelector>> ParseNodeSelectors(const Json& spec) {
   std::vector<NodeSelector> out;
-  auto list = config::detail::OptionalArray(spec, "nodeSelectors", "spec.nodeSelectors");
-  if (!list) return Fail(list.error());
-  if (*list == nullptr) return out;
-  std::size_t i = 0;
-  for (const Json& item : **list) {
-    auto sel = ParseLabelSelector(item, Index("spec.nodeSelectors", i++));
-    if (!sel) return Fail(sel.error());
-    out.push_back(std::move(*sel));
-  }
+  Status read =
+      config::detail::ForEachItem(spec, "nodeSelectors", "spec.nodeSelectors",
+                                  [&](const Json& item, const std::string& path) -> Status {
+                                    auto sel = ParseLabelSelector(item, path);
+                                    if (!sel) return Fail(sel.error());
+                                    out.push_back(std::move(*sel));
+                                    return Ok();
+                                  });
+  if (!read) return Fail(read.error());
   return out;
 }
 
@@ -337,40 +337,31 @@ Result<Advertisement> ParseAdvertisement(const Json& object) {
   return WithMeta<Advertisement>(
       object, config::ObjectKind::kBGPAdvertisement,
       [](const Json& spec, Advertisement& a, const config::ObjectMeta&) -> Status {
-        auto list = config::detail::OptionalArray(spec, "communities", "spec.communities");
-        if (!list) return Fail(list.error());
-        if (*list != nullptr) {
-          std::size_t i = 0;
-          for (const Json& item : **list) {
-            const std::string path = Index("spec.communities", i++);
-            if (!item.is_string()) {
-              return FieldError(path, "must be a string, got " + std::string(TypeName(item)));
-            }
-            auto c = ParseCommunity(item.get_ref<const std::string&>());
-            if (!c) return FieldError(path, c.error().message());
-            if (c->large) {
-              a.large_communities.push_back(c->value);
-            } else {
-              a.communities.push_back({c->value[0], c->value[1]});
-            }
-          }
-        }
+        Status communities = config::detail::ForEachString(
+            spec, "communities", "spec.communities",
+            [&](const std::string& text, const std::string& path) -> Status {
+              auto c = ParseCommunity(text);
+              if (!c) return FieldError(path, c.error().message());
+              if (c->large) {
+                a.large_communities.push_back(c->value);
+              } else {
+                a.communities.push_back({c->value[0], c->value[1]});
+              }
+              return Ok();
+            });
+        if (!communities) return communities;
         auto lp = OptionalInt(spec, "localPref", "spec.localPref", 0,
                               std::numeric_limits<std::uint32_t>::max());
         if (!lp) return Fail(lp.error());
         if (lp->has_value()) a.local_pref = static_cast<std::uint32_t>(**lp);
-        auto peers = config::detail::OptionalArray(spec, "peers", "spec.peers");
-        if (!peers) return Fail(peers.error());
-        if (*peers != nullptr) {
-          std::size_t i = 0;
-          for (const Json& item : **peers) {
-            const std::string path = Index("spec.peers", i++);
-            if (!item.is_string() || item.get_ref<const std::string&>().empty()) {
-              return FieldError(path, "must be the name of a BGPPeer");
-            }
-            a.peers.push_back(item.get<std::string>());
-          }
-        }
+        Status peers = config::detail::ForEachString(
+            spec, "peers", "spec.peers",
+            [&](const std::string& name, const std::string& path) -> Status {
+              if (name.empty()) return FieldError(path, "must be the name of a BGPPeer");
+              a.peers.push_back(name);
+              return Ok();
+            });
+        if (!peers) return peers;
         for (const char* unsupported : {"aggregationLength", "aggregationLengthV6"}) {
           if (Find(spec, {unsupported}) != nullptr) {
             return FieldError(Child("spec", unsupported),

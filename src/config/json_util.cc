@@ -55,6 +55,29 @@ tl::unexpected<Error> WrongType(std::string_view path, std::string_view want, co
 
 }  // namespace
 
+Status ForEachItem(
+    const Json& object, std::string_view key, std::string_view path,
+    const std::function<Status(const Json& item, const std::string& item_path)>& each) {
+  auto list = OptionalArray(object, key, path);
+  if (!list) return Fail(list.error());
+  if (*list == nullptr) return Ok();
+  std::size_t i = 0;
+  for (const Json& item : **list) {
+    if (Status s = each(item, Index(path, i++)); !s) return s;
+  }
+  return Ok();
+}
+
+Status ForEachString(
+    const Json& object, std::string_view key, std::string_view path,
+    const std::function<Status(const std::string& text, const std::string& item_path)>& each) {
+  return ForEachItem(object, key, path,
+                     [&](const Json& item, const std::string& item_path) -> Status {
+                       if (!item.is_string()) return WrongType(item_path, "a string", item);
+                       return each(item.get_ref<const std::string&>(), item_path);
+                     });
+}
+
 Status ExpectObject(const Json& v, std::string_view path) {
   if (!v.is_object()) return WrongType(path, "an object", v);
   return Ok();

@@ -7,6 +7,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -41,6 +42,17 @@ Result<std::optional<bool>> OptionalBool(const Json& object, std::string_view ke
 // A JSON integer in [0, INT64_MAX].
 Result<std::optional<std::int64_t>> OptionalNonNegativeInt(const Json& object, std::string_view key,
                                                            std::string_view path);
+
+// Member `key` of `object`, absent or an array: calls `each(item, item_path)` on every item in
+// order, item_path being "<path>[i]", and returns its first error.
+Status ForEachItem(
+    const Json& object, std::string_view key, std::string_view path,
+    const std::function<Status(const Json& item, const std::string& item_path)>& each);
+// ForEachItem for an array of strings: a non-string item is
+// "<path>[i]: must be a string, got <type>"; `each` gets the text.
+Status ForEachString(
+    const Json& object, std::string_view key, std::string_view path,
+    const std::function<Status(const std::string& text, const std::string& item_path)>& each);
 
 // Checks that `v` is a JSON object: "<path>: must be an object, got <type>".
 Status ExpectObject(const Json& v, std::string_view path);

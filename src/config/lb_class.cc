@@ -76,14 +76,13 @@ Status ParseLoadBalancerClassSpec(const Json& object, Group& g) {
   if (g.v4.empty() && g.v6.empty()) {
     return FieldError("spec", "at least one of ipv4Pools and ipv6Pools must be non-empty");
   }
-  return detail::CheckNoInternalOverlap(g);
+  return Ok();
 }
 
 }  // namespace
 
 Result<Group> ParseLoadBalancerClass(const Json& object) {
-  return detail::ParseKind<Group>(object, ObjectKind::kLoadBalancerClass,
-                                  [&](Group& g) { return ParseLoadBalancerClassSpec(object, g); });
+  return detail::ParsePoolGroup(object, ObjectKind::kLoadBalancerClass, ParseLoadBalancerClassSpec);
 }
 
 }  // namespace pylon::config

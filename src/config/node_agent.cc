@@ -64,25 +64,18 @@ std::string ExactNamePattern(std::string_view name) {
 }
 
 Status ReadInterfaces(const Json& l, bool exact_names, NodeAgentConfig* c) {
-  auto ifs = detail::OptionalArray(l, "interfaces", "spec.local.interfaces");
-  if (!ifs) return Fail(ifs.error());
-  if (*ifs == nullptr) return Ok();
-  std::size_t i = 0;
-  for (const Json& item : **ifs) {
-    const std::string path = Index("spec.local.interfaces", i++);
-    if (!item.is_string()) {
-      return FieldError(path, "must be a string, got " + std::string(detail::TypeName(item)));
-    }
-    const auto& text = item.get_ref<const std::string&>();
-    if (text.empty()) return FieldError(path, "required");
-    if (exact_names && !IsValidInterfaceName(text)) {
-      return FieldError(path, "\"" + text.substr(0, 100) + "\" is not a valid interface name");
-    }
-    auto p = InterfacePattern::Compile(exact_names ? ExactNamePattern(text) : text);
-    if (!p) return FieldError(path, p.error().message());
-    c->interfaces.push_back(std::move(*p));
-  }
-  return Ok();
+  return detail::ForEachString(
+      l, "interfaces", "spec.local.interfaces",
+      [&](const std::string& text, const std::string& path) -> Status {
+        if (text.empty()) return FieldError(path, "required");
+        if (exact_names && !IsValidInterfaceName(text)) {
+          return FieldError(path, "\"" + text.substr(0, 100) + "\" is not a valid interface name");
+        }
+        auto p = InterfacePattern::Compile(exact_names ? ExactNamePattern(text) : text);
+        if (!p) return FieldError(path, p.error().message());
+        c->interfaces.push_back(std::move(*p));
+        return Ok();
+      });
 }
 
 // A garpConfig duration: absent -> `fallback`; unparseable or negative -> `fallback` with a warning
@@ -221,19 +214,18 @@ Status ParseNodeAgentV2Local(const Json& l, NodeAgentConfig& c) {
 }
 
 Status ParseNodeAgentSpec(const Json& object, NodeAgentConfig& c) {
-  auto spec = detail::OptionalObject(object, "spec", "spec");
-  if (!spec) return Fail(spec.error());
-  auto version = ReadVersion(object, *spec);
-  if (!version) return Fail(version.error());
-  c.version = *version;
-  if (*spec == nullptr) return Ok();
+  auto read = detail::ReadVersionedSpec(object, detail::SpecPresence::kOptional);
+  if (!read) return Fail(read.error());
+  c.version = read->version;
+  const Json* spec = read->spec;
+  if (spec == nullptr) return Ok();
   const bool v2 = c.version == PurelbVersion::kV2;
   if (v2) {
-    auto sel = detail::OptionalObject(**spec, "nodeSelector", "spec.nodeSelector");
+    auto sel = detail::OptionalObject(*spec, "nodeSelector", "spec.nodeSelector");
     if (!sel) return Fail(sel.error());
     if (*sel != nullptr && !(*sel)->empty()) c.node_selector = **sel;
   }
-  auto local = detail::OptionalObject(**spec, "local", "spec.local");
+  auto local = detail::OptionalObject(*spec, "local", "spec.local");
   if (!local) return Fail(local.error());
   if (*local == nullptr) return Ok();
   c.has_local = true;
@@ -243,9 +235,7 @@ Status ParseNodeAgentSpec(const Json& object, NodeAgentConfig& c) {
 }  // namespace
 
 Result<NodeAgentConfig> ParseNodeAgent(const Json& object) {
-  return detail::ParseKind<NodeAgentConfig>(
-      object, ObjectKind::kLBNodeAgent,
-      [&](NodeAgentConfig& c) { return ParseNodeAgentSpec(object, c); });
+  return detail::ParseKind<NodeAgentConfig>(object, ObjectKind::kLBNodeAgent, ParseNodeAgentSpec);
 }
 
 Result<InterfacePattern> InterfacePattern::Compile(std::string_view text) {

@@ -50,8 +50,8 @@ struct ObjectMeta {
   ConfigKey key;
   std::string uid;
   std::string resource_version;
-  std::int64_t generation = 0;       // 0 when the server sent none
-  std::optional<WallTime> created;   // metadata.creationTimestamp; nullopt when absent
+  std::int64_t generation = 0;      // 0 when the server sent none
+  std::optional<WallTime> created;  // metadata.creationTimestamp; nullopt when absent
 };
 
 // Reads kind/apiVersion/metadata of `object` as an object of kind `kind`.

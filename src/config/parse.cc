@@ -11,6 +11,8 @@ using net::Family;
 
 namespace detail {
 
+namespace {
+
 Result<PurelbVersion> ReadVersion(const Json& object, const Json* spec) {
   if (spec != nullptr && spec->is_object()) {
     auto w = detail::OptionalString(*spec, "writtenAs", "spec.writtenAs");
@@ -26,6 +28,25 @@ Result<PurelbVersion> ReadVersion(const Json& object, const Json* spec) {
     return PurelbVersion::kV2;
   }
   return PurelbVersion::kV1;
+}
+
+}  // namespace
+
+Result<VersionedSpec> ReadVersionedSpec(const Json& object, SpecPresence presence) {
+  auto spec = presence == SpecPresence::kRequired ? RequiredObject(object, "spec", "spec")
+                                                  : OptionalObject(object, "spec", "spec");
+  if (!spec) return Fail(spec.error());
+  auto version = ReadVersion(object, *spec);
+  if (!version) return Fail(version.error());
+  return VersionedSpec{*spec, *version};
+}
+
+Result<Group> ParsePoolGroup(const Json& object, ObjectKind kind,
+                             Status (*spec)(const Json& object, Group& g)) {
+  return ParseKind<Group>(object, kind, [spec](const Json& o, Group& g) -> Status {
+    if (Status s = spec(o, g); !s) return s;
+    return CheckNoInternalOverlap(g);
+  });
 }
 
 Status AddEntry(Group* g, const PoolSpec& spec) {

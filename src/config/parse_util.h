@@ -26,9 +26,9 @@ Result<T> Guard(ObjectKind kind, F&& body) {
   }
 }
 
-// The skeleton of every kind's parser: metadata first (ParseObjectMeta), then `body(out)` on a T
-// that holds it (T has a `meta`), an error of the body prefixed with the object's key (InObject),
-// and nothing thrown escaping (Guard).
+// The skeleton of every kind's parser: metadata first (ParseObjectMeta), then
+// `body(object, out)` on a T that holds it (T has a `meta`), an error of the body prefixed with the
+// object's key (InObject), and nothing thrown escaping (Guard).
 template <typename T, typename F>
 Result<T> ParseKind(const Json& object, ObjectKind kind, F&& body) {
   return Guard<T>(kind, [&]() -> Result<T> {
@@ -36,13 +36,24 @@ Result<T> ParseKind(const Json& object, ObjectKind kind, F&& body) {
     if (!meta) return Fail(meta.error());
     T out;
     out.meta = std::move(*meta);
-    if (Status s = body(out); !s) return Fail(InObject(out.meta.key, s.error()));
+    if (Status s = body(object, out); !s) return Fail(InObject(out.meta.key, s.error()));
     return out;
   });
 }
 
-// spec.writtenAs ("v1" | "v2"), else the object's apiVersion.
-Result<PurelbVersion> ReadVersion(const Json& object, const Json* spec);
+// ParseKind for the kinds that are a pool group (ServiceGroup, LoadBalancerClass): once `spec`
+// has filled the group, its pools must not overlap each other (CheckNoInternalOverlap).
+Result<Group> ParsePoolGroup(const Json& object, ObjectKind kind,
+                             Status (*spec)(const Json& object, Group& g));
+
+// An object's spec and the PureLB API version it is written in: spec.writtenAs ("v1" | "v2"),
+// else the object's apiVersion. `spec` is null only where it may be absent and is.
+struct VersionedSpec {
+  const Json* spec = nullptr;
+  PurelbVersion version = PurelbVersion::kV1;
+};
+enum class SpecPresence { kRequired, kOptional };
+Result<VersionedSpec> ReadVersionedSpec(const Json& object, SpecPresence presence);
 
 // Builds the pool entry of `spec` and appends it to the group's list of its family (warnings to
 // the group's).

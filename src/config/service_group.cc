@@ -181,27 +181,25 @@ Status ParseServiceGroupV2Spec(const Json& spec, Group& g) {
                          "\"false\" to get one balanced address)");
   }
 
-  auto nss = detail::OptionalArray(spec, "namespaces", "spec.namespaces");
-  if (!nss) return Fail(nss.error());
-  if (*nss != nullptr) {
-    if ((*nss)->size() > 1024) return FieldError("spec.namespaces", "more than 1024 entries");
-    std::size_t i = 0;
-    for (const Json& item : **nss) {
-      const std::string path = Index("spec.namespaces", i++);
-      if (!item.is_string()) {
-        return FieldError(path, "must be a string, got " + std::string(detail::TypeName(item)));
-      }
-      const auto& ns = item.get_ref<const std::string&>();
-      if (!IsDnsLabel(ns)) {
-        return FieldError(path, "\"" + ns.substr(0, 100) +
-                                    "\" is not a namespace name (a DNS label: at most 63 of a-z, "
-                                    "0-9 and '-', starting and ending alphanumeric)");
-      }
-      g.namespaces.push_back(ns);
-    }
-    std::sort(g.namespaces.begin(), g.namespaces.end());
-    g.namespaces.erase(std::unique(g.namespaces.begin(), g.namespaces.end()), g.namespaces.end());
-  }
+  constexpr std::size_t kMaxNamespaces = 1024;
+  Status nss = detail::ForEachString(
+      spec, "namespaces", "spec.namespaces",
+      [&](const std::string& ns, const std::string& path) -> Status {
+        if (g.namespaces.size() == kMaxNamespaces) {
+          return FieldError("spec.namespaces",
+                            "more than " + std::to_string(kMaxNamespaces) + " entries");
+        }
+        if (!IsDnsLabel(ns)) {
+          return FieldError(path, "\"" + ns.substr(0, 100) +
+                                      "\" is not a namespace name (a DNS label: at most 63 of a-z, "
+                                      "0-9 and '-', starting and ending alphanumeric)");
+        }
+        g.namespaces.push_back(ns);
+        return Ok();
+      });
+  if (!nss) return nss;
+  std::sort(g.namespaces.begin(), g.namespaces.end());
+  g.namespaces.erase(std::unique(g.namespaces.begin(), g.namespaces.end()), g.namespaces.end());
   auto enforce = ReadFlag(spec, "enforceNamespaces", "spec.enforceNamespaces");
   if (!enforce) return Fail(enforce.error());
   g.enforce_namespaces = *enforce;
@@ -220,22 +218,17 @@ Status ParseServiceGroupV2Spec(const Json& spec, Group& g) {
 }
 
 Status ParseServiceGroupSpec(const Json& object, Group& g) {
-  auto spec = detail::RequiredObject(object, "spec", "spec");
-  if (!spec) return Fail(spec.error());
-  auto version = ReadVersion(object, *spec);
-  if (!version) return Fail(version.error());
-  g.version = *version;
-  Status s = g.version == PurelbVersion::kV1 ? ParseServiceGroupV1Spec(**spec, g)
-                                             : ParseServiceGroupV2Spec(**spec, g);
-  if (!s) return s;
-  return detail::CheckNoInternalOverlap(g);
+  auto read = detail::ReadVersionedSpec(object, detail::SpecPresence::kRequired);
+  if (!read) return Fail(read.error());
+  g.version = read->version;
+  return g.version == PurelbVersion::kV1 ? ParseServiceGroupV1Spec(*read->spec, g)
+                                         : ParseServiceGroupV2Spec(*read->spec, g);
 }
 
 }  // namespace
 
 Result<Group> ParseServiceGroup(const Json& object) {
-  return detail::ParseKind<Group>(object, ObjectKind::kServiceGroup,
-                                  [&](Group& g) { return ParseServiceGroupSpec(object, g); });
+  return detail::ParsePoolGroup(object, ObjectKind::kServiceGroup, ParseServiceGroupSpec);
 }
 
 }  // namespace pylon::config
