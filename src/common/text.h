@@ -61,6 +61,19 @@ inline std::vector<std::string_view> Split(std::string_view s, char sep) {
   }
 }
 
+// One piece of a comma-separated annotation list: its 1-based place among all the pieces (empty
+// ones counted) and its text, trimmed. Each parser skips empty ones, or refuses them, as its
+// format says.
+struct ListEntry {
+  std::size_t number = 0;
+  std::string_view text;
+};
+inline std::vector<ListEntry> ListEntries(std::string_view value) {
+  std::vector<ListEntry> out;
+  for (std::string_view raw : Split(value, ',')) out.push_back({out.size() + 1, Trim(raw)});
+  return out;
+}
+
 // The ToString() of each item, separated by `sep` (the annotations' comma-separated lists).
 template <typename Range>
 std::string JoinToString(const Range& items, char sep = ',') {

@@ -9,10 +9,7 @@ namespace pylon::election {
 
 MacsParse ParseMacsAnnotation(std::string_view value) {
   MacsParse out;
-  std::size_t n = 0;
-  for (std::string_view raw : Split(value, ',')) {
-    const std::string_view entry = Trim(raw);
-    ++n;  // empty entries count
+  for (const auto& [n, entry] : ListEntries(value)) {
     if (entry.empty()) continue;
     auto mac = net::MacAddress::Parse(entry);
     if (!mac) {

@@ -34,12 +34,9 @@ bool PrefixLess(const net::Prefix& a, const net::Prefix& b) {
 
 SubnetsParse ParseSubnetsAnnotation(std::string_view value) {
   SubnetsParse out;
-  std::size_t index = 0;
   std::size_t accepted = 0;
   std::size_t dropped_over_cap = 0;
-  for (std::string_view raw : Split(value, ',')) {
-    const std::string_view entry = Trim(raw);
-    ++index;  // empty entries count
+  for (const auto& [index, entry] : ListEntries(value)) {
     if (entry.empty()) continue;
     auto prefix = net::Prefix::Parse(entry);
     if (!prefix) {

@@ -51,16 +51,13 @@ std::string Endpoint::ToString() const {
 
 ParsedEndpoints ParseEndpoints(std::string_view value) {
   ParsedEndpoints out;
-  std::size_t index = 0;
   std::size_t skipped_over_limit = 0;
-  for (std::string_view raw : Split(value, ',')) {
-    const std::string_view entry = Trim(raw);
+  for (const auto& [number, entry] : ListEntries(value)) {
     if (entry.empty()) continue;
-    ++index;  // empty entries do not count
     Endpoint e;
     std::string reason = ParseEntry(entry, e);
     if (!reason.empty()) {
-      out.issues.push_back("entry " + std::to_string(index) + " \"" + std::string(entry) +
+      out.issues.push_back("entry " + std::to_string(number) + " \"" + std::string(entry) +
                            "\": " + reason);
     } else if (out.endpoints.size() >= kMaxEndpoints) {
       ++skipped_over_limit;

@@ -6,7 +6,8 @@
 //   entry    = OWS ( ipv4 ":" port / "[" ipv6 "]" ":" port ) OWS
 //   port     = 1..65535, decimal, no sign
 // e.g. `192.0.2.11:7934,[2001:db8:1::11]:7934`. At most kMaxEndpoints entries are kept. A bad
-// entry is skipped and reported (the value was written by another node), never fatal. A lease
+// entry is skipped and reported as `entry N` (N counts every comma-separated piece, empty ones
+// too, like the other annotation lists), never fatal: another node wrote it. A lease
 // without the annotation (an older agent, heartbeats off) means "this node sends no heartbeats":
 // its liveness comes from the lease alone.
 // Pure.

@@ -1,5 +1,7 @@
 #include "k8s/resource.h"
 
+#include <array>
+
 namespace pylon::k8s {
 
 std::string Resource::ApiVersion() const { return group.empty() ? version : group + "/" + version; }
@@ -26,85 +28,81 @@ std::string Resource::ObjectPath(std::string_view ns, std::string_view name,
 }
 
 namespace resources {
-const Resource& Services() {
-  static const Resource r{"", "v1", "services", "Service", true};
-  return r;
+namespace {
+
+// The catalogue, one row per resource; a function-local table, so a static initializer elsewhere
+// may call the accessors below.
+enum Row : std::size_t {
+  kServices,
+  kEndpoints,
+  kEndpointSlices,
+  kEvents,
+  kLeases,
+  kNodes,
+  kNamespaces,
+  kConfigMaps,
+  kSecrets,
+  kCustomResourceDefinitions,
+  kPods,
+  kDaemonSets,
+  kServiceGroups,
+  kLBNodeAgents,
+  kLoadBalancerClasses,
+  kL2Advertisements,
+  kBGPPeers,
+  kBFDProfiles,
+  kBGPAdvertisements,
+  kRows,
+};
+
+const Resource& At(Row row) {
+  // clang-format off
+  static const std::array<Resource, kRows> kCatalogue = {{
+      {"", "v1", "services", "Service", true},
+      {"", "v1", "endpoints", "Endpoints", true},
+      {"discovery.k8s.io", "v1", "endpointslices", "EndpointSlice", true},
+      {"", "v1", "events", "Event", true},
+      {"coordination.k8s.io", "v1", "leases", "Lease", true},
+      {"", "v1", "nodes", "Node", false},
+      {"", "v1", "namespaces", "Namespace", false},
+      {"", "v1", "configmaps", "ConfigMap", true},
+      {"", "v1", "secrets", "Secret", true},
+      {"apiextensions.k8s.io", "v1", "customresourcedefinitions", "CustomResourceDefinition", false},
+      {"", "v1", "pods", "Pod", true},
+      {"apps", "v1", "daemonsets", "DaemonSet", true},
+      {"purelb.io", "v1", "servicegroups", "ServiceGroup", true},
+      {"purelb.io", "v1", "lbnodeagents", "LBNodeAgent", true},
+      {"lace-cni.io", "v1alpha1", "loadbalancerclasses", "LoadBalancerClass", false},
+      {"lace-cni.io", "v1alpha1", "l2advertisements", "L2Advertisement", false},
+      {"lace-cni.io", "v1alpha1", "bgppeers", "BGPPeer", false},
+      {"lace-cni.io", "v1alpha1", "bfdprofiles", "BFDProfile", false},
+      {"lace-cni.io", "v1alpha1", "bgpadvertisements", "BGPAdvertisement", false},
+  }};
+  // clang-format on
+  return kCatalogue[row];
 }
-const Resource& Endpoints() {
-  static const Resource r{"", "v1", "endpoints", "Endpoints", true};
-  return r;
-}
-const Resource& EndpointSlices() {
-  static const Resource r{"discovery.k8s.io", "v1", "endpointslices", "EndpointSlice", true};
-  return r;
-}
-const Resource& Events() {
-  static const Resource r{"", "v1", "events", "Event", true};
-  return r;
-}
-const Resource& Leases() {
-  static const Resource r{"coordination.k8s.io", "v1", "leases", "Lease", true};
-  return r;
-}
-const Resource& Nodes() {
-  static const Resource r{"", "v1", "nodes", "Node", false};
-  return r;
-}
-const Resource& Namespaces() {
-  static const Resource r{"", "v1", "namespaces", "Namespace", false};
-  return r;
-}
-const Resource& ConfigMaps() {
-  static const Resource r{"", "v1", "configmaps", "ConfigMap", true};
-  return r;
-}
-const Resource& Secrets() {
-  static const Resource r{"", "v1", "secrets", "Secret", true};
-  return r;
-}
-const Resource& CustomResourceDefinitions() {
-  static const Resource r{"apiextensions.k8s.io", "v1", "customresourcedefinitions",
-                          "CustomResourceDefinition", false};
-  return r;
-}
-const Resource& Pods() {
-  static const Resource r{"", "v1", "pods", "Pod", true};
-  return r;
-}
-const Resource& DaemonSets() {
-  static const Resource r{"apps", "v1", "daemonsets", "DaemonSet", true};
-  return r;
-}
-const Resource& ServiceGroups() {
-  static const Resource r{"purelb.io", "v1", "servicegroups", "ServiceGroup", true};
-  return r;
-}
-const Resource& LBNodeAgents() {
-  static const Resource r{"purelb.io", "v1", "lbnodeagents", "LBNodeAgent", true};
-  return r;
-}
-const Resource& LoadBalancerClasses() {
-  static const Resource r{"lace-cni.io", "v1alpha1", "loadbalancerclasses", "LoadBalancerClass",
-                          false};
-  return r;
-}
-const Resource& L2Advertisements() {
-  static const Resource r{"lace-cni.io", "v1alpha1", "l2advertisements", "L2Advertisement", false};
-  return r;
-}
-const Resource& BGPPeers() {
-  static const Resource r{"lace-cni.io", "v1alpha1", "bgppeers", "BGPPeer", false};
-  return r;
-}
-const Resource& BFDProfiles() {
-  static const Resource r{"lace-cni.io", "v1alpha1", "bfdprofiles", "BFDProfile", false};
-  return r;
-}
-const Resource& BGPAdvertisements() {
-  static const Resource r{"lace-cni.io", "v1alpha1", "bgpadvertisements", "BGPAdvertisement",
-                          false};
-  return r;
-}
+
+}  // namespace
+
+const Resource& Services() { return At(kServices); }
+const Resource& Endpoints() { return At(kEndpoints); }
+const Resource& EndpointSlices() { return At(kEndpointSlices); }
+const Resource& Events() { return At(kEvents); }
+const Resource& Leases() { return At(kLeases); }
+const Resource& Nodes() { return At(kNodes); }
+const Resource& Namespaces() { return At(kNamespaces); }
+const Resource& ConfigMaps() { return At(kConfigMaps); }
+const Resource& Secrets() { return At(kSecrets); }
+const Resource& CustomResourceDefinitions() { return At(kCustomResourceDefinitions); }
+const Resource& Pods() { return At(kPods); }
+const Resource& DaemonSets() { return At(kDaemonSets); }
+const Resource& ServiceGroups() { return At(kServiceGroups); }
+const Resource& LBNodeAgents() { return At(kLBNodeAgents); }
+const Resource& LoadBalancerClasses() { return At(kLoadBalancerClasses); }
+const Resource& L2Advertisements() { return At(kL2Advertisements); }
+const Resource& BGPPeers() { return At(kBGPPeers); }
+const Resource& BFDProfiles() { return At(kBFDProfiles); }
+const Resource& BGPAdvertisements() { return At(kBGPAdvertisements); }
 }  // namespace resources
 
 std::string UrlEncode(std::string_view text) {

@@ -52,8 +52,7 @@ Result<ProbedAddress> ParseEntry(std::string_view entry) {
 
 ProbeAheadParse ParseProbeAhead(std::string_view value) {
   ProbeAheadParse out;
-  for (std::string_view raw : Split(value, ',')) {
-    const std::string_view entry = Trim(raw);
+  for (const auto& [number, entry] : ListEntries(value)) {
     if (entry.empty()) continue;
     auto p = ParseEntry(entry);
     if (p) {

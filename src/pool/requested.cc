@@ -9,10 +9,7 @@ namespace pylon::pool {
 Result<RequestedAddresses> ParseRequestedAddresses(std::string_view value) {
   RequestedAddresses out;
   if (Trim(value).empty()) return out;
-  std::size_t index = 0;
-  for (std::string_view raw : Split(value, ',')) {
-    const std::string_view item = Trim(raw);
-    ++index;
+  for (const auto& [index, item] : ListEntries(value)) {
     if (item.empty()) {
       return Fail(ErrorCode::kInvalidArgument,
                   "requested addresses: item " + std::to_string(index) + " is empty");

@@ -42,6 +42,10 @@ TEST(Endpoints, ParseTable) {
   auto p = ParseEndpoints("x:1");
   ASSERT_EQ(p.issues.size(), 1u);
   EXPECT_EQ(p.issues[0], "entry 1 \"x:1\": not an IPv4 address");
+  // Entries are numbered as written, empty pieces included, like the other annotation lists.
+  p = ParseEndpoints(" ,192.0.2.12:1,,x:1");
+  ASSERT_EQ(p.issues.size(), 1u);
+  EXPECT_EQ(p.issues[0], "entry 4 \"x:1\": not an IPv4 address");
 }
 
 TEST(Endpoints, LimitReported) {
