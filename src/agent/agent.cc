@@ -269,7 +269,9 @@ Agent::SelfHealth Agent::EvaluateSelfHealth(bool shutting_down) {
   // This node's kube-proxy (--kube-proxy-check): while it fails, the node is not eligible. The
   // same path as an unhealthy lease locally (no local address, no writes), plus what peers see:
   // the lease released (holderIdentity "") and, with heartbeats, "not eligible" in them.
-  h.kube_proxy_ok = !kube_proxy_ || kube_proxy_->eligible();
+  const std::optional<KubeProxyHealth> kube_proxy =
+      kube_proxy_ ? std::optional(kube_proxy_->health()) : std::nullopt;
+  h.kube_proxy_ok = !kube_proxy || kube_proxy->eligible();
   lease_->SetReleased(!h.kube_proxy_ok);
   h.healthy = h.lease_healthy;
   std::string health_name = h.healthy ? "healthy" : "lease-unhealthy";
@@ -287,7 +289,7 @@ Agent::SelfHealth Agent::EvaluateSelfHealth(bool shutting_down) {
   lease_->SetHeartbeatsCarryLiveness(HeartbeatsCarryLiveness(liveness));
   if (h.healthy && !h.kube_proxy_ok) {
     h.healthy = false;
-    health_name = "kube-proxy-" + std::string(KubeProxyStateName(kube_proxy_->state()));
+    health_name = "kube-proxy-" + std::string(KubeProxyStateName(kube_proxy->state()));
   }
   if (h.healthy != last_healthy_) {
     log::Info("self health", {{"health", health_name}});
@@ -373,7 +375,7 @@ void Agent::PublishPassResults(const PassResult& pass) {
 void Agent::ExportPassMetrics(const SelfHealth& health) {
   if (!d_.metrics) return;
   d_.metrics->Set(kMetricLeaseHealthy, {}, health.lease_healthy ? 1 : 0);
-  d_.metrics->Set(kMetricLeaseQuiet, {}, lease_->mode() == LeaseMode::kQuiet ? 1 : 0);
+  d_.metrics->Set(kMetricLeaseQuiet, {}, lease_->pacing().mode() == LeaseMode::kQuiet ? 1 : 0);
   d_.metrics->Set(kMetricLeaseRenewals, {{"result", "success"}},
                   static_cast<double>(lease_->renewals()));
   d_.metrics->Set(kMetricLeaseRenewals, {{"result", "failure"}},
@@ -440,7 +442,7 @@ void Agent::Run() {
       SteadyTime until = now + kRediscoverEvery;
       if (auto t = reconciler_->NextWakeup(membership_); t && *t < until) until = *t;
       if (auto t = lease_->HealthyUntil(); t && *t > now && *t < until) until = *t;
-      if (auto t = lease_->QuietAt(); t && *t < until) until = std::max(*t, now);
+      if (auto t = lease_->pacing().QuietAt(); t && *t < until) until = std::max(*t, now);
       if (bgp_ && bgp_->NextPoll() < until) until = std::max(bgp_->NextPoll(), now);
       if (first_healthy_) {
         SteadyTime end = *first_healthy_ + options_.timing.retry_period;

@@ -78,14 +78,9 @@ void KubeProxyChecker::Start() {
 
 void KubeProxyChecker::Stop() { worker_.Stop(); }
 
-bool KubeProxyChecker::eligible() const {
+KubeProxyHealth KubeProxyChecker::health() const {
   MutexLock lock(mu_);
-  return health_.eligible();
-}
-
-KubeProxyState KubeProxyChecker::state() const {
-  MutexLock lock(mu_);
-  return health_.state();
+  return health_;
 }
 
 std::vector<KubeProxyTransition> KubeProxyChecker::TakeTransitions() {

@@ -5,7 +5,7 @@
 // queues a transition and calls `on_change` (the agent wakes its loop, which drains the
 // transitions for the event, the log line and the metrics, and re-runs the election).
 //
-// Threading: Start/Stop from the owner; eligible(), state() and TakeTransitions() from any
+// Threading: Start/Stop from the owner; health() and TakeTransitions() from any
 // thread. `on_change` runs on the checker thread and must not block.
 #pragma once
 
@@ -52,8 +52,8 @@ class KubeProxyChecker {
   // One check now (what the thread runs every interval). Returns the outcome's text.
   std::string CheckOnce();
 
-  bool eligible() const;
-  KubeProxyState state() const;
+  // A copy of the verdict so far, taken under one lock: its state() and eligible() agree.
+  KubeProxyHealth health() const;
   std::vector<KubeProxyTransition> TakeTransitions();
   const KubeProxyCheckOptions& options() const { return options_; }
 

@@ -86,14 +86,9 @@ bool LeaseKeeper::SetHeartbeatsCarryLiveness(bool carried) {
   return true;
 }
 
-LeaseMode LeaseKeeper::mode() const {
+LeasePacing LeaseKeeper::pacing() const {
   MutexLock lock(mu_);
-  return pacing_.mode();
-}
-
-std::optional<SteadyTime> LeaseKeeper::QuietAt() const {
-  MutexLock lock(mu_);
-  return pacing_.QuietAt();
+  return pacing_;
 }
 
 void LeaseKeeper::Start() {

@@ -67,12 +67,12 @@ class LeaseKeeper {
   // Start(); "" (the default) = no annotation, Delete() unconditional.
   void SetInstance(std::string uid);
   // Whether heartbeats carry this node's liveness now (lease_pacing.h HeartbeatsCarryLiveness),
-  // once per agent pass and again at QuietAt(). Returns whether the pace changed: then the worker
-  // renews at once with the new duration.
+  // once per agent pass and again at pacing().QuietAt(). Returns whether the pace changed: then the
+  // worker renews at once with the new duration.
   bool SetHeartbeatsCarryLiveness(bool carried);
-  LeaseMode mode() const;
-  // When the lease turns quiet if the condition still holds then (LeasePacing::QuietAt).
-  std::optional<SteadyTime> QuietAt() const;
+  // A copy of the pacing, taken under one lock: its mode() and, if the condition still holds,
+  // when the lease turns quiet (LeasePacing::QuietAt).
+  LeasePacing pacing() const;
   void Start();
   // Stops renewing (joins the worker). Idempotent.
   void Stop();

@@ -162,7 +162,7 @@ TEST(KubeProxyChecker, InjectedProbe) {
   for (std::size_t i = 0; i < answers.size(); ++i) {
     k.CheckOnce();
     clock.Advance(seconds(1));
-    states.emplace_back(KubeProxyStateName(k.state()));
+    states.emplace_back(KubeProxyStateName(k.health().state()));
   }
   EXPECT_EQ(states, (std::vector<std::string>{"unknown", "healthy", "healthy", "healthy",
                                               "unhealthy", "unhealthy", "healthy"}));
@@ -176,7 +176,7 @@ TEST(KubeProxyChecker, InjectedProbe) {
   EXPECT_NE(t[1].last_result.find("timed out"), std::string::npos) << t[1].last_result;
   EXPECT_EQ(t[2].to, KubeProxyState::kHealthy);
   EXPECT_TRUE(k.TakeTransitions().empty());
-  EXPECT_TRUE(k.eligible());
+  EXPECT_TRUE(k.health().eligible());
 }
 
 // The real adapter (CurlTransport) against a local server standing in for kube-proxy's /healthz.
@@ -195,7 +195,7 @@ TEST(KubeProxyChecker, RealHttp) {
   ASSERT_TRUE(c) << c.error().message();
   EXPECT_EQ((*c)->CheckOnce(), "HTTP 200");
   EXPECT_EQ((*c)->CheckOnce(), "HTTP 200");
-  EXPECT_TRUE((*c)->eligible());
+  EXPECT_TRUE((*c)->health().eligible());
   status = 503;  // kube-proxy's answer when its rules are stale
   EXPECT_EQ((*c)->CheckOnce(), "HTTP 503");
   status = 200;
@@ -204,13 +204,13 @@ TEST(KubeProxyChecker, RealHttp) {
   const std::string slow = (*c)->CheckOnce();
   EXPECT_EQ(slow.rfind("HTTP", 0), std::string::npos) << slow;
   EXPECT_LT(std::chrono::steady_clock::now() - start, milliseconds(900));
-  EXPECT_TRUE((*c)->eligible()) << "two failures: still eligible";
+  EXPECT_TRUE((*c)->health().eligible()) << "two failures: still eligible";
   delay_ms = 0;
   const std::string url = o.url;
   (*srv)->Stop();  // kube-proxy gone: connection refused
   const std::string refused = (*c)->CheckOnce();
   EXPECT_EQ(refused.rfind("HTTP", 0), std::string::npos) << refused;
-  EXPECT_FALSE((*c)->eligible());
+  EXPECT_FALSE((*c)->health().eligible());
   auto t = (*c)->TakeTransitions();
   ASSERT_EQ(t.size(), 2u);
   EXPECT_EQ(t[1].to, KubeProxyState::kUnhealthy);

@@ -151,7 +151,7 @@ TEST(LeaseKeeperPacing, WrittenDurationAndHealthDeadlineFollowTheMode) {
       ASSERT_TRUE(keeper.RenewOnce());
       ++ok;
     }
-    EXPECT_EQ(keeper.mode(), row.mode);
+    EXPECT_EQ(keeper.pacing().mode(), row.mode);
     auto lease = client.Get(leases, "purelb-system", "purelb-node-node1");
     ASSERT_TRUE(lease);
     EXPECT_EQ(FindInt(*lease, {"spec", "leaseDurationSeconds"}), row.written_s);
@@ -206,8 +206,8 @@ TEST(LeaseKeeperPacing, QuietLeaseOffStaysLoud) {
   EXPECT_FALSE(keeper.SetHeartbeatsCarryLiveness(true));
   clock.Advance(std::chrono::minutes(5));
   EXPECT_FALSE(keeper.SetHeartbeatsCarryLiveness(true));
-  EXPECT_EQ(keeper.mode(), LeaseMode::kLoud);
-  EXPECT_EQ(keeper.QuietAt(), std::nullopt);
+  EXPECT_EQ(keeper.pacing().mode(), LeaseMode::kLoud);
+  EXPECT_EQ(keeper.pacing().QuietAt(), std::nullopt);
   ASSERT_TRUE(keeper.RenewOnce());
   auto lease = client.Get(k8s::resources::Leases(), "purelb-system", "purelb-node-node1");
   ASSERT_TRUE(lease);
