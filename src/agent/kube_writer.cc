@@ -121,40 +121,40 @@ void KubeWriter::PassDone() {
 }
 
 void KubeWriter::Run() {
+  do {
+    while (RunNext()) continue;
+  } while (worker_.WaitForWake());  // an Enqueue since the queue was seen empty
+}
+
+// The lock is released while the write runs.
+bool KubeWriter::RunNext() {
   MutexLock lock(mu_);
-  while (true) {
-    while (order_.empty()) {
-      lock.Unlock();
-      const bool woken = worker_.WaitForWake();  // an Enqueue since the queue was seen empty
-      lock.Lock();
-      if (!woken) return;
-    }
-    if (worker_.Stopping()) return;
-    std::string target = order_.front();
-    order_.pop_front();
-    auto it = pending_.find(target);
-    if (it == pending_.end()) continue;
-    Op op = std::move(it->second);
-    pending_.erase(it);
-    busy_ = true;
-    lock.Unlock();
-    Status st = op.run();
-    lock.Lock();
-    busy_ = false;
-    if (st) {
-      ++writes_;
-      const SteadyTime now = clock_.Now();
-      auto prev = done_.find(target);
-      const bool again = prev != done_.end() && prev->second.fingerprint == op.fingerprint &&
-                         now < prev->second.at + options_.rewrite_after;
-      done_[target] = Done{op.fingerprint, now, op.observed, again ? prev->second.rewrites + 1 : 0};
-    } else {
-      ++failures_;
-      done_.erase(target);  // the next pass asks again
-      log::Warn("API write failed", {{"target", target}, {"error", st.error().message()}});
-    }
-    idle_cv_.notify_all();
+  if (worker_.Stopping() || order_.empty()) return false;
+  std::string target = order_.front();
+  order_.pop_front();
+  auto it = pending_.find(target);
+  if (it == pending_.end()) return true;
+  Op op = std::move(it->second);
+  pending_.erase(it);
+  busy_ = true;
+  lock.Unlock();
+  Status st = op.run();
+  lock.Lock();
+  busy_ = false;
+  if (st) {
+    ++writes_;
+    const SteadyTime now = clock_.Now();
+    auto prev = done_.find(target);
+    const bool again = prev != done_.end() && prev->second.fingerprint == op.fingerprint &&
+                       now < prev->second.at + options_.rewrite_after;
+    done_[target] = Done{op.fingerprint, now, op.observed, again ? prev->second.rewrites + 1 : 0};
+  } else {
+    ++failures_;
+    done_.erase(target);  // the next pass asks again
+    log::Warn("API write failed", {{"target", target}, {"error", st.error().message()}});
   }
+  idle_cv_.notify_all();
+  return true;
 }
 
 void KubeWriter::PatchAnnotations(const AnnotationPatch& patch) {

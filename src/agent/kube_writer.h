@@ -78,7 +78,10 @@ class KubeWriter final : public ClusterWriter {
   };
   void Enqueue(const std::string& target, std::string fingerprint, std::function<Status()> run,
                std::string observed = "");
+  // The worker: runs what is queued, then waits for the next Enqueue.
   void Run();
+  // Runs the next queued write; false once the queue is empty or the worker stops.
+  bool RunNext();
 
   k8s::Client& client_;
   k8s::EventRecorder& recorder_;

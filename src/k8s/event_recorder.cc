@@ -96,27 +96,24 @@ void EventRecorderImpl::Stop(Duration drain) {
 }
 
 void EventRecorderImpl::Run() {
-  while (true) {
-    Pending next;
-    {
+  do {
+    while (auto next = TakeNext()) {
+      Write(MakeEvent(next->object, next->level, next->reason, next->message, opts_, next->time,
+                      next->unique_nanos));
       MutexLock lock(mu_);
-      while (queue_.empty()) {
-        lock.Unlock();
-        const bool woken = worker_.WaitForWake();  // an Event since the queue was seen empty
-        lock.Lock();
-        if (!woken) return;
-      }
-      if (worker_.Stopping()) return;
-      next = std::move(queue_.front());
-      queue_.pop_front();
-      busy_ = true;
+      busy_ = false;
+      idle_cv_.notify_all();
     }
-    Write(MakeEvent(next.object, next.level, next.reason, next.message, opts_, next.time,
-                    next.unique_nanos));
-    MutexLock lock(mu_);
-    busy_ = false;
-    idle_cv_.notify_all();
-  }
+  } while (worker_.WaitForWake());  // an Event since the queue was seen empty
+}
+
+std::optional<EventRecorderImpl::Pending> EventRecorderImpl::TakeNext() {
+  MutexLock lock(mu_);
+  if (worker_.Stopping() || queue_.empty()) return std::nullopt;
+  Pending next = std::move(queue_.front());
+  queue_.pop_front();
+  busy_ = true;
+  return next;
 }
 
 void EventRecorderImpl::Write(Json event) {

@@ -7,6 +7,7 @@
 #include <condition_variable>
 #include <deque>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -85,7 +86,10 @@ class EventRecorderImpl final : public EventRecorder {
     int64_t unique_nanos = 0;
   };
 
+  // The worker: writes what is queued, then waits for the next Event.
   void Run();
+  // Pops the next event, marking the recorder busy; nullopt once empty or stopping.
+  std::optional<Pending> TakeNext();
   void Write(Json event);
 
   Client& client_;
