@@ -7,6 +7,7 @@
 #include <linux/rtnetlink.h>
 #include <sys/socket.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 
@@ -48,16 +49,22 @@ Result<std::vector<Attr>> ParseAttrs(std::span<const std::uint8_t> bytes, std::s
   return out;
 }
 
-// The attributes following the fixed header of `fixed` bytes.
-Result<std::vector<Attr>> MessageAttrs(const MessageView& msg, std::size_t fixed,
-                                       std::string_view what) {
-  if (msg.bytes.size() < kHeader + fixed) {
+// A message of `Head` (ifaddrmsg, rtmsg, ifinfomsg): that fixed header, then attributes.
+template <typename Head>
+struct Message {
+  Head head;
+  std::vector<Attr> attrs;
+};
+template <typename Head>
+Result<Message<Head>> ReadMessage(const MessageView& msg, std::string_view what) {
+  if (msg.bytes.size() < kHeader + sizeof(Head)) {
     return Fail(ErrorCode::kInvalidArgument, std::string(what) + ": message too short (" +
                                                  std::to_string(msg.bytes.size()) + " bytes)");
   }
-  std::size_t start = Align4(kHeader + fixed);
-  if (start > msg.bytes.size()) start = msg.bytes.size();
-  return ParseAttrs(msg.bytes.subspan(start), what);
+  const std::size_t start = std::min(Align4(kHeader + sizeof(Head)), msg.bytes.size());
+  auto attrs = ParseAttrs(msg.bytes.subspan(start), what);
+  if (!attrs) return tl::unexpected(attrs.error());
+  return Message<Head>{Load<Head>(msg.payload()), std::move(*attrs)};
 }
 
 Result<net::IpAddress> AddressFrom(const Attr& a, int af, std::string_view what) {
@@ -99,16 +106,35 @@ Result<net::Family> FamilyOf(int af, std::string_view what) {
               std::string(what) + ": address family " + std::to_string(af));
 }
 
-// The family of an address or route message and its prefix length (`length_name` in the error),
-// which must fit that family.
-Result<net::Family> FamilyAndLength(int af, int length, std::string_view what,
-                                    std::string_view length_name) {
-  auto family = FamilyOf(af, what);
-  if (family && length > net::FamilyBits(*family)) {
-    return Fail(ErrorCode::kInvalidArgument,
-                std::string(what) + ": " + std::string(length_name) + " " + std::to_string(length));
+// The two messages that carry a prefix: the family field, the prefix length and what the message
+// calls it.
+struct PrefixFields {
+  int af;
+  int length;
+  std::string_view length_name;
+};
+PrefixFields PrefixOf(const ifaddrmsg& h) {
+  return {h.ifa_family, h.ifa_prefixlen, "prefix length"};
+}
+PrefixFields PrefixOf(const rtmsg& h) { return {h.rtm_family, h.rtm_dst_len, "dst length"}; }
+
+// ReadMessage for an address or route message, and its family, which the prefix length must fit.
+template <typename Head>
+struct PrefixMessage : Message<Head> {
+  net::Family family = net::Family::kV4;
+};
+template <typename Head>
+Result<PrefixMessage<Head>> ReadPrefixMessage(const MessageView& msg, std::string_view what) {
+  auto m = ReadMessage<Head>(msg, what);
+  if (!m) return tl::unexpected(m.error());
+  const PrefixFields p = PrefixOf(m->head);
+  auto family = FamilyOf(p.af, what);
+  if (!family) return tl::unexpected(family.error());
+  if (p.length > net::FamilyBits(*family)) {
+    return Fail(ErrorCode::kInvalidArgument, std::string(what) + ": " + std::string(p.length_name) +
+                                                 " " + std::to_string(p.length));
   }
-  return family;
+  return PrefixMessage<Head>{{std::move(*m)}, *family};
 }
 
 Status ErrorStatus(int error, std::string context, std::string_view extack) {
@@ -218,17 +244,15 @@ Status ParseDone(const MessageView& msg, std::string_view context) {
 
 Result<AddressInfo> ParseAddress(const MessageView& msg) {
   constexpr std::string_view kWhat = "RTM_NEWADDR";
-  auto attrs = MessageAttrs(msg, sizeof(ifaddrmsg), kWhat);
-  if (!attrs) return tl::unexpected(attrs.error());
-  auto ifa = Load<ifaddrmsg>(msg.payload());
-  auto family = FamilyAndLength(ifa.ifa_family, ifa.ifa_prefixlen, kWhat, "prefix length");
-  if (!family) return tl::unexpected(family.error());
+  auto m = ReadPrefixMessage<ifaddrmsg>(msg, kWhat);
+  if (!m) return tl::unexpected(m.error());
+  const ifaddrmsg& ifa = m->head;
   AddressInfo info;
   info.ifindex = static_cast<int>(ifa.ifa_index);
   info.flags = ifa.ifa_flags;
   info.scope = ifa.ifa_scope;
   std::optional<net::IpAddress> local, address;
-  for (const Attr& a : *attrs) {
+  for (const Attr& a : m->attrs) {
     switch (a.type) {
       case IFA_LOCAL:
       case IFA_ADDRESS: {
@@ -262,30 +286,28 @@ Result<AddressInfo> ParseAddress(const MessageView& msg) {
   if (!local) local = address;
   if (!local) return Fail(ErrorCode::kInvalidArgument, "RTM_NEWADDR: no IFA_LOCAL/IFA_ADDRESS");
   if (address && *address != *local) info.peer = address;
-  auto prefix = net::Prefix::Make(*local, ifa.ifa_prefixlen);
-  if (!prefix) return tl::unexpected(prefix.error());
-  info.prefix = *prefix;
+  if (auto st = Store(net::Prefix::Make(*local, ifa.ifa_prefixlen), info.prefix); !st) {
+    return Fail(st.error());
+  }
   return info;
 }
 
 Result<RouteInfo> ParseRoute(const MessageView& msg) {
-  constexpr std::string_view kWhat = "RTM_NEWROUTE";
-  auto attrs = MessageAttrs(msg, sizeof(rtmsg), kWhat);
-  if (!attrs) return tl::unexpected(attrs.error());
-  auto rtm = Load<rtmsg>(msg.payload());
-  auto family = FamilyAndLength(rtm.rtm_family, rtm.rtm_dst_len, kWhat, "dst length");
-  if (!family) return tl::unexpected(family.error());
+  auto m = ReadPrefixMessage<rtmsg>(msg, "RTM_NEWROUTE");
+  if (!m) return tl::unexpected(m.error());
+  const rtmsg& rtm = m->head;
+  const net::Family family = m->family;
   RouteInfo r;
-  r.family = *family;
+  r.family = family;
   r.table = rtm.rtm_table;
   r.type = rtm.rtm_type;
   r.protocol = rtm.rtm_protocol;
   r.scope = rtm.rtm_scope;
   r.flags = rtm.rtm_flags;
-  net::IpAddress dst = net::IpAddress::FromValue(*family, 0);
+  net::IpAddress dst = net::IpAddress::FromValue(family, 0);
   Nexthop single;
   bool has_single = false;
-  for (const Attr& a : *attrs) {
+  for (const Attr& a : m->attrs) {
     switch (a.type) {
       case RTA_DST:
         if (auto st = Store(AddressFrom(a, rtm.rtm_family, "RTA_DST"), dst); !st)
@@ -330,21 +352,18 @@ Result<RouteInfo> ParseRoute(const MessageView& msg) {
     single.flags = static_cast<std::uint8_t>(rtm.rtm_flags & 0xff);
     r.nexthops.push_back(single);
   }
-  auto prefix = net::Prefix::Make(dst, rtm.rtm_dst_len);
-  if (!prefix) return tl::unexpected(prefix.error());
-  r.dst = *prefix;
+  if (auto st = Store(net::Prefix::Make(dst, rtm.rtm_dst_len), r.dst); !st) return Fail(st.error());
   return r;
 }
 
 Result<LinkInfo> ParseLink(const MessageView& msg) {
-  constexpr std::string_view kWhat = "RTM_NEWLINK";
-  auto attrs = MessageAttrs(msg, sizeof(ifinfomsg), kWhat);
-  if (!attrs) return tl::unexpected(attrs.error());
-  auto ifi = Load<ifinfomsg>(msg.payload());
+  auto m = ReadMessage<ifinfomsg>(msg, "RTM_NEWLINK");
+  if (!m) return tl::unexpected(m.error());
+  const ifinfomsg& ifi = m->head;
   LinkInfo l;
   l.index = ifi.ifi_index;
   l.flags = ifi.ifi_flags;
-  for (const Attr& a : *attrs) {
+  for (const Attr& a : m->attrs) {
     switch (a.type) {
       case IFLA_IFNAME:
         l.name = Str(a);
