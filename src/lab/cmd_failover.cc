@@ -431,17 +431,15 @@ int RunFailover(const FailoverFlags& f) {
 
 Subcommand AddFailover(cli::App& lab) {
   auto f = std::make_shared<FailoverFlags>();
-  f->measure.build.name = "failover";
-  f->measure.runs = 3;
-  auto* sub = lab.add_subcommand(
-      "failover", "the outage the client sees when the node announcing an address fails");
+  auto* sub = AddMeasureCommand(
+      lab, "failover", "the outage the client sees when the node announcing an address fails",
+      /*runs=*/3, &f->measure);
   sub->footer(
       "Cases: the winner's agent gets SIGTERM / SIGKILL, its link goes down, its node freezes\n"
       "(port out of forwarding, no link event, processes stopped); with --kube-proxy, requests go\n"
       "to one pod per node and the cases endpoint (the winner's pod turns unready) and kube-proxy\n"
       "(SIGKILL there) are added. After SIGKILL, ARP / NS tell until the dead node stops\n"
       "answering (the agents' --address-lifetime).\n");
-  AddMeasureFlags(*sub, &f->measure);
   AddKubeProxyFlags(*sub, &f->measure.kube_proxy);
   cli::AddDuration(*sub, "--address-lifetime", &f->measure.address_lifetime,
                    "the valid lifetime of the agents' addresses (default: the lease duration)")

@@ -283,11 +283,9 @@ int Timing(const TimingFlags& tf) {
 
 Subcommand AddTiming(cli::App& lab) {
   auto f = std::make_shared<TimingFlags>();
-  f->measure.build.name = "timing";
-  f->measure.runs = 5;
-  auto* sub = lab.add_subcommand("timing",
-                                 "Service create -> reachable, delete -> withdrawn, on the client");
-  AddMeasureFlags(*sub, &f->measure);
+  auto* sub = AddMeasureCommand(lab, "timing",
+                                "Service create -> reachable, delete -> withdrawn, on the client",
+                                /*runs=*/5, &f->measure);
   sub->add_flag("--requested", f->requested,
                 "the Service requests its addresses (full duplicate-address probe) instead of "
                 "taking the allocator's next ones, probed ahead");

@@ -15,9 +15,14 @@ namespace pylon::lab {
 using Ms = std::chrono::milliseconds;
 using SteadyClock = std::chrono::steady_clock;
 
-void AddMeasureFlags(cli::App& sub, MeasureFlags* flags) {
-  AddBuildFlags(sub, &flags->build);
-  sub.add_option("--runs", flags->runs, "runs per case")->check(CLI::Range(1, 100));
+cli::App* AddMeasureCommand(cli::App& lab, const std::string& name, const std::string& description,
+                            int runs, MeasureFlags* flags) {
+  flags->build.name = name;
+  flags->runs = runs;
+  auto* sub = lab.add_subcommand(name, description);
+  AddBuildFlags(*sub, &flags->build);
+  sub->add_option("--runs", flags->runs, "runs per case")->check(CLI::Range(1, 100));
+  return sub;
 }
 
 LabConfig MeasureLabConfig(const MeasureFlags& flags) {

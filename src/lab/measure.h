@@ -24,8 +24,10 @@ struct MeasureFlags {
   KubeProxyFlags kube_proxy;
   Duration address_lifetime = Duration::zero();  // zero: the agents' default (the lease duration)
 };
-// --name, --pylon / --binary, --k8s-bin-dir and --runs (1 to 100), defaults from `*flags`.
-void AddMeasureFlags(cli::App& sub, MeasureFlags* flags);
+// The subcommand `name` of `lab` for a measurement: its lab is named `name` and it runs `runs`
+// times per case by default; --name, --pylon / --binary, --k8s-bin-dir and --runs (1 to 100).
+cli::App* AddMeasureCommand(cli::App& lab, const std::string& name, const std::string& description,
+                            int runs, MeasureFlags* flags);
 
 // The lab a measurement runs on: ConfigFrom the flags, and for the agents --address-lifetime when
 // given and, with kube-proxy, --etp-local=elect (the address follows a node with a ready endpoint,

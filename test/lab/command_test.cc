@@ -132,11 +132,12 @@ std::optional<int> ParseInto(cli::App& app, const std::vector<const char*>& args
 
 TEST(MeasureTest, FlagsLand) {
   MeasureFlags f;
-  f.build.name = "failover";
-  auto app = cli::NewCommand("pylon-dev lab failover", "");
-  AddMeasureFlags(*app, &f);
-  ASSERT_EQ(ParseInto(*app, {"--name", "fo", "--binary", "/opt/pylon", "--k8s-bin-dir", "/k8s",
-                             "--runs", "7"}),
+  auto lab = cli::NewCommand("pylon-dev lab", "");
+  AddMeasureCommand(*lab, "failover", "", /*runs=*/3, &f);
+  EXPECT_EQ(f.build.name, "failover");
+  EXPECT_EQ(f.runs, 3);
+  ASSERT_EQ(ParseInto(*lab, {"failover", "--name", "fo", "--binary", "/opt/pylon", "--k8s-bin-dir",
+                             "/k8s", "--runs", "7"}),
             std::nullopt);
   EXPECT_EQ(f.build.name, "fo");
   EXPECT_EQ(f.build.pylon, "/opt/pylon");
@@ -144,10 +145,12 @@ TEST(MeasureTest, FlagsLand) {
   EXPECT_EQ(f.runs, 7);
 
   MeasureFlags g;
-  auto app2 = cli::NewCommand("pylon-dev lab timing", "");
-  AddMeasureFlags(*app2, &g);
-  ASSERT_EQ(ParseInto(*app2, {"--pylon=/p"}), std::nullopt);
+  auto lab2 = cli::NewCommand("pylon-dev lab", "");
+  AddMeasureCommand(*lab2, "timing", "", /*runs=*/5, &g);
+  ASSERT_EQ(ParseInto(*lab2, {"timing", "--pylon=/p"}), std::nullopt);
   EXPECT_EQ(g.build.pylon, "/p");
+  EXPECT_EQ(g.build.name, "timing");
+  EXPECT_EQ(g.runs, 5);
 }
 
 TEST(MeasureTest, LabConfig) {
