@@ -1,5 +1,7 @@
 #include "agent/command.h"
 
+#include "common/command.h"
+
 #include <signal.h>
 
 #include <atomic>
@@ -191,6 +193,10 @@ int RunAgentCommand(int argc, char** argv) {
   return rc;
 }
 
+const cli::Command kAgentCommand = {
+    "agent", "the node agent: election, addresses, GARP/NA (DaemonSet, NET_ADMIN+NET_RAW)",
+    RunAgentCommand};
+
 int RunPrepareNodeCommand(int argc, char** argv) {
   auto app = cli::NewCommand(
       "pylon prepare-node",
@@ -217,5 +223,10 @@ int RunPrepareNodeCommand(int argc, char** argv) {
   log::Info("node sysctls set", {{"net.ipv4.conf", set}});
   return 0;
 }
+
+const cli::Command kPrepareNodeCommand = {"prepare-node",
+                                          "sets the node's strict-ARP sysctls and exits (the agent "
+                                          "DaemonSet's privileged init container)",
+                                          RunPrepareNodeCommand};
 
 }  // namespace pylon::agent

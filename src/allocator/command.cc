@@ -1,5 +1,7 @@
 #include "allocator/command.h"
 
+#include "common/command.h"
+
 #include <malloc.h>
 #include <pthread.h>
 #include <signal.h>
@@ -229,5 +231,9 @@ int RunAllocatorCommand(int argc, char** argv) {
   signal_thread.join();
   return lost.load() ? 1 : 0;
 }
+
+const cli::Command kAllocatorCommand = {
+    "allocator", "allocates LoadBalancer addresses (Deployment, leader-elected)",
+    RunAllocatorCommand};
 
 }  // namespace pylon::allocator

@@ -7,6 +7,7 @@
 
 #include "common/cli.h"
 #include "common/clock.h"
+#include "common/command.h"
 #include "common/log.h"
 
 namespace pylon::allocator {
@@ -34,5 +35,7 @@ std::unique_ptr<cli::App> NewAllocatorCommand(CommandOptions* o);
 // `pylon allocator`: argv[0] is "allocator". Returns the process exit code: 0 after a graceful
 // shutdown, 1 when it cannot start or loses leadership, 2 on a bad command line.
 int RunAllocatorCommand(int argc, char** argv);
+// Its entry in the binary's command list (main/dispatch.h).
+extern const cli::Command kAllocatorCommand;
 
 }  // namespace pylon::allocator

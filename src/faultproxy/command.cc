@@ -1,6 +1,8 @@
 // `pylon-dev fault-proxy`: flag parsing and wiring of the fault-injecting reverse proxy.
 #include "faultproxy/command.h"
 
+#include "common/command.h"
+
 #include <pthread.h>
 #include <signal.h>
 
@@ -108,5 +110,9 @@ int RunFaultProxyCommand(int argc, char** argv) {
   (*proxy)->Stop();
   return 0;
 }
+
+const cli::Command kFaultProxyCommand = {
+    "fault-proxy", "a fault-injecting reverse proxy in front of kube-apiserver (tests)",
+    RunFaultProxyCommand};
 
 }  // namespace pylon::faultproxy

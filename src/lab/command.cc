@@ -1,6 +1,8 @@
 // `pylon-dev lab`: the dispatcher of the subcommands (command.h) and what they share.
 #include "lab/command.h"
 
+#include "common/command.h"
+
 #include <signal.h>
 #include <unistd.h>
 
@@ -111,5 +113,8 @@ int LabCommand(int argc, char** argv) {
   }
   return cli::kExitUsage;  // unreachable: CLI11 requires one subcommand
 }
+
+const cli::Command kLabCommand = {
+    "lab", "a whole cluster in network namespaces: up, down, demo (root)", LabCommand};
 
 }  // namespace pylon::lab

@@ -19,6 +19,7 @@
 #include <string>
 #include <vector>
 
+#include "common/command.h"
 #include "common/result.h"
 #include "lab/control_plane.h"
 #include "lab/kubelet.h"
@@ -276,5 +277,7 @@ class Lab {
 // `pylon-dev lab <command> [flags]` (argv[0] is "lab"): up | down | status | demo | failover |
 // timing | serve. Returns the exit code: 0, 1 (a failure while running), 2 (a bad command line).
 int LabCommand(int argc, char** argv);
+// Its entry in the binary's command list (main/dispatch.h).
+extern const cli::Command kLabCommand;
 
 }  // namespace pylon::lab

@@ -4,13 +4,11 @@
 
 #include <vector>
 
+#include "common/command.h"
+
 namespace pylon::main {
 
-struct Command {
-  const char* name;
-  const char* summary;                // one line for the binary's --help
-  int (*run)(int argc, char** argv);  // argv[0] is the command name; returns the exit code
-};
+using cli::Command;
 
 // Runs the command argv[1] names, with argv shifted by one. `binary` is the program's name in
 // messages ("pylon"), `about` one line on what it is. Every binary also has "version" (and

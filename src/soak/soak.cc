@@ -1,5 +1,7 @@
 #include "soak/soak.h"
 
+#include "common/command.h"
+
 #include <unistd.h>
 
 #include <algorithm>
@@ -222,5 +224,8 @@ int SoakCommand(int argc, char** argv) {
   lab::InstallStopSignals();
   return RunSoak(o);
 }
+
+const cli::Command kSoakCommand = {
+    "soak", "random faults on a lab for hours, invariants checked on the wire (root)", SoakCommand};
 
 }  // namespace pylon::soak

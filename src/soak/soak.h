@@ -21,6 +21,7 @@
 #include <string>
 
 #include "common/cli.h"
+#include "common/command.h"
 
 namespace pylon::soak {
 
@@ -46,5 +47,7 @@ int RunSoak(const SoakOptions& options);
 
 // `pylon-dev soak [flags]` (argv[0] is "soak").
 int SoakCommand(int argc, char** argv);
+// Its entry in the binary's command list (main/dispatch.h).
+extern const cli::Command kSoakCommand;
 
 }  // namespace pylon::soak
