@@ -108,6 +108,9 @@ spec:
 
 class Lab {
  public:
+  // The port every node reaches the API server on, at 127.0.0.1 in its namespace.
+  static constexpr int kNodeApiPort = 6443;
+
   explicit Lab(LabConfig config);
   ~Lab();
   Lab(const Lab&) = delete;
@@ -129,8 +132,6 @@ class Lab {
   std::string KubectlBinary() const { return control_plane_.KubectlBinary(); }
   ControlPlane& control_plane() { return control_plane_; }
   const ControlPlane& control_plane() const { return control_plane_; }
-  // The port every node reaches the API server on, at 127.0.0.1 in its namespace.
-  static constexpr int kNodeApiPort = 6443;
 
   // Runs kubectl against the lab's API server; returns its output or an error with the output.
   Result<std::string> Kubectl(const std::vector<std::string>& args) const;

@@ -8,8 +8,12 @@
 #include <sys/socket.h>
 
 #include <algorithm>
+#include <array>
 #include <cerrno>
 #include <cstring>
+#include <optional>
+#include <type_traits>
+#include <variant>
 
 #include "netlink/message.h"
 
@@ -93,6 +97,49 @@ Status Store(Result<T> v, U& out) {
   out = static_cast<U>(std::move(*v));
   return Ok();
 }
+
+// An attribute that is one number, stored as it is in a field of the parsed message: the
+// attributes a parser needs no code for, listed in its table (kAddressNumbers, ...). Its width,
+// u8 or u32, is the field's.
+template <typename Info>
+struct NumberAttr {
+  std::uint16_t type;
+  const char* name;
+  std::variant<std::uint8_t Info::*, std::uint32_t Info::*, std::optional<std::uint8_t> Info::*,
+               std::optional<std::uint32_t> Info::*>
+      field;
+};
+// Reads `a` into its field when `table` lists it; leaves any other attribute alone.
+template <typename Info, std::size_t N>
+Status ReadNumber(const Attr& a, const std::array<NumberAttr<Info>, N>& table, Info& out) {
+  for (const NumberAttr<Info>& n : table) {
+    if (n.type != a.type) continue;
+    return std::visit(
+        [&](auto field) {
+          using Field = std::remove_reference_t<decltype(out.*field)>;
+          constexpr bool kU8 = std::is_same_v<Field, std::uint8_t> ||
+                               std::is_same_v<Field, std::optional<std::uint8_t>>;
+          return kU8 ? Store(U8(a, n.name), out.*field) : Store(U32(a, n.name), out.*field);
+        },
+        n.field);
+  }
+  return Ok();
+}
+
+constexpr std::array<NumberAttr<AddressInfo>, 2> kAddressNumbers = {{
+    {IFA_FLAGS, "IFA_FLAGS", &AddressInfo::flags},
+    {IFA_PROTO, "IFA_PROTO", &AddressInfo::proto},
+}};
+constexpr std::array<NumberAttr<RouteInfo>, 3> kRouteNumbers = {{
+    {RTA_PRIORITY, "RTA_PRIORITY", &RouteInfo::priority},
+    {RTA_TABLE, "RTA_TABLE", &RouteInfo::table},
+    {RTA_NH_ID, "RTA_NH_ID", &RouteInfo::nexthop_id},
+}};
+constexpr std::array<NumberAttr<LinkInfo>, 2> kLinkNumbers = {{
+    {IFLA_MTU, "IFLA_MTU", &LinkInfo::mtu},
+    {IFLA_OPERSTATE, "IFLA_OPERSTATE", &LinkInfo::operstate},
+}};
+
 std::string Str(const Attr& a) {
   std::string s(reinterpret_cast<const char*>(a.data.data()), a.data.size());
   if (auto nul = s.find('\0'); nul != std::string::npos) s.resize(nul);
@@ -261,9 +308,6 @@ Result<AddressInfo> ParseAddress(const MessageView& msg) {
         (a.type == IFA_LOCAL ? local : address) = *ip;
         break;
       }
-      case IFA_FLAGS:
-        if (auto st = Store(U32(a, "IFA_FLAGS"), info.flags); !st) return Fail(st.error());
-        break;
       case IFA_CACHEINFO: {
         if (a.data.size() < sizeof(ifa_cacheinfo)) {
           return Fail(ErrorCode::kInvalidArgument, "IFA_CACHEINFO: short attribute");
@@ -273,13 +317,11 @@ Result<AddressInfo> ParseAddress(const MessageView& msg) {
         info.lifetimes.valid = Seconds{ci.ifa_valid};
         break;
       }
-      case IFA_PROTO:
-        if (auto st = Store(U8(a, "IFA_PROTO"), info.proto); !st) return Fail(st.error());
-        break;
       case IFA_LABEL:
         info.label = Str(a);
         break;
       default:
+        if (auto st = ReadNumber(a, kAddressNumbers, info); !st) return Fail(st.error());
         break;
     }
   }
@@ -331,20 +373,12 @@ Result<RouteInfo> ParseRoute(const MessageView& msg) {
         single.gateway = *ip;
         break;
       }
-      case RTA_PRIORITY:
-        if (auto st = Store(U32(a, "RTA_PRIORITY"), r.priority); !st) return Fail(st.error());
-        break;
-      case RTA_TABLE:
-        if (auto st = Store(U32(a, "RTA_TABLE"), r.table); !st) return Fail(st.error());
-        break;
-      case RTA_NH_ID:
-        if (auto st = Store(U32(a, "RTA_NH_ID"), r.nexthop_id); !st) return Fail(st.error());
-        break;
       case RTA_MULTIPATH:
         if (auto st = Store(ParseMultipath(a.data, rtm.rtm_family), r.nexthops); !st)
           return Fail(st.error());
         break;
       default:
+        if (auto st = ReadNumber(a, kRouteNumbers, r); !st) return Fail(st.error());
         break;
     }
   }
@@ -371,12 +405,6 @@ Result<LinkInfo> ParseLink(const MessageView& msg) {
       case IFLA_ADDRESS:
         l.hwaddr.assign(a.data.begin(), a.data.end());
         break;
-      case IFLA_MTU:
-        if (auto st = Store(U32(a, "IFLA_MTU"), l.mtu); !st) return Fail(st.error());
-        break;
-      case IFLA_OPERSTATE:
-        if (auto st = Store(U8(a, "IFLA_OPERSTATE"), l.operstate); !st) return Fail(st.error());
-        break;
       case IFLA_CARRIER: {
         auto v = U8(a, "IFLA_CARRIER");
         if (!v) return tl::unexpected(v.error());
@@ -392,6 +420,7 @@ Result<LinkInfo> ParseLink(const MessageView& msg) {
         break;
       }
       default:
+        if (auto st = ReadNumber(a, kLinkNumbers, l); !st) return Fail(st.error());
         break;
     }
   }
@@ -399,22 +428,25 @@ Result<LinkInfo> ParseLink(const MessageView& msg) {
   return l;
 }
 
+namespace {
+
+// A parsed new or deleted link or address as its Event.
+template <typename EventOf, typename Info>
+Result<std::optional<Event>> AsEvent(Result<Info> info, bool added) {
+  if (!info) return tl::unexpected(info.error());
+  return Event{EventOf{added ? ChangeKind::kNew : ChangeKind::kDeleted, std::move(*info)}};
+}
+
+}  // namespace
+
 Result<std::optional<Event>> ParseEvent(const MessageView& msg) {
   switch (msg.type) {
     case RTM_NEWLINK:
-    case RTM_DELLINK: {
-      auto l = ParseLink(msg);
-      if (!l) return tl::unexpected(l.error());
-      return Event{LinkEvent{msg.type == RTM_NEWLINK ? ChangeKind::kNew : ChangeKind::kDeleted,
-                             std::move(*l)}};
-    }
+    case RTM_DELLINK:
+      return AsEvent<LinkEvent>(ParseLink(msg), msg.type == RTM_NEWLINK);
     case RTM_NEWADDR:
-    case RTM_DELADDR: {
-      auto a = ParseAddress(msg);
-      if (!a) return tl::unexpected(a.error());
-      return Event{AddressEvent{msg.type == RTM_NEWADDR ? ChangeKind::kNew : ChangeKind::kDeleted,
-                                std::move(*a)}};
-    }
+    case RTM_DELADDR:
+      return AsEvent<AddressEvent>(ParseAddress(msg), msg.type == RTM_NEWADDR);
     default:
       return std::optional<Event>{};
   }
