@@ -1,7 +1,5 @@
 #include "agent/command.h"
 
-#include "common/command.h"
-
 #include <signal.h>
 
 #include <atomic>

@@ -1,7 +1,5 @@
 #include "allocator/command.h"
 
-#include "common/command.h"
-
 #include <malloc.h>
 #include <pthread.h>
 #include <signal.h>

@@ -1,8 +1,6 @@
 // `pylon-dev fault-proxy`: flag parsing and wiring of the fault-injecting reverse proxy.
 #include "faultproxy/command.h"
 
-#include "common/command.h"
-
 #include <pthread.h>
 #include <signal.h>
 

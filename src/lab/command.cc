@@ -1,8 +1,6 @@
 // `pylon-dev lab`: the dispatcher of the subcommands (command.h) and what they share.
 #include "lab/command.h"
 
-#include "common/command.h"
-
 #include <signal.h>
 #include <unistd.h>
 

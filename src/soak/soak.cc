@@ -1,7 +1,5 @@
 #include "soak/soak.h"
 
-#include "common/command.h"
-
 #include <unistd.h>
 
 #include <algorithm>
