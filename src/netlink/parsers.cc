@@ -115,11 +115,14 @@ Status ReadNumber(const Attr& a, const std::array<NumberAttr<Info>, N>& table, I
   for (const NumberAttr<Info>& n : table) {
     if (n.type != a.type) continue;
     return std::visit(
-        [&](auto field) {
+        [&](auto field) -> Status {
           using Field = std::remove_reference_t<decltype(out.*field)>;
-          constexpr bool kU8 = std::is_same_v<Field, std::uint8_t> ||
-                               std::is_same_v<Field, std::optional<std::uint8_t>>;
-          return kU8 ? Store(U8(a, n.name), out.*field) : Store(U32(a, n.name), out.*field);
+          if constexpr (std::is_same_v<Field, std::uint8_t> ||
+                        std::is_same_v<Field, std::optional<std::uint8_t>>) {
+            return Store(U8(a, n.name), out.*field);
+          } else {
+            return Store(U32(a, n.name), out.*field);
+          }
         },
         n.field);
   }

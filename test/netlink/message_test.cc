@@ -448,6 +448,19 @@ TEST(ParseLink, StateAndKind) {
   EXPECT_FALSE(le->link.operational());
 }
 
+TEST(ParseLink, ShortNumberAttributesAreErrors) {
+  ifinfomsg ifi{};
+  ifi.ifi_index = 12;
+  const std::uint8_t two[2] = {1, 2};
+  auto mtu = ParseLink(Single(Writer(RTM_NEWLINK, 0).Raw(ifi).Attr(IFLA_MTU, two, 2).Done()));
+  ASSERT_FALSE(mtu.has_value());
+  EXPECT_EQ(mtu.error().message(), "IFLA_MTU: short u32");
+  auto oper =
+      ParseLink(Single(Writer(RTM_NEWLINK, 0).Raw(ifi).Attr(IFLA_OPERSTATE, two, 0).Done()));
+  ASSERT_FALSE(oper.has_value());
+  EXPECT_EQ(oper.error().message(), "IFLA_OPERSTATE: empty u8");
+}
+
 TEST(ParseEvent, AddressDeletedAndIgnoredTypes) {
   Message m = AddressMessage("192.0.2.9", 24, 0, std::nullopt, 1, 1);
   std::uint16_t del = RTM_DELADDR;
