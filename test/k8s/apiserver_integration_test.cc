@@ -234,8 +234,10 @@ TEST_F(ApiServerTest, LeaseElectionAndEvents) {
       ",involvedObject.uid=" + Uid(*svc);
   auto events = client_->List(resources::Events(), ns_, lo);
   ASSERT_TRUE(events) << events.error().message();
-  ASSERT_EQ(events->items.size(), 1u);
-  EXPECT_EQ(events->items[0]["count"], 2);
+  std::string seen;  // on a mismatch, what the server holds
+  for (const auto& e : events->items) seen += "\n  " + e.dump();
+  ASSERT_EQ(events->items.size(), 1u) << seen;
+  EXPECT_EQ(events->items[0]["count"], 2) << seen;
   EXPECT_EQ(events->items[0]["source"]["component"], "pylon-allocator");
 }
 
