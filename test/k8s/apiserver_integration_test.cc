@@ -13,9 +13,11 @@
 #include <functional>
 #include <random>
 #include <thread>
+#include <vector>
 
 #include <gtest/gtest.h>
 
+#include "common/json.h"
 #include "k8s/event_recorder.h"
 #include "k8s/informer.h"
 #include "k8s/leader_election.h"
@@ -234,11 +236,17 @@ TEST_F(ApiServerTest, LeaseElectionAndEvents) {
       ",involvedObject.uid=" + Uid(*svc);
   auto events = client_->List(resources::Events(), ns_, lo);
   ASSERT_TRUE(events) << events.error().message();
+  // Ours only: kube-apiserver's ClusterIP repair loop may record a Warning on the same Service
+  // when it sees the Service before its IPAddress (a loaded machine), a second Event that is not
+  // the recorder's.
+  std::vector<Json> ours;
   std::string seen;  // on a mismatch, what the server holds
-  for (const auto& e : events->items) seen += "\n  " + e.dump();
-  ASSERT_EQ(events->items.size(), 1u) << seen;
-  EXPECT_EQ(events->items[0]["count"], 2) << seen;
-  EXPECT_EQ(events->items[0]["source"]["component"], "pylon-allocator");
+  for (const auto& e : events->items) {
+    seen += "\n  " + e.dump();
+    if (FindString(e, {"source", "component"}) == "pylon-allocator") ours.push_back(e);
+  }
+  ASSERT_EQ(ours.size(), 1u) << seen;
+  EXPECT_EQ(ours[0]["count"], 2) << seen;
 }
 
 // TLS straight to kube-apiserver: its certificate verifies with the control plane's CA, for
