@@ -180,6 +180,8 @@ TEST(BgpAdvertisementTest, Scenarios) {
       {"community words", R"({"communities":["one:two"]})", "spec.communities[0]"},
       {"large short", R"({"communities":["large:1:2"]})", "spec.communities[0]"},
       {"peer empty", R"({"peers":[""]})", "spec.peers[0]: must be the name of a BGPPeer"},
+      {"peer not a string", R"({"peers":["tor1",7]})",
+       "spec.peers[1]: must be a string, got a number"},
       {"aggregation", R"({"aggregationLength":24})", "spec.aggregationLength: not supported"},
       {"localPref negative", R"({"localPref":-1})", "spec.localPref"},
   };

@@ -165,6 +165,13 @@ TEST(ServiceGroupV2, RefusedSpecsTable) {
        "spec.local.v4pool.pool: 192.0.2.100 overlaps spec.local.v4pools[0].pool (192.0.2.0/25)"},
       {R"({"writtenAs":"v3","local":{}})", "spec.writtenAs: \"v3\" is not v1 or v2"},
   };
+  std::string many = R"({"local":{"v4pools":[{"pool":"192.0.2.1","subnet":"192.0.2.0/24"}]},
+                          "namespaces":[)";
+  for (int i = 0; i <= 1024; ++i) many += (i == 0 ? "\"ns" : ",\"ns") + std::to_string(i) + "\"";
+  many += "]}";
+  EXPECT_TRUE(testing::RefusedWith(ParseServiceGroup(testing::V2Group("g", Parse(many.c_str()))),
+                                   "ServiceGroup purelb-system/g: spec.namespaces: more than 1024 "
+                                   "entries"));
   for (const Row& row : rows) {
     SCOPED_TRACE(row.spec);
     EXPECT_TRUE(testing::RefusedWith(ParseServiceGroup(testing::V2Group("g", Parse(row.spec))),
